@@ -1,0 +1,54 @@
+// The `ferrite` binary: dispatches to the subcommands registered in
+// tools/*.cpp. Errors from the library arrive as exceptions and leave here as
+// one line on stderr and a non-zero status.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "command.h"
+#include "core/error.h"
+
+namespace ferrite::tools {
+std::vector<Command>& command_registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+}  // namespace ferrite::tools
+
+int main(int argc, char** argv) {
+  using namespace ferrite::tools;
+  CLI::App app{"ferrite: run large language models from GGUF files"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ferrite 0.1.0");
+
+  auto& commands = command_registry();
+  std::sort(commands.begin(), commands.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+  for (auto& cmd : commands) {
+    CLI::App* sub = app.add_subcommand(cmd.name, cmd.help);
+    actions.emplace_back(sub, cmd.setup(*sub));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, action] : actions) {
+      if (sub->parsed()) return action();
+    }
+  } catch (const ferrite::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}
