@@ -142,7 +142,7 @@ std::string split_path(const std::string& prefix, uint32_t index, uint32_t count
 File File::parse(const uint8_t* data, uint64_t size, const std::string& name) {
   File f;
   f.path_ = name;
-  f.parse_into(data, size, name, 0, true);
+  f.parse_into(data, size, name, 0);
   f.index();
   return f;
 }
@@ -151,7 +151,7 @@ File File::open(const std::string& path) {
   File f;
   f.path_ = path;
   f.maps_.push_back(std::make_unique<MappedFile>(path));
-  f.parse_into(f.maps_[0]->data(), f.maps_[0]->size(), path, 0, true);
+  f.parse_into(f.maps_[0]->data(), f.maps_[0]->size(), path, 0);
   f.index();
 
   const Value* count_v = f.find("split.count");
@@ -179,7 +179,7 @@ File File::open(const std::string& path) {
     const std::string part = split_path(prefix, i, static_cast<uint32_t>(count));
     f.maps_.push_back(std::make_unique<MappedFile>(part));
     File sub;
-    sub.parse_into(f.maps_.back()->data(), f.maps_.back()->size(), part, i, false);
+    sub.parse_into(f.maps_.back()->data(), f.maps_.back()->size(), part, i);
     sub.index();
     const Value* sub_no = sub.find("split.no");
     if (!sub_no || sub_no->as_uint() != i) {
@@ -191,8 +191,7 @@ File File::open(const std::string& path) {
   return f;
 }
 
-void File::parse_into(const uint8_t* data, uint64_t size, const std::string& name, uint32_t split_index,
-                      bool is_first) {
+void File::parse_into(const uint8_t* data, uint64_t size, const std::string& name, uint32_t split_index) {
   Cursor c(data, size, name);
   const uint32_t magic = c.read<uint32_t>("magic");
   if (magic != kMagic) {
@@ -241,12 +240,11 @@ void File::parse_into(const uint8_t* data, uint64_t size, const std::string& nam
   std::vector<TensorInfo> tensors;
   tensors.reserve(static_cast<size_t>(n_tensors));
   std::unordered_map<std::string, size_t> seen_tensors;
-  // Tensors must also be unique against earlier parts of a split set.
-  for (const auto& t : tensors_) seen_tensors.emplace(t.name, 0);
   for (uint64_t i = 0; i < n_tensors; ++i) {
     TensorInfo t;
     const uint64_t name_at = c.pos();
     t.name = c.read_string("tensor #" + std::to_string(i) + " name");
+    if (t.name.empty()) c.fail(name_at, "tensor #" + std::to_string(i) + " name", "empty name");
     const std::string field = "tensor '" + t.name + "'";
     if (seen_tensors.count(t.name)) c.fail(name_at, field, "duplicate tensor name");
     const uint64_t dims_at = c.pos();
@@ -323,12 +321,10 @@ void File::parse_into(const uint8_t* data, uint64_t size, const std::string& nam
     }
   }
 
-  if (is_first) {
-    version_ = version;
-    alignment_ = alignment;
-    data_offset_ = data_offset;
-    kvs_ = std::move(kvs);
-  }
+  version_ = version;
+  alignment_ = alignment;
+  data_offset_ = data_offset;
+  kvs_ = std::move(kvs);
   for (auto& t : tensors) tensors_.push_back(std::move(t));
 }
 

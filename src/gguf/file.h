@@ -91,8 +91,8 @@ class File {
 
  private:
   File() = default;
-  void parse_into(const uint8_t* data, uint64_t size, const std::string& name, uint32_t split_index,
-                  bool is_first);
+  // Parses one file into this object (metadata replaced, tensors appended).
+  void parse_into(const uint8_t* data, uint64_t size, const std::string& name, uint32_t split_index);
   void index();
 
   std::string path_;
