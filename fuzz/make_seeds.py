@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Writes a seed corpus for gguf_fuzz into DIR: the first bytes of every GGUF
+file under the shared data folder, plus hand-made malformed files (bad magic,
+wrong version, huge counts, truncations, bad tensor infos)."""
+import os
+import struct
+import sys
+
+HEAD_BYTES = 1 << 16  # the fuzzer mutates headers; tensor bytes add little
+
+
+def gguf_header(n_tensors, n_kv, version=3):
+    return b"GGUF" + struct.pack("<IQQ", version, n_tensors, n_kv)
+
+
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv_u32(key, v):
+    return gstr(key) + struct.pack("<II", 4, v)
+
+
+def tensor(name, ne, typ, off):
+    return gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne) + struct.pack("<IQ", typ, off)
+
+
+def pad(b, a=32):
+    return b + b"\0" * ((-len(b)) % a)
+
+
+def handmade():
+    ok = pad(gguf_header(1, 2) + kv_u32("general.alignment", 32) + gstr("general.architecture") +
+             struct.pack("<I", 8) + gstr("llama") + tensor("t", [32, 2], 8, 0)) + b"\1" * 68
+    yield "ok", ok
+    yield "bad_magic", b"GGUG" + ok[4:]
+    yield "v1", gguf_header(0, 0, 1)
+    yield "huge_tensors", gguf_header(1 << 60, 0)
+    yield "huge_kv", gguf_header(0, (1 << 64) - 1)
+    yield "truncated", ok[: len(ok) // 2]
+    yield "array", gguf_header(0, 1) + gstr("a") + struct.pack("<IIQ", 9, 4, 3) + struct.pack("<III", 1, 2, 3)
+    yield "nested", gguf_header(0, 1) + gstr("a") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 4 + struct.pack("<IQ", 8, 1) + gstr("x")
+    yield "bad_type", pad(gguf_header(1, 0) + tensor("t", [32], 4, 0)) + b"\0" * 32
+    yield "overlap", pad(gguf_header(2, 0) + tensor("a", [16], 0, 0) + tensor("b", [16], 0, 32)) + b"\0" * 128
+
+
+def main():
+    out, shared = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    n = 0
+    for root, _, files in os.walk(shared):
+        for name in sorted(files):
+            if name.endswith(".gguf"):
+                with open(os.path.join(root, name), "rb") as f:
+                    data = f.read(HEAD_BYTES)
+                with open(os.path.join(out, "shared-" + name), "wb") as f:
+                    f.write(data)
+                n += 1
+    for name, data in handmade():
+        with open(os.path.join(out, "hand-" + name), "wb") as f:
+            f.write(data)
+        n += 1
+    print(f"make_seeds: {n} seeds in {out}")
+
+
+if __name__ == "__main__":
+    main()
