@@ -1,0 +1,29 @@
+// Element-wise activations and the row softmax.
+#pragma once
+
+#include <cstdint>
+
+namespace ferrite::cpu {
+
+// x * sigmoid(x)
+float silu(float x);
+// tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+float gelu(float x);
+float sigmoid(float x);
+
+// y[i] = silu(gate[i]) * up[i]  (the SwiGLU of gated feed-forward layers); y may alias either.
+void swiglu(const float* gate, const float* up, int64_t n, float* y);
+// y[i] = gelu(gate[i]) * up[i]
+void geglu(const float* gate, const float* up, int64_t n, float* y);
+// In place.
+void silu_inplace(float* x, int64_t n);
+void gelu_inplace(float* x, int64_t n);
+
+// In-place softmax of one row: x = exp(x - max) / sum. Entries equal to
+// -infinity get 0. A row of only -infinity becomes all zeros.
+void softmax_inplace(float* x, int64_t n);
+
+// x = cap * tanh(x / cap)  (logit soft-capping).
+void softcap_inplace(float* x, int64_t n, float cap);
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,105 @@
+#include "cpu/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/fp16.h"
+#include "cpu/activations.h"
+#include "cpu/vec_ops.h"
+
+namespace ferrite::cpu {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One (token, head) pair.
+void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h, float* scores, uint16_t* q16) {
+  const int64_t group = a.n_head / a.n_head_kv;
+  const int64_t g = h / group;
+  const float* q = a.q + (t * a.n_head + h) * a.head_dim;
+  const float* mask = a.mask + t * a.n_kv;
+  ops.f32_to_f16(q, q16, a.head_dim);
+  for (int64_t j = 0; j < a.n_kv; ++j) {
+    if (mask[j] == kNegInf) {
+      scores[j] = kNegInf;
+      continue;
+    }
+    float s = ops.dot_f16(q16, a.k + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
+    if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+    scores[j] = s + mask[j];
+  }
+  softmax_inplace(scores, a.n_kv);
+  float* out = a.out + (t * a.n_head + h) * a.head_dim;
+  for (int64_t d = 0; d < a.head_dim; ++d) out[d] = 0.0f;
+  for (int64_t j = 0; j < a.n_kv; ++j) {
+    if (scores[j] == 0.0f) continue;
+    const float p = fp16_to_fp32(fp32_to_fp16(scores[j]));
+    ops.axpy_f16(p, a.v + j * a.kv_stride + g * a.head_dim, out, a.head_dim);
+  }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
+  const size_t n_threads = static_cast<size_t>(pool.size());
+  if (scratch.scores.size() < n_threads) {
+    scratch.scores.resize(n_threads);
+    scratch.q16.resize(n_threads);
+  }
+  const VecOps& ops = vec_ops();
+  pool.run([&](int ith, int nth) {
+    std::vector<float>& scores = scratch.scores[static_cast<size_t>(ith)];
+    std::vector<uint16_t>& q16 = scratch.q16[static_cast<size_t>(ith)];
+    if (scores.size() < static_cast<size_t>(a.n_kv)) scores.resize(static_cast<size_t>(a.n_kv));
+    if (q16.size() < static_cast<size_t>(a.head_dim)) q16.resize(static_cast<size_t>(a.head_dim));
+    const Range work = split_range(a.n_tokens * a.n_head, ith, nth);
+    for (int64_t w = work.begin; w < work.end; ++w) {
+      attend_one(a, ops, w / a.n_head, w % a.n_head, scores.data(), q16.data());
+    }
+  });
+}
+
+void attention_ref(const AttentionArgs& a) {
+  const int64_t group = a.n_head / a.n_head_kv;
+  std::vector<double> scores(static_cast<size_t>(a.n_kv));
+  std::vector<float> q16(static_cast<size_t>(a.head_dim));
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const float* mask = a.mask + t * a.n_kv;
+    for (int64_t h = 0; h < a.n_head; ++h) {
+      const int64_t g = h / group;
+      const float* q = a.q + (t * a.n_head + h) * a.head_dim;
+      for (int64_t d = 0; d < a.head_dim; ++d) q16[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < a.n_kv; ++j) {
+        if (mask[j] == kNegInf) {
+          scores[j] = -std::numeric_limits<double>::infinity();
+          continue;
+        }
+        const uint16_t* k = a.k + j * a.kv_stride + g * a.head_dim;
+        double s = 0.0;
+        for (int64_t d = 0; d < a.head_dim; ++d) s += static_cast<double>(q16[d]) * fp16_to_fp32(k[d]);
+        s *= a.scale;
+        if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+        scores[j] = s + mask[j];
+        max = std::max(max, scores[j]);
+      }
+      double sum = 0.0;
+      for (int64_t j = 0; j < a.n_kv; ++j) {
+        scores[j] = std::isinf(scores[j]) ? 0.0 : std::exp(scores[j] - max);
+        sum += scores[j];
+      }
+      float* out = a.out + (t * a.n_head + h) * a.head_dim;
+      for (int64_t d = 0; d < a.head_dim; ++d) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < a.n_kv; ++j) {
+          if (scores[j] == 0.0) continue;
+          const float p = fp16_to_fp32(fp32_to_fp16(static_cast<float>(scores[j] / sum)));
+          acc += static_cast<double>(p) * fp16_to_fp32(a.v[j * a.kv_stride + g * a.head_dim + d]);
+        }
+        out[d] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+}  // namespace ferrite::cpu

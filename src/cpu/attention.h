@@ -1,0 +1,45 @@
+// Attention of a batch of query tokens over the f16 KV cache.
+//
+// For query token t and head h (kv head g = h / (n_head / n_head_kv)):
+//   s_j = scale * (q_th · K[j, g])          for every cache cell j with mask[t, j] != -inf
+//   s_j = softcap * tanh(s_j / softcap)     when softcap > 0
+//   p   = softmax(s + mask[t])
+//   out[t, h] = sum_j p_j V[j, g]
+// Like llama.cpp, q and p are rounded to f16 before their products with the
+// f16 cache (the same operand rounding its f16 matrix products apply).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+
+namespace ferrite::cpu {
+
+struct AttentionArgs {
+  const float* q = nullptr;      // [n_tokens, n_head, head_dim]
+  const uint16_t* k = nullptr;   // [n_kv, kv_stride] f16; head g at offset g * head_dim
+  const uint16_t* v = nullptr;   // [n_kv, kv_stride] f16
+  int64_t kv_stride = 0;         // elements between cache cells (n_head_kv * head_dim)
+  int64_t n_kv = 0;              // cache cells considered
+  const float* mask = nullptr;   // [n_tokens, n_kv]: 0 visible, -inf hidden
+  int64_t n_tokens = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;          // 0: none
+  float* out = nullptr;          // [n_tokens, n_head, head_dim]
+};
+
+struct AttentionScratch {
+  std::vector<std::vector<float>> scores;   // per thread [n_kv]
+  std::vector<std::vector<uint16_t>> q16;   // per thread [head_dim]
+};
+
+void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);
+
+// Single-threaded plain reference (same operand rounding, double sums).
+void attention_ref(const AttentionArgs& a);
+
+}  // namespace ferrite::cpu

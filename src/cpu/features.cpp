@@ -1,0 +1,71 @@
+#include "cpu/features.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace ferrite::cpu {
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.f16c = __builtin_cpu_supports("f16c");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512dq = __builtin_cpu_supports("avx512dq");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+#endif
+  return f;
+}
+
+Isa best(const CpuFeatures& f) {
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  if (avx2 && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx512vnni && f.avx512bf16) {
+    return Isa::Avx512;
+  }
+  return avx2 ? Isa::Avx2 : Isa::Scalar;
+}
+
+std::atomic<int>& level() {
+  static std::atomic<int> value{static_cast<int>(detected_isa())};
+  return value;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+Isa detected_isa() {
+  static const Isa isa = best(cpu_features());
+  return isa;
+}
+
+Isa active_isa() { return static_cast<Isa>(level().load(std::memory_order_relaxed)); }
+
+Isa set_isa(Isa isa) {
+  const Isa clamped = static_cast<Isa>(std::min(static_cast<int>(isa), static_cast<int>(detected_isa())));
+  level().store(static_cast<int>(clamped), std::memory_order_relaxed);
+  return clamped;
+}
+
+std::string isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar:
+      return "scalar";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace ferrite::cpu

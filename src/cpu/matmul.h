@@ -1,0 +1,51 @@
+// Matrix products of a weight matrix in its stored type with f32
+// activations:  y[m, n] = x[m, k] · W[n, k]^T.
+//
+// The activations are first converted once to the operand format the
+// weight type's dot product wants (f16 for F16 weights, bf16 for BF16, f32
+// for F32; quantized types get f32 and a dequantized row), then the n rows of
+// W are split between the pool's threads and each row is dotted with every
+// activation row while it is hot in cache. Decode (m = 1) streams W once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "gguf/tensor_type.h"
+
+namespace ferrite::cpu {
+
+// A 2-D weight matrix: n rows of k elements, each row `row_bytes` long.
+struct MatView {
+  TensorType type = TensorType::F32;
+  const uint8_t* data = nullptr;
+  int64_t k = 0;
+  int64_t n = 0;
+  uint64_t row_bytes = 0;
+
+  const uint8_t* row(int64_t i) const { return data + static_cast<uint64_t>(i) * row_bytes; }
+  // Rows [first, first + count) as a matrix of their own.
+  MatView rows(int64_t first, int64_t count) const {
+    return {type, row(first), k, count, row_bytes};
+  }
+};
+
+// Buffers reused across calls (the converted activations, per-thread rows).
+struct MatmulScratch {
+  std::vector<uint8_t> act;
+  std::vector<std::vector<float>> rows;
+};
+
+// True when matmul() supports weights of `type`.
+bool matmul_supports(TensorType type);
+
+// y[m, n] = x[m, k] · W^T. x and y are contiguous row-major.
+// Throws InvalidArgument for an unsupported weight type.
+void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch);
+
+// Plain single-threaded reference (dequantize each row to f32, dot in
+// double) used by tests.
+void matmul_ref(const MatView& w, const float* x, int64_t m, float* y);
+
+}  // namespace ferrite::cpu

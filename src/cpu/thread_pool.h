@@ -1,0 +1,67 @@
+// A fixed pool of worker threads for data-parallel kernels, tuned for few
+// cores: the caller is thread 0 and works too (no oversubscription), workers
+// spin briefly between tasks (an inference step runs hundreds of short
+// kernels back to back) and then sleep on a futex so an idle pool burns no core.
+//
+//   ThreadPool pool(2);
+//   pool.run([&](int ith, int nth) { /* rows [ith*n/nth, (ith+1)*n/nth) */ });
+//
+// Tasks must not throw. run() is not reentrant and is called from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace ferrite::cpu {
+
+class ThreadPool {
+ public:
+  // `n_threads` in total, including the calling thread; at least 1.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(ith, nth) once on each of the nth = size() threads and returns
+  // when every call has finished.
+  template <typename F>
+  void run(F&& fn) {
+    auto* ptr = &fn;
+    run_erased([](void* ctx, int ith, int nth) { (*static_cast<decltype(ptr)>(ctx))(ith, nth); }, ptr);
+  }
+
+  // Number of threads a default pool uses: the logical CPUs available.
+  static int default_threads();
+
+ private:
+  using TaskFn = void (*)(void* ctx, int ith, int nth);
+  void run_erased(TaskFn fn, void* ctx);
+  void worker_loop(int ith);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  TaskFn task_ = nullptr;
+  void* task_ctx_ = nullptr;
+  std::atomic<uint32_t> generation_{0};  // bumped for each task (and for stop)
+  std::atomic<int> pending_{0};          // workers still running the task
+  bool stop_ = false;
+};
+
+// The half-open range [begin, end) of `n` items that thread `ith` of `nth`
+// handles, in contiguous near-equal parts.
+struct Range {
+  int64_t begin;
+  int64_t end;
+};
+inline Range split_range(int64_t n, int ith, int nth) {
+  const int64_t per = n / nth;
+  const int64_t extra = n % nth;
+  const int64_t begin = ith * per + (ith < extra ? ith : extra);
+  return {begin, begin + per + (ith < extra ? 1 : 0)};
+}
+
+}  // namespace ferrite::cpu

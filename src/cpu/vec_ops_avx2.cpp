@@ -1,0 +1,104 @@
+// AVX2 + FMA + F16C paths. Tails shorter than a vector fall back to scalar
+// code so any n is accepted.
+#include <immintrin.h>
+
+#include "core/fp16.h"
+#include "cpu/vec_ops.h"
+
+namespace ferrite::cpu {
+namespace {
+
+constexpr int64_t kLanes = 8;
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+inline __m256 load_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+inline __m256 load_bf16(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + kLanes), _mm256_loadu_ps(b + i + kLanes), acc1);
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    acc0 = _mm256_fmadd_ps(load_f16(a + i), load_f16(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(load_f16(a + i + kLanes), load_f16(b + i + kLanes), acc1);
+  }
+  for (; i + kLanes <= n; i += kLanes) acc0 = _mm256_fmadd_ps(load_f16(a + i), load_f16(b + i), acc0);
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]);
+  return sum;
+}
+
+float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    acc0 = _mm256_fmadd_ps(load_bf16(a + i), load_bf16(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(load_bf16(a + i + kLanes), load_bf16(b + i + kLanes), acc1);
+  }
+  for (; i + kLanes <= n; i += kLanes) acc0 = _mm256_fmadd_ps(load_bf16(a + i), load_bf16(b + i), acc0);
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]);
+  return sum;
+}
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) _mm256_storeu_ps(y + i, load_f16(x + i));
+  for (; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
+}
+
+void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_f16(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
+}
+
+}  // namespace
+
+const VecOps& vec_ops_avx2() {
+  static const VecOps ops{dot_f32, dot_f16, dot_bf16, f32_to_f16, f16_to_f32, f32_to_bf16, axpy_f16};
+  return ops;
+}
+
+}  // namespace ferrite::cpu

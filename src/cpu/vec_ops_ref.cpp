@@ -1,0 +1,50 @@
+// Reference implementations: plain loops, the definition the SIMD paths are
+// tested against.
+#include "core/fp16.h"
+#include "cpu/vec_ops.h"
+
+namespace ferrite::cpu {
+namespace {
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]);
+  return sum;
+}
+
+float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]);
+  return sum;
+}
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
+}
+
+void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
+}
+
+}  // namespace
+
+const VecOps& vec_ops_ref() {
+  static const VecOps ops{dot_f32, dot_f16, dot_bf16, f32_to_f16, f16_to_f32, f32_to_bf16, axpy_f16};
+  return ops;
+}
+
+}  // namespace ferrite::cpu
