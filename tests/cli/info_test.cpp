@@ -1,0 +1,75 @@
+// `ferrite info`: tensor names, types and shapes equal llama.cpp's (as listed
+// in the dequantization golden), and the parameter count of stories260K
+// equals the one in shared/README.md.
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include "cli_util.h"
+#include "support/test_data.h"
+
+namespace {
+
+using ferrite::test::run_ferrite;
+using nlohmann::json;
+
+TEST(CliInfo, Stories260KParameterCount) {
+  FERRITE_SHARED_FILE(model, "models/stories260K.gguf");
+  const auto r = run_ferrite({"info", "--json", model.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  // From shared/README.md: "292,800 parameters, 5 layers, dim 64".
+  EXPECT_EQ(j["n_params"].get<uint64_t>(), 292800u);
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_EQ(j["hparams"]["block_count"], 5);
+  EXPECT_EQ(j["hparams"]["embedding_length"], 64);
+  EXPECT_EQ(j["hparams"]["head_count"], 8);
+  EXPECT_EQ(j["hparams"]["head_count_kv"], 4);
+  EXPECT_EQ(j["tokenizer"]["n_tokens"], 512);
+}
+
+TEST(CliInfo, SynthLlamaTensorsMatchGolden) {
+  FERRITE_SHARED_FILE(golden_path, "golden/dequant-synth-llama.json");
+  const json golden = json::parse(ferrite::test::read_file(golden_path));
+  ASSERT_EQ(golden.size(), 29u);  // the 29 quantized variants listed in shared/README.md
+  for (const auto& [type_name, tensors] : golden.items()) {
+    SCOPED_TRACE(type_name);
+    FERRITE_SHARED_FILE(model, "models/synth/synth-llama-" + type_name + ".gguf");
+    const auto r = run_ferrite({"info", "--json", model.string()});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out);
+    ASSERT_EQ(j["tensors"].size(), tensors.size());
+    for (const auto& t : j["tensors"]) {
+      const std::string name = t["name"];
+      ASSERT_TRUE(tensors.contains(name)) << name;
+      const json& g = tensors[name];
+      EXPECT_EQ(t["type"], g["type"]) << name;
+      // The golden lists three dimensions, ours only the stored ones.
+      std::vector<int64_t> ne = t["ne"];
+      while (ne.size() < 3) ne.push_back(1);
+      EXPECT_EQ(ne, g["ne"].get<std::vector<int64_t>>()) << name;
+    }
+  }
+}
+
+TEST(CliInfo, MissingFileIsAnErrorNotACrash) {
+  const auto r = run_ferrite({"info", "/nonexistent/model.gguf"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_LT(r.status, 128) << "killed by a signal";
+  EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
+}
+
+TEST(CliInfo, NonGgufFileNamesTheProblem) {
+  FERRITE_SHARED_FILE(text, "text/war-and-peace.txt");
+  const auto r = run_ferrite({"info", text.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("magic"), std::string::npos) << r.err;
+}
+
+TEST(CliInfo, UnknownOptionIsAUsageError) {
+  const auto r = run_ferrite({"info", "--no-such-option", "x"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_LT(r.status, 128);
+}
+
+}  // namespace
