@@ -1,14 +1,16 @@
 #include "model_path.h"
 
-#include <filesystem>
+#include <cstdio>
 
-#include "core/error.h"
+#include "hub/config.h"
+#include "hub/resolve.h"
 
 namespace ferrite::tools {
 
 std::string resolve_model_argument(const std::string& arg) {
-  if (std::filesystem::exists(arg)) return arg;
-  throw InvalidArgument("model '" + arg + "' not found");
+  hub::ResolveOptions options;
+  options.notify = [](const std::string& line) { std::fprintf(stderr, "ferrite: %s\n", line.c_str()); };
+  return hub::resolve_model(arg, hub::HubConfig::from_environment(), options).string();
 }
 
 }  // namespace ferrite::tools

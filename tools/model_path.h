@@ -1,6 +1,7 @@
 // Turns a `-m` argument into a file path: an existing path is used as is;
-// otherwise the name is resolved through the model search path (see
-// hub/resolve.h), and a clear error lists where it looked.
+// otherwise the name is resolved through FERRITE_MODELS_PATH and the download
+// cache, and a known name or owner/repo:file missing there is downloaded
+// (see hub/resolve.h). A clear error lists where it looked.
 #pragma once
 
 #include <string>
