@@ -24,7 +24,7 @@ constexpr long kLowSpeedLimitBytesPerSecond = 1;  // below this for kLowSpeedTim
 constexpr long kLowSpeedTimeSeconds = 60;
 constexpr long kMaxRedirects = 10;
 constexpr size_t kErrorBodyLimit = 512;
-constexpr size_t kErrorSnippetLimit = 200;
+constexpr size_t kErrorSnippetLimit = 160;
 constexpr long kHttpOk = 200;
 constexpr long kHttpPartialContent = 206;
 constexpr long kHttpBadRequest = 400;
@@ -122,9 +122,13 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   }
 }
 
+// The start of a plain-text error body, for the message; HTML pages are
+// left out (they say nothing the status does not).
 std::string printable_snippet(const std::string& body) {
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || body[first] == '<') return {};
   std::string s;
-  for (char c : body.substr(0, kErrorSnippetLimit)) s.push_back((c >= 0x20 && c < 0x7f) ? c : ' ');
+  for (char c : body.substr(first, kErrorSnippetLimit)) s.push_back((c >= 0x20 && c < 0x7f) ? c : ' ');
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }
