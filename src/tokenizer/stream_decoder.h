@@ -1,0 +1,37 @@
+// Incremental detokenization for streaming generation. Tokens arrive one at
+// a time; the text returned is always whole UTF-8: bytes of a character split
+// across tokens (byte tokens, partial byte-level pieces) are held until the
+// character completes. Bytes that can never form a character are replaced by
+// U+FFFD, so the output is valid UTF-8 at every step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tokenizer/tokenizer.h"
+
+namespace ferrite::tokenizer {
+
+class StreamDecoder {
+ public:
+  // `special`: render control tokens' text. The tokenizer must outlive this.
+  explicit StreamDecoder(const Tokenizer& tok, bool special = false);
+
+  // Text completed by `id` (may be empty).
+  std::string push(int32_t id);
+  // Whatever is pending (an incomplete sequence becomes U+FFFD); resets.
+  std::string flush();
+  // Forgets pending bytes and the start-of-text state.
+  void reset();
+
+ private:
+  // Moves the complete prefix of pending_ to `out`.
+  void drain(std::string& out, bool final);
+
+  const Tokenizer& tok_;
+  bool special_;
+  bool at_start_ = true;
+  std::string pending_;
+};
+
+}  // namespace ferrite::tokenizer
