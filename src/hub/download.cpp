@@ -70,6 +70,7 @@ struct Request {
       accepting = true;
     } else if (r.status == kHttpOk) {
       if (pos > 0) {
+        progress->break_line();
         if (spec->notify) spec->notify("the server does not support resuming; downloading from the start");
         part->truncate();
         *hash = Sha256();
@@ -315,6 +316,7 @@ DownloadResult transfer(const DownloadSpec& spec, PartFile& part, CURL* curl) {
     if (req.received == 0 || result.requests >= max_attempts) {
       throw_network_error(spec, rc, errbuf, pos, part.path());
     }
+    progress.break_line();
     if (spec.notify) {
       spec.notify("connection lost after " + format_bytes(pos) + "; resuming (attempt " +
                   std::to_string(result.requests + 1) + " of " + std::to_string(max_attempts) + ")");

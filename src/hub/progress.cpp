@@ -62,15 +62,23 @@ void ProgressReporter::finish(uint64_t done, uint64_t total) {
   if (start_bytes_ == UINT64_MAX) start_bytes_ = done;
   if (mode_ == ProgressMode::kBar) {
     draw_bar(done, total);
-    std::fputc('\n', out_);
+    break_line();
   } else if (mode_ == ProgressMode::kLines) {
     if (total == 0 || static_cast<int>(done * kLineSteps / total) != last_step_) print_line(done, total);
   }
   if (out_ != nullptr) std::fflush(out_);
 }
 
+void ProgressReporter::break_line() {
+  if (!line_open_) return;
+  std::fputc('\n', out_);
+  std::fflush(out_);
+  line_open_ = false;
+}
+
 void ProgressReporter::draw_bar(uint64_t done, uint64_t total) {
   drawn_ = true;
+  line_open_ = true;
   const double elapsed = std::max(seconds_since(start_), 1e-3);
   const double rate = static_cast<double>(done - std::min(done, start_bytes_)) / elapsed;  // bytes/s
   std::string bar;

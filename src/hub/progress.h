@@ -26,6 +26,8 @@ class ProgressReporter {
   void update(uint64_t done, uint64_t total);
   // Final state: draws 100% and ends the line.
   void finish(uint64_t done, uint64_t total);
+  // Ends a half-drawn bar line so that a notice can be printed below it.
+  void break_line();
 
  private:
   void draw_bar(uint64_t done, uint64_t total);
@@ -39,6 +41,7 @@ class ProgressReporter {
   uint64_t start_bytes_ = UINT64_MAX;  // bytes already present when this run began
   int last_step_ = -1;                 // last tenth (or size step) printed in line mode
   bool drawn_ = false;
+  bool line_open_ = false;  // a bar is on the current line
 };
 
 // "1.13 MiB", "512 B": sizes for humans.

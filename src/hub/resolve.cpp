@@ -107,7 +107,12 @@ std::optional<fs::path> find_local_model(const std::string& arg, const HubConfig
                                          std::vector<std::string>* searched) {
   if (arg.empty()) throw InvalidArgument("empty model name");
   std::error_code ec;
-  if (fs::exists(arg, ec)) return fs::path(arg);
+  if (fs::is_directory(arg, ec)) {
+    // A bare name that happens to be a folder here is still searched for.
+    if (arg.find('/') != std::string::npos) throw InvalidArgument("'" + arg + "' is a folder, not a model file");
+  } else if (fs::exists(arg, ec)) {
+    return fs::path(arg);
+  }
   if (searched) searched->push_back(fs::absolute(arg, ec).string() + " (as a path)");
   if (fs::path(arg).is_absolute()) return std::nullopt;
 

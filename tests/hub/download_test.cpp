@@ -180,6 +180,25 @@ TEST_F(DownloadTest, SendsBearerToken) {
   EXPECT_EQ(server_.requests().at(0).authorization, "Bearer hf_test_token");
 }
 
+TEST_F(DownloadTest, TokenIsNotSentToAnotherHostAfterRedirect) {
+  // Like the hub sending the client to its CDN: 127.0.0.1 redirects to
+  // "localhost", another host name, which must not receive the token.
+  server_.set_route("/cdn/blob", file_route());
+  LocalHttpServer::Route redirect;
+  const std::string port = server_.base_url().substr(server_.base_url().rfind(':') + 1);
+  redirect.redirect_to = "http://localhost:" + port + "/cdn/blob";
+  server_.set_route(kPath, redirect);
+  DownloadSpec s = spec();
+  s.bearer_token = "hf_secret";
+  download_file(s);
+  EXPECT_EQ(test::read_file(dest()), bytes_);
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].authorization, "Bearer hf_secret");
+  EXPECT_EQ(seen[1].path, "/cdn/blob");
+  EXPECT_EQ(seen[1].authorization, "");
+}
+
 TEST_F(DownloadTest, ChecksumMismatchLeavesNoFile) {
   server_.set_route(kPath, file_route());
   DownloadSpec s = spec();

@@ -40,6 +40,11 @@ TEST_F(ResolveTest, ExistingPathIsUsedAsIs) {
   EXPECT_EQ(resolve_model(p.string(), config(), offline()), p);
 }
 
+TEST_F(ResolveTest, FolderIsNotAModel) {
+  std::filesystem::create_directories(dir_ / "folder");
+  EXPECT_THROW(resolve_model((dir_ / "folder").string(), config(), offline()), InvalidArgument);
+}
+
 TEST_F(ResolveTest, FindsNameWithAndWithoutSuffixInModelsPath) {
   write_file(dir_ / "b/tiny.gguf", "1");
   EXPECT_EQ(resolve_model("tiny", config(), offline()), dir_ / "b/tiny.gguf");
