@@ -13,7 +13,8 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One (token, head) pair.
-void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h, float* scores, uint16_t* q16) {
+void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h, float* scores, uint16_t* q16,
+                uint16_t* p16) {
   const int64_t group = a.n_head / a.n_head_kv;
   const int64_t g = h / group;
   const float* q = a.q + (t * a.n_head + h) * a.head_dim;
@@ -29,12 +30,10 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
     scores[j] = s + mask[j];
   }
   softmax_inplace(scores, a.n_kv);
+  ops.f32_to_f16(scores, p16, a.n_kv);
   float* out = a.out + (t * a.n_head + h) * a.head_dim;
-  for (int64_t d = 0; d < a.head_dim; ++d) out[d] = 0.0f;
-  for (int64_t j = 0; j < a.n_kv; ++j) {
-    if (scores[j] == 0.0f) continue;
-    const float p = fp16_to_fp32(fp32_to_fp16(scores[j]));
-    ops.axpy_f16(p, a.v + j * a.kv_stride + g * a.head_dim, out, a.head_dim);
+  for (int64_t d = 0; d < a.head_dim; ++d) {
+    out[d] = ops.dot_f16(p16, a.vt + (g * a.head_dim + d) * a.vt_stride, a.n_kv);
   }
 }
 
@@ -45,16 +44,19 @@ void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scrat
   if (scratch.scores.size() < n_threads) {
     scratch.scores.resize(n_threads);
     scratch.q16.resize(n_threads);
+    scratch.p16.resize(n_threads);
   }
   const VecOps& ops = vec_ops();
   pool.run([&](int ith, int nth) {
     std::vector<float>& scores = scratch.scores[static_cast<size_t>(ith)];
     std::vector<uint16_t>& q16 = scratch.q16[static_cast<size_t>(ith)];
+    std::vector<uint16_t>& p16 = scratch.p16[static_cast<size_t>(ith)];
+    if (p16.size() < static_cast<size_t>(a.n_kv)) p16.resize(static_cast<size_t>(a.n_kv));
     if (scores.size() < static_cast<size_t>(a.n_kv)) scores.resize(static_cast<size_t>(a.n_kv));
     if (q16.size() < static_cast<size_t>(a.head_dim)) q16.resize(static_cast<size_t>(a.head_dim));
     const Range work = split_range(a.n_tokens * a.n_head, ith, nth);
     for (int64_t w = work.begin; w < work.end; ++w) {
-      attend_one(a, ops, w / a.n_head, w % a.n_head, scores.data(), q16.data());
+      attend_one(a, ops, w / a.n_head, w % a.n_head, scores.data(), q16.data(), p16.data());
     }
   });
 }
@@ -94,7 +96,7 @@ void attention_ref(const AttentionArgs& a) {
         for (int64_t j = 0; j < a.n_kv; ++j) {
           if (scores[j] == 0.0) continue;
           const float p = fp16_to_fp32(fp32_to_fp16(static_cast<float>(scores[j] / sum)));
-          acc += static_cast<double>(p) * fp16_to_fp32(a.v[j * a.kv_stride + g * a.head_dim + d]);
+          acc += static_cast<double>(p) * fp16_to_fp32(a.vt[(g * a.head_dim + d) * a.vt_stride + j]);
         }
         out[d] = static_cast<float>(acc);
       }

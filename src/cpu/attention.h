@@ -6,7 +6,9 @@
 //   p   = softmax(s + mask[t])
 //   out[t, h] = sum_j p_j V[j, g]
 // Like llama.cpp, q and p are rounded to f16 before their products with the
-// f16 cache (the same operand rounding its f16 matrix products apply).
+// f16 cache (the same operand rounding its f16 matrix products apply), and V
+// is stored transposed so that each output element is one dot product over
+// the cells (contiguous in memory, and summed in the same order).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,8 @@ namespace ferrite::cpu {
 struct AttentionArgs {
   const float* q = nullptr;      // [n_tokens, n_head, head_dim]
   const uint16_t* k = nullptr;   // [n_kv, kv_stride] f16; head g at offset g * head_dim
-  const uint16_t* v = nullptr;   // [n_kv, kv_stride] f16
+  const uint16_t* vt = nullptr;  // V transposed: [n_head_kv * head_dim, vt_stride] f16
+  int64_t vt_stride = 0;         // elements between rows of vt (the cache's cell count)
   int64_t kv_stride = 0;         // elements between cache cells (n_head_kv * head_dim)
   int64_t n_kv = 0;              // cache cells considered
   const float* mask = nullptr;   // [n_tokens, n_kv]: 0 visible, -inf hidden
@@ -35,6 +38,7 @@ struct AttentionArgs {
 struct AttentionScratch {
   std::vector<std::vector<float>> scores;   // per thread [n_kv]
   std::vector<std::vector<uint16_t>> q16;   // per thread [head_dim]
+  std::vector<std::vector<uint16_t>> p16;   // per thread [n_kv]
 };
 
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);

@@ -23,39 +23,51 @@ inline __m512 load_f16_masked(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
+// Summation order (it decides the rounding, and with it how closely we
+// reproduce llama.cpp): lengths that are a multiple of 16 use one 16-lane
+// accumulator in k order, then a lane reduction (the order of llama.cpp's
+// tiled GEMM); other lengths use four accumulators over blocks of 64,
+// combined as (0+2)+(1+3), and a scalar tail (llama.cpp's vector dot).
+constexpr int64_t kStep = 4 * kLanes;
+
+inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3)));
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + kLanes), _mm512_loadu_ps(b + i + kLanes), acc1);
-    acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 2 * kLanes), _mm512_loadu_ps(b + i + 2 * kLanes), acc2);
-    acc3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 3 * kLanes), _mm512_loadu_ps(b + i + 3 * kLanes), acc3);
+  if (n % kLanes == 0) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+    return _mm512_reduce_add_ps(acc);
   }
-  for (; i + kLanes <= n; i += kLanes) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const int64_t np = n - n % kStep;
+  for (int64_t i = 0; i < np; i += kStep) {
+    for (int j = 0; j < 4; ++j) {
+      acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + j * kLanes), _mm512_loadu_ps(b + i + j * kLanes), acc[j]);
+    }
   }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc1);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+  float sum = np > 0 ? reduce4(acc[0], acc[1], acc[2], acc[3]) : 0.0f;
+  for (int64_t i = np; i < n; ++i) sum += a[i] * b[i];
+  return sum;
 }
 
 float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    acc0 = _mm512_fmadd_ps(load_f16(a + i), load_f16(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(load_f16(a + i + kLanes), load_f16(b + i + kLanes), acc1);
+  if (n % kLanes == 0) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_fmadd_ps(load_f16(a + i), load_f16(b + i), acc);
+    return _mm512_reduce_add_ps(acc);
   }
-  for (; i + kLanes <= n; i += kLanes) acc0 = _mm512_fmadd_ps(load_f16(a + i), load_f16(b + i), acc0);
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    acc1 = _mm512_fmadd_ps(load_f16_masked(a + i, m), load_f16_masked(b + i, m), acc1);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const int64_t np = n - n % kStep;
+  for (int64_t i = 0; i < np; i += kStep) {
+    for (int j = 0; j < 4; ++j) {
+      acc[j] = _mm512_fmadd_ps(load_f16(a + i + j * kLanes), load_f16(b + i + j * kLanes), acc[j]);
+    }
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  double sum = np > 0 ? reduce4(acc[0], acc[1], acc[2], acc[3]) : 0.0;
+  for (int64_t i = np; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
+  return static_cast<float>(sum);
 }
 
 // 32 bf16 pairs per instruction: vdpbf16ps multiplies exactly and adds in f32.

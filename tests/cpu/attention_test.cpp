@@ -18,7 +18,7 @@ TEST(Attention, MatchesReferenceWithGqaAndMask) {
   const int64_t n_tokens = 5, n_head = 4, n_head_kv = 2, head_dim = 24, n_kv = 9;
   const auto q = test::random_floats(n_tokens * n_head * head_dim, 1);
   const auto k = test::to_f16(test::random_floats(n_kv * n_head_kv * head_dim, 2));
-  const auto v = test::to_f16(test::random_floats(n_kv * n_head_kv * head_dim, 3));
+  const auto v = test::to_f16(test::random_floats(n_kv * n_head_kv * head_dim, 3));  // [n_head_kv*head_dim, n_kv]
   std::vector<float> mask(n_tokens * n_kv);
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t j = 0; j < n_kv; ++j) mask[t * n_kv + j] = j <= t + 4 ? 0.0f : -kInf;  // causal
@@ -27,7 +27,8 @@ TEST(Attention, MatchesReferenceWithGqaAndMask) {
     AttentionArgs a;
     a.q = q.data();
     a.k = k.data();
-    a.v = v.data();
+    a.vt = v.data();
+    a.vt_stride = n_kv;
     a.kv_stride = n_head_kv * head_dim;
     a.n_kv = n_kv;
     a.mask = mask.data();
@@ -58,13 +59,15 @@ TEST(Attention, SingleVisibleCellCopiesV) {
   const int64_t head_dim = 4;
   const std::vector<float> q = {1, 2, 3, 4};
   const auto k = test::to_f16({1, 0, 0, 0, 0, 1, 0, 0});
-  const auto v = test::to_f16({0.5f, -1, 2, 4, 9, 9, 9, 9});
+  // V transposed: row d holds cells 0 and 1.
+  const auto v = test::to_f16({0.5f, 9, -1, 9, 2, 9, 4, 9});
   const std::vector<float> mask = {0.0f, -kInf};
   std::vector<float> out(head_dim);
   AttentionArgs a;
   a.q = q.data();
   a.k = k.data();
-  a.v = v.data();
+  a.vt = v.data();
+  a.vt_stride = 2;
   a.kv_stride = head_dim;
   a.n_kv = 2;
   a.mask = mask.data();

@@ -1,0 +1,39 @@
+// An architecture binds its weights at load (checking every shape) and runs
+// the forward pass of a batch. One small file per family (arch_*.cpp);
+// registry.cpp maps `general.architecture` to its factory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "gguf/file.h"
+#include "model/forward.h"
+#include "model/hparams.h"
+#include "model/workspace.h"
+
+namespace ferrite::model {
+
+class Architecture {
+ public:
+  virtual ~Architecture() = default;
+
+  // Computes the batch, writing its keys/values into the cache, and the
+  // logits of the batch's output rows: logits [n_out, n_vocab].
+  virtual void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
+                       float* logits) const = 0;
+};
+
+// Builds an architecture from an opened file and its common hparams (which
+// the factory may complete: RoPE pairing, vocabulary size from the tensors).
+using ArchFactory = std::unique_ptr<Architecture> (*)(const gguf::File& file, HParams& hp);
+
+// The factory for `general.architecture`; throws ModelError naming the
+// architecture and listing the supported ones when unknown.
+ArchFactory find_architecture(const std::string& name);
+
+// Names of every supported architecture, sorted.
+std::vector<std::string> supported_architectures();
+
+}  // namespace ferrite::model

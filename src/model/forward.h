@@ -1,0 +1,34 @@
+// What one forward pass receives: the batch of tokens and the view of the KV
+// cache it reads and writes. The runtime (src/runtime) owns the cache and
+// decides cells and masks; the model only computes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ferrite::model {
+
+struct ForwardBatch {
+  const int32_t* tokens = nullptr;   // [n_tokens]
+  const int32_t* pos = nullptr;      // [n_tokens] positions within each token's sequence
+  int64_t n_tokens = 0;
+  const int32_t* out_rows = nullptr; // [n_out] batch rows whose logits are wanted, ascending
+  int64_t n_out = 0;
+};
+
+// K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].
+struct KvLayer {
+  uint16_t* k = nullptr;
+  uint16_t* vt = nullptr;
+};
+
+struct KvView {
+  std::vector<KvLayer> layers;       // [n_layer]
+  int64_t n_cells = 0;               // cache size (row length of V transposed)
+  const int32_t* slots = nullptr;    // [n_tokens] cell receiving each batch token's K/V
+  int64_t n_kv = 0;                  // attention reads cells [0, n_kv)
+  const float* mask = nullptr;       // [n_tokens, n_kv]: 0 visible, -inf hidden (causal, per sequence)
+  const float* mask_swa = nullptr;   // same with the sliding window applied, or nullptr
+};
+
+}  // namespace ferrite::model

@@ -1,0 +1,55 @@
+// Hyperparameters of a transformer read from GGUF metadata. Keys are
+// prefixed by the architecture ("llama.block_count"); what an architecture
+// lacks keeps its default here and its file (arch_*.cpp) checks what it needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gguf/metadata.h"
+
+namespace ferrite::model {
+
+enum class RopeScaling { None, Linear, Yarn, LongRope };
+
+struct RopeParams {
+  int n_rot = 0;              // dimensions rotated per head
+  bool neox = false;          // pairing, set by the architecture
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;    // 1 / scaling factor
+  RopeScaling scaling = RopeScaling::None;
+  int n_ctx_orig = 0;         // context the model was trained with (YaRN)
+  float yarn_ext_factor = 0.0f;
+  float yarn_attn_factor = 1.0f;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+};
+
+struct HParams {
+  std::string arch;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;      // per head, keys and values (attention.key_length or n_embd / n_head)
+  int64_t n_ff = 0;          // dense feed-forward width (0 when absent)
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  float norm_eps = 1e-5f;      // attention.layer_norm_epsilon
+  float norm_rms_eps = 1e-5f;  // attention.layer_norm_rms_epsilon
+  int64_t n_swa = 0;         // sliding window (0: none)
+  float attn_softcap = 0.0f; // attention logit soft-cap (0: none)
+  float final_softcap = 0.0f;
+  RopeParams rope;
+
+  int64_t n_embd_q() const { return n_head * head_dim; }
+  int64_t n_embd_kv() const { return n_head_kv * head_dim; }
+};
+
+// Reads the keys every decoder shares. Throws ModelError for missing
+// required keys or inconsistent values (heads not dividing, zero sizes).
+HParams read_hparams(const gguf::Metadata& md);
+
+}  // namespace ferrite::model

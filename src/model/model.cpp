@@ -1,0 +1,17 @@
+#include "model/model.h"
+
+#include "gguf/metadata.h"
+
+namespace ferrite::model {
+
+std::shared_ptr<const Model> Model::load(const std::string& path) {
+  std::shared_ptr<Model> m(new Model());
+  m->file_ = std::make_unique<gguf::File>(gguf::File::open(path));
+  const gguf::Metadata md(*m->file_);
+  const ArchFactory make = find_architecture(md.architecture());
+  m->hp_ = read_hparams(md);
+  m->arch_ = make(*m->file_, m->hp_);
+  return m;
+}
+
+}  // namespace ferrite::model

@@ -1,0 +1,37 @@
+// A loaded model: the mapped GGUF file, its hyperparameters and the
+// architecture that computes it. Immutable after load and shareable between
+// contexts (src/runtime) that each own a KV cache and scratch memory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gguf/file.h"
+#include "model/architecture.h"
+#include "model/hparams.h"
+
+namespace ferrite::model {
+
+class Model {
+ public:
+  // Opens and binds a model. Throws IoError / FormatError / ModelError.
+  static std::shared_ptr<const Model> load(const std::string& path);
+
+  const gguf::File& file() const { return *file_; }
+  const HParams& hparams() const { return hp_; }
+  const Architecture& arch() const { return *arch_; }
+
+  // See Architecture::forward.
+  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
+               float* logits) const {
+    arch_->forward(batch, kv, pool, ws, logits);
+  }
+
+ private:
+  Model() = default;
+  std::unique_ptr<gguf::File> file_;
+  HParams hp_;
+  std::unique_ptr<Architecture> arch_;
+};
+
+}  // namespace ferrite::model

@@ -1,0 +1,53 @@
+// Binding a model's weights by tensor name, with shape checks. Weights stay
+// in the memory-mapped file in their stored type; a Tensor is a view.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "cpu/matmul.h"
+#include "gguf/file.h"
+
+namespace ferrite::model {
+
+// A weight tensor in the mapped file (null when an optional tensor is absent).
+struct Tensor {
+  const gguf::TensorInfo* info = nullptr;
+
+  explicit operator bool() const { return info != nullptr; }
+  int64_t ne(int i) const { return info->ne[static_cast<size_t>(i)]; }
+
+  // As a matrix of ne(1) rows of ne(0) elements (a 1-D tensor is one row).
+  cpu::MatView mat() const;
+  // Expert `e` of a 3-D tensor [k, n, n_expert] as a matrix [n, k].
+  cpu::MatView expert(int64_t e) const;
+  // The data as f32 (norm weights and biases); the type was checked at bind.
+  const float* f32() const { return reinterpret_cast<const float*>(info->data); }
+};
+
+class WeightBinder {
+ public:
+  explicit WeightBinder(const gguf::File& file) : file_(file) {}
+
+  // A tensor that must exist with exactly these dimensions (innermost first).
+  Tensor require(const std::string& name, std::initializer_list<int64_t> shape) const;
+  // As require(), but absent is allowed (returns a null Tensor).
+  Tensor optional(const std::string& name, std::initializer_list<int64_t> shape) const;
+  // Norm weights and biases: f32 vectors of n elements.
+  Tensor require_vec(const std::string& name, int64_t n) const;
+  Tensor optional_vec(const std::string& name, int64_t n) const;
+
+  static std::string layer_name(int64_t layer, const char* suffix) {
+    return "blk." + std::to_string(layer) + "." + suffix;
+  }
+
+  const gguf::File& file() const { return file_; }
+
+ private:
+  Tensor check(const gguf::TensorInfo* t, const std::string& name, std::initializer_list<int64_t> shape) const;
+  const gguf::File& file_;
+};
+
+}  // namespace ferrite::model

@@ -1,0 +1,31 @@
+// A batch of tokens to evaluate: each with its position, its sequence and
+// whether its logits are wanted.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ferrite::runtime {
+
+struct Batch {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> pos;
+  std::vector<int32_t> seq;
+  std::vector<uint8_t> want_logits;
+
+  void add(int32_t token, int32_t position, int32_t sequence, bool logits) {
+    tokens.push_back(token);
+    pos.push_back(position);
+    seq.push_back(sequence);
+    want_logits.push_back(logits ? 1 : 0);
+  }
+  void clear() {
+    tokens.clear();
+    pos.clear();
+    seq.clear();
+    want_logits.clear();
+  }
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+}  // namespace ferrite::runtime

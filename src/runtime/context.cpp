@@ -1,0 +1,129 @@
+#include "runtime/context.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace ferrite::runtime {
+namespace {
+
+int64_t context_size(const model::HParams& hp, int64_t requested) {
+  if (requested < 0) throw InvalidArgument("context size must not be negative");
+  if (requested > 0) return requested;
+  return hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx;
+}
+
+int thread_count(int requested) {
+  if (requested < 0) throw InvalidArgument("thread count must not be negative");
+  return requested == 0 ? cpu::ThreadPool::default_threads() : requested;
+}
+
+constexpr float kHidden = -std::numeric_limits<float>::infinity();
+
+// Attention scans a multiple of this many cells (the extra ones are masked):
+// whole vectors for the dot products over cells, and llama.cpp's padding, so
+// that sums run in the same order.
+constexpr int64_t kKvPad = 32;
+
+}  // namespace
+
+Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
+    : model_(std::move(model)),
+      params_(params),
+      cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type),
+      pool_(thread_count(params.n_threads)) {
+  if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
+}
+
+std::span<const float> Context::logits(int64_t i) const {
+  if (i < 0 || i >= n_out_) throw InvalidArgument("no logits for output " + std::to_string(i));
+  const int64_t nv = n_vocab();
+  return {logits_.data() + i * nv, static_cast<size_t>(nv)};
+}
+
+void Context::decode(const Batch& batch) {
+  const int64_t n = batch.size();
+  if (static_cast<int64_t>(batch.pos.size()) != n || static_cast<int64_t>(batch.seq.size()) != n ||
+      static_cast<int64_t>(batch.want_logits.size()) != n) {
+    throw InvalidArgument("batch fields have different lengths");
+  }
+  const int64_t nv = n_vocab();
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.tokens[i] < 0 || batch.tokens[i] >= nv) {
+      throw InvalidArgument("token id " + std::to_string(batch.tokens[i]) + " is outside the vocabulary (0.." +
+                            std::to_string(nv - 1) + ")");
+    }
+  }
+  int64_t total_out = 0;
+  for (uint8_t w : batch.want_logits) total_out += w ? 1 : 0;
+  logits_.resize(static_cast<size_t>(total_out * nv));
+  n_out_ = 0;
+  for (int64_t begin = 0; begin < n; begin += params_.n_batch) {
+    decode_pass(batch, begin, std::min(n, begin + params_.n_batch));
+  }
+}
+
+void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
+  const model::HParams& hp = model_->hparams();
+  const int64_t n = end - begin;
+  std::vector<int32_t> slots = cache_.allocate(batch.seq.data() + begin, batch.pos.data() + begin, n);
+
+  // Masks [n, n_kv]: a cell is visible to a token of sequence s at position p
+  // when it belongs to s and holds a position <= p (and, for sliding-window
+  // layers, one within the window).
+  const int64_t n_kv = std::min(cache_.size(), (cache_.end() + kKvPad - 1) / kKvPad * kKvPad);
+  mask_.assign(static_cast<size_t>(n * n_kv), kHidden);
+  if (hp.n_swa > 0) mask_swa_.assign(static_cast<size_t>(n * n_kv), kHidden);
+  for (int64_t t = 0; t < n; ++t) {
+    const int seq = batch.seq[begin + t];
+    const int32_t p = batch.pos[begin + t];
+    for (int64_t j = 0; j < n_kv; ++j) {
+      const KvCache::Cell& c = cache_.cell(j);
+      if (c.pos < 0 || !c.has(seq) || c.pos > p) continue;
+      mask_[t * n_kv + j] = 0.0f;
+      if (hp.n_swa > 0 && p - c.pos < hp.n_swa) mask_swa_[t * n_kv + j] = 0.0f;
+    }
+  }
+
+  std::vector<int32_t> out_rows;
+  for (int64_t t = 0; t < n; ++t) {
+    if (batch.want_logits[begin + t]) out_rows.push_back(static_cast<int32_t>(t));
+  }
+
+  model::ForwardBatch fb;
+  fb.tokens = batch.tokens.data() + begin;
+  fb.pos = batch.pos.data() + begin;
+  fb.n_tokens = n;
+  fb.out_rows = out_rows.data();
+  fb.n_out = static_cast<int64_t>(out_rows.size());
+  model::KvView kv = cache_.view();
+  kv.slots = slots.data();
+  kv.n_kv = n_kv;
+  kv.mask = mask_.data();
+  kv.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
+  try {
+    model_->forward(fb, kv, pool_, ws_, logits_.data() + n_out_ * n_vocab());
+  } catch (...) {
+    for (int64_t t = 0; t < n; ++t) {
+      cache_.remove(batch.seq[begin + t], batch.pos[begin + t], batch.pos[begin + t] + 1);
+    }
+    throw;
+  }
+  n_out_ += fb.n_out;
+}
+
+std::span<const float> Context::eval(std::span<const int32_t> tokens, int seq, bool all_logits) {
+  if (tokens.empty()) throw InvalidArgument("nothing to evaluate");
+  const int32_t start = cache_.max_pos(seq) + 1;
+  scratch_batch_.clear();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    scratch_batch_.add(tokens[i], start + static_cast<int32_t>(i), seq, all_logits || i + 1 == tokens.size());
+  }
+  decode(scratch_batch_);
+  if (all_logits) return {logits_.data(), logits_.size()};
+  return logits(0);
+}
+
+}  // namespace ferrite::runtime

@@ -1,0 +1,73 @@
+// An inference context: a model, its KV cache, a thread pool and scratch
+// memory. Tools, the server and the bindings drive models through it.
+//
+//   auto model = model::Model::load(path);
+//   runtime::Context ctx(model, {.n_ctx = 2048});
+//   std::span<const float> logits = ctx.eval(prompt_tokens);   // sequence 0
+//   ... sample, then ctx.eval({&next, 1}) ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "gguf/tensor_type.h"
+#include "model/model.h"
+#include "model/workspace.h"
+#include "runtime/batch.h"
+#include "runtime/kv_cache.h"
+
+namespace ferrite::runtime {
+
+struct ContextParams {
+  int64_t n_ctx = 0;       // cache cells; 0: the model's training context, capped at kDefaultMaxCtx
+  int64_t n_batch = 512;   // tokens per forward pass (longer batches are split)
+  int n_threads = 0;       // 0: all logical CPUs
+  TensorType cache_type = TensorType::F16;
+};
+
+constexpr int64_t kDefaultMaxCtx = 4096;
+
+class Context {
+ public:
+  Context(std::shared_ptr<const model::Model> model, const ContextParams& params);
+
+  const model::Model& model() const { return *model_; }
+  int64_t n_ctx() const { return cache_.size(); }
+  int64_t n_vocab() const { return model_->hparams().n_vocab; }
+  int n_threads() const { return pool_.size(); }
+  KvCache& cache() { return cache_; }
+
+  // Evaluates a batch (split into passes of n_batch tokens). Afterwards
+  // logits(i) is the i-th requested row in batch order. Throws
+  // InvalidArgument for bad token ids, sequences, positions or a full cache
+  // (the cache is left as before the failing pass).
+  void decode(const Batch& batch);
+
+  int64_t n_outputs() const { return n_out_; }
+  std::span<const float> logits(int64_t i) const;
+
+  // Appends `tokens` to sequence `seq` at its next positions and returns the
+  // logits after the last one (all_logits: of every token, [n, n_vocab]).
+  std::span<const float> eval(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
+
+  // Forgets sequence `seq` (or everything for seq < 0).
+  void clear(int seq = -1) { cache_.remove(seq, 0, -1); }
+
+ private:
+  void decode_pass(const Batch& batch, int64_t begin, int64_t end);
+
+  std::shared_ptr<const model::Model> model_;
+  ContextParams params_;
+  KvCache cache_;
+  cpu::ThreadPool pool_;
+  model::Workspace ws_;
+  std::vector<float> logits_;  // [n_out_, n_vocab]
+  int64_t n_out_ = 0;
+  Batch scratch_batch_;
+  std::vector<float> mask_, mask_swa_;
+};
+
+}  // namespace ferrite::runtime

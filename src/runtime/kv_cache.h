@@ -1,0 +1,64 @@
+// The KV cache: for every layer, keys and values of n_cells cache cells
+// (K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells], f16), preallocated for the context size. Each
+// cell records the position it holds and the set of sequences that share it,
+// so several sequences live in one cache with their own positions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+#include "model/forward.h"
+#include "model/hparams.h"
+
+namespace ferrite::runtime {
+
+// Sequence ids are 0 .. kMaxSequences-1 (a cell's sequences are a bit set).
+constexpr int kMaxSequences = 64;
+
+class KvCache {
+ public:
+  struct Cell {
+    int32_t pos = -1;   // -1: free
+    uint64_t seqs = 0;  // bit s set: sequence s uses this cell
+    bool has(int seq) const { return (seqs >> seq) & 1u; }
+  };
+
+  // Throws InvalidArgument for a non-positive size or an unsupported type
+  // (f16 only for now).
+  KvCache(const model::HParams& hp, int64_t n_cells, TensorType type = TensorType::F16);
+
+  int64_t size() const { return static_cast<int64_t>(cells_.size()); }
+  TensorType type() const { return type_; }
+  const Cell& cell(int64_t i) const { return cells_[static_cast<size_t>(i)]; }
+  // Cells in use.
+  int64_t used() const { return used_; }
+  // One past the highest cell in use (attention scans [0, end())).
+  int64_t end() const;
+
+  // Claims a cell for each (seq, pos) and records them; throws
+  // InvalidArgument when the cache has too few free cells (nothing claimed).
+  std::vector<int32_t> allocate(const int32_t* seq, const int32_t* pos, int64_t n);
+
+  // Removes positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence).
+  void remove(int seq, int32_t p0, int32_t p1);
+  // Makes `dst` share every cell of `src` (prompt reuse without recompute).
+  void copy_sequence(int src, int dst);
+  void clear();
+  // Highest position of `seq`, or -1 when it has none.
+  int32_t max_pos(int seq) const;
+
+  // The view of the cache a forward pass uses (layers only; the caller adds
+  // slots, n_kv and masks).
+  model::KvView view();
+
+ private:
+  TensorType type_;
+  int64_t n_layer_;
+  int64_t n_embd_kv_;
+  std::vector<Cell> cells_;
+  int64_t used_ = 0;
+  std::vector<std::vector<uint16_t>> k_, v_;  // [n_layer][n_cells * n_embd_kv], V transposed
+};
+
+}  // namespace ferrite::runtime
