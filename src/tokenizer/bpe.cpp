@@ -171,27 +171,23 @@ void BpeEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   pre_.split(text, words);
   std::vector<Symbol> syms;
   std::vector<uint64_t> scratch;
-  // Word -> [offset, count) into `cached`.
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
-  std::vector<int32_t> cached;
-  if (words.size() > 64) cache.reserve(words.size() / 4);
+  WordCache cache;
+  const bool use_cache = words.size() > 64;
   for (const Span& s : words) {
     const std::string_view word = text.substr(s.begin, s.end - s.begin);
-    if (word.size() > kMaxCachedWordLen || words.size() <= 64) {
+    if (!use_cache || word.size() > kMaxCachedWordLen) {
       encode_word(word, out, syms, scratch);
       continue;
     }
-    auto it = cache.find(word);
-    if (it != cache.end()) {
-      out.insert(out.end(), cached.begin() + it->second.first,
-                 cached.begin() + it->second.first + it->second.second);
+    const uint64_t h = hash_bytes(word);
+    uint32_t count = 0;
+    if (const int32_t* ids = cache.find(word, h, count)) {
+      out.insert(out.end(), ids, ids + count);
       continue;
     }
     const size_t before = out.size();
     encode_word(word, out, syms, scratch);
-    const auto off = static_cast<uint32_t>(cached.size());
-    cached.insert(cached.end(), out.begin() + static_cast<ptrdiff_t>(before), out.end());
-    cache.emplace(word, std::make_pair(off, static_cast<uint32_t>(out.size() - before)));
+    cache.insert(word, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tokenizer/pretokenizer.h"
@@ -18,14 +19,21 @@ namespace ferrite::tokenizer {
 
 // SentencePiece-style BPE over token scores with byte fallback. `text` is
 // already escaped (spaces replaced by U+2581).
+//
+// Speed: when no vocabulary token holds "X▁" with X another character, no
+// merge can cross the start of a "▁" that follows a non-"▁" character, so
+// the text is cut there into segments encoded independently (and cached).
 class SpmEncoder {
  public:
   explicit SpmEncoder(const Vocab& v);
   void encode(std::string_view text, std::vector<int32_t>& out) const;
 
  private:
+  void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
   const Vocab& v_;
   int32_t byte_token_[256];
+  // Characters X such that some token contains X followed by "▁".
+  std::unordered_set<std::string> joins_space_;
 };
 
 // Byte-level BPE (GPT-2 style): pre-tokenizer regexes, then rank-ordered

@@ -4,6 +4,7 @@
 // fall back to their <0xXX> byte tokens.
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
 #include "tokenizer/encoders.h"
 #include "tokenizer/unicode.h"
@@ -41,9 +42,56 @@ SpmEncoder::SpmEncoder(const Vocab& v) : v_(v) {
     if (id < 0) id = v.unk;
     byte_token_[b] = id;
   }
+  for (const std::string& t : v.text) {
+    size_t prev = 0;  // start of the previous character
+    for (size_t i = 0; i < t.size();) {
+      const size_t len = std::min(utf8_seq_len(static_cast<uint8_t>(t[i])), t.size() - i);
+      if (i > 0 && t.compare(i, kEscapedSpace.size(), kEscapedSpace) == 0 &&
+          t.compare(prev, i - prev, kEscapedSpace) != 0) {
+        joins_space_.insert(t.substr(prev, i - prev));
+      }
+      prev = i;
+      i += len;
+    }
+  }
 }
 
 void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {
+  constexpr size_t kMaxCachedSegment = 64;
+  WordCache cache;
+  auto emit = [&](std::string_view seg) {
+    if (seg.size() > kMaxCachedSegment) {
+      encode_segment(seg, out);
+      return;
+    }
+    const uint64_t h = hash_bytes(seg);
+    uint32_t count = 0;
+    if (const int32_t* ids = cache.find(seg, h, count)) {
+      out.insert(out.end(), ids, ids + count);
+      return;
+    }
+    const size_t before = out.size();
+    encode_segment(seg, out);
+    cache.insert(seg, h, out.data() + before, static_cast<uint32_t>(out.size() - before));
+  };
+  size_t seg_begin = 0;
+  size_t prev = 0;  // start of the previous symbol
+  for (size_t off = 0; off < text.size();) {
+    const size_t len = std::min(utf8_seq_len(static_cast<uint8_t>(text[off])), text.size() - off);
+    if (off > seg_begin && len == kEscapedSpace.size() && text.compare(off, len, kEscapedSpace) == 0) {
+      const std::string_view before = text.substr(prev, off - prev);
+      if (before != kEscapedSpace && (joins_space_.empty() || !joins_space_.count(std::string(before)))) {
+        emit(text.substr(seg_begin, off - seg_begin));
+        seg_begin = off;
+      }
+    }
+    prev = off;
+    off += len;
+  }
+  if (seg_begin < text.size()) emit(text.substr(seg_begin));
+}
+
+void SpmEncoder::encode_segment(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
   std::vector<SpmSymbol> syms;
   syms.reserve(text.size());

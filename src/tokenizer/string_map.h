@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +120,68 @@ class U64Map {
   std::vector<uint64_t> keys_;
   std::vector<V> vals_;
   size_t mask_ = 0;
+};
+
+}  // namespace ferrite::tokenizer
+
+namespace ferrite::tokenizer {
+
+// Per-call memo of word -> token ids: keys are views into the text being
+// encoded (which outlives the cache), ids live in one flat vector.
+class WordCache {
+ public:
+  // Ids cached for `word`, or nullptr.
+  const int32_t* find(std::string_view word, uint64_t h, uint32_t& count) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == nullptr) return nullptr;
+      if (s.hash == h && s.key_len == word.size() && std::memcmp(s.key, word.data(), word.size()) == 0) {
+        count = s.count;
+        return ids_.data() + s.offset;
+      }
+    }
+  }
+  void insert(std::string_view word, uint64_t h, const int32_t* ids, uint32_t count) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    const auto off = static_cast<uint32_t>(ids_.size());
+    ids_.insert(ids_.end(), ids, ids + count);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].key == nullptr) {
+        slots_[i] = Slot{h, word.data(), static_cast<uint32_t>(word.size()), off, count};
+        ++used_;
+        return;
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    const char* key;
+    uint32_t key_len;
+    uint32_t offset;
+    uint32_t count;
+  };
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    const size_t cap = old.empty() ? 1024 : old.size() * 2;
+    slots_.assign(cap, Slot{0, nullptr, 0, 0, 0});
+    mask_ = cap - 1;
+    for (const Slot& s : old) {
+      if (!s.key) continue;
+      for (size_t i = s.hash & mask_;; i = (i + 1) & mask_) {
+        if (!slots_[i].key) {
+          slots_[i] = s;
+          break;
+        }
+      }
+    }
+  }
+  std::vector<Slot> slots_;
+  std::vector<int32_t> ids_;
+  size_t mask_ = 0;
+  size_t used_ = 0;
 };
 
 }  // namespace ferrite::tokenizer
