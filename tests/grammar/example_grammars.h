@@ -28,7 +28,7 @@ string ::=
     "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
   )* "\"" ws
 
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]{1,16})? ws
 
 ws ::= | " " | "\n" [ \t]{0,20}
 )GBNF";
@@ -36,7 +36,7 @@ ws ::= | " " | "\n" [ \t]{0,20}
 // Integer arithmetic with + - * / and parentheses.
 inline constexpr const char* kArithmeticGrammar = R"GBNF(
 root  ::= (expr "=" ws term "\n")+
-expr  ::= term ([-+*/] term)*
+expr  ::= term ([-+*/] ws term)*
 term  ::= ident | num | "(" ws expr ")" ws
 ident ::= [a-z] [a-z0-9_]* ws
 num   ::= [0-9]+ ws
