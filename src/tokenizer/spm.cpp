@@ -93,8 +93,10 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
 
 void SpmEncoder::encode_segment(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
-  std::vector<SpmSymbol> syms;
-  syms.reserve(text.size());
+  thread_local std::vector<SpmSymbol> syms;  // reused: no allocation per segment
+  thread_local std::vector<SpmBigram> heap;
+  syms.clear();
+  heap.clear();
   for (size_t off = 0; off < text.size();) {
     const size_t len = std::min(utf8_seq_len(static_cast<uint8_t>(text[off])), text.size() - off);
     const auto idx = static_cast<int32_t>(syms.size());
@@ -103,8 +105,6 @@ void SpmEncoder::encode_segment(std::string_view text, std::vector<int32_t>& out
     off += len;
   }
 
-  std::vector<SpmBigram> heap;
-  heap.reserve(syms.size());
   auto try_add = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0) return;
     const uint32_t size = syms[static_cast<size_t>(l)].len + syms[static_cast<size_t>(r)].len;
