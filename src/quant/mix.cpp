@@ -254,10 +254,14 @@ bool tensor_is_quantizable(const gguf::TensorInfo& t) {
 }
 
 std::vector<TensorType> plan_mix(const gguf::File& file, const Preset& preset, const MixOptions& options) {
-  const MixModel model = MixModel::from_file(file);
+  return plan_mix(file.tensors(), MixModel::from_file(file), preset, options);
+}
+
+std::vector<TensorType> plan_mix(const std::vector<gguf::TensorInfo>& tensors, const MixModel& model,
+                                 const Preset& preset, const MixOptions& options) {
   Counters c;
   bool tied = true;
-  for (const auto& t : file.tensors()) {
+  for (const auto& t : tensors) {
     const Category cat = category_of(t.name);
     if (cat == Category::kOutput) tied = false;
     if (is_attn_v_like(cat)) ++c.n_attn_v;
@@ -266,8 +270,8 @@ std::vector<TensorType> plan_mix(const gguf::File& file, const Preset& preset, c
     if (cat == Category::kFfnUp) ++c.n_ffn_up;
   }
   std::vector<TensorType> out;
-  out.reserve(file.tensors().size());
-  for (const auto& t : file.tensors()) {
+  out.reserve(tensors.size());
+  for (const auto& t : tensors) {
     if (!tensor_is_quantizable(t)) {
       out.push_back(t.type);
       continue;

@@ -52,4 +52,9 @@ bool tensor_is_quantizable(const gguf::TensorInfo& t);
 // The type each tensor of `file` gets under `preset` (in file order).
 std::vector<TensorType> plan_mix(const gguf::File& file, const Preset& preset, const MixOptions& options);
 
+// Same for a tensor list (only name, type, n_dims and ne are read) of a
+// model described by `model`.
+std::vector<TensorType> plan_mix(const std::vector<gguf::TensorInfo>& tensors, const MixModel& model,
+                                 const Preset& preset, const MixOptions& options);
+
 }  // namespace ferrite::quant
