@@ -1,0 +1,18 @@
+// Jinja2 parser: tokens (lexer.h) to a syntax tree (ast.h), with Jinja's
+// operator precedence. Throws TemplateSyntaxError with line and column.
+#pragma once
+
+#include <vector>
+
+#include "chat/ast.h"
+#include "chat/lexer.h"
+
+namespace ferrite::chat {
+
+// Nesting deeper than this (brackets, operators, blocks) is refused so that
+// a hostile template cannot exhaust the stack.
+constexpr int kMaxParseDepth = 200;
+
+Body parse_template(const std::vector<Token>& tokens);
+
+}  // namespace ferrite::chat
