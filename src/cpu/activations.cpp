@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -15,16 +18,30 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))); }
 
-void swiglu(const float* gate, const float* up, int64_t n, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = silu(gate[i]) * up[i];
+void swiglu(const float* gate, const float* up, int64_t n_rows, int64_t n, float* y) {
+  const VecOps& ops = vec_ops();
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* yr = y + r * n;
+    const float* ur = up + r * n;
+    if (yr == ur) {
+      // y aliases up: SiLU into a temporary is not needed if done element-wise after.
+      std::vector<float> tmp(static_cast<size_t>(n));
+      ops.silu(gate + r * n, tmp.data(), n);
+      for (int64_t i = 0; i < n; ++i) yr[i] = tmp[i] * ur[i];
+    } else {
+      ops.silu(gate + r * n, yr, n);
+      for (int64_t i = 0; i < n; ++i) yr[i] *= ur[i];
+    }
+  }
 }
 
 void geglu(const float* gate, const float* up, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = gelu(gate[i]) * up[i];
 }
 
-void silu_inplace(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = silu(x[i]);
+void silu_inplace(float* x, int64_t n_rows, int64_t n) {
+  const VecOps& ops = vec_ops();
+  for (int64_t r = 0; r < n_rows; ++r) ops.silu(x + r * n, x + r * n, n);
 }
 
 void gelu_inplace(float* x, int64_t n) {
@@ -38,12 +55,7 @@ void softmax_inplace(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
     return;
   }
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp(x[i] - max);
-    x[i] = e;
-    sum += e;
-  }
+  const double sum = vec_ops().softmax_exp(x, n, max);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }

@@ -11,16 +11,22 @@ float silu(float x);
 float gelu(float x);
 float sigmoid(float x);
 
-// y[i] = silu(gate[i]) * up[i]  (the SwiGLU of gated feed-forward layers); y may alias either.
-void swiglu(const float* gate, const float* up, int64_t n, float* y);
+// Row by row over [n_rows, n]: y = silu(gate) * up (the SwiGLU of gated
+// feed-forward layers); y may alias either. SiLU runs through
+// VecOps::silu (llama.cpp's exp) per row.
+void swiglu(const float* gate, const float* up, int64_t n_rows, int64_t n, float* y);
+// One row of n.
+inline void swiglu(const float* gate, const float* up, int64_t n, float* y) { swiglu(gate, up, 1, n, y); }
 // y[i] = gelu(gate[i]) * up[i]
 void geglu(const float* gate, const float* up, int64_t n, float* y);
-// In place.
-void silu_inplace(float* x, int64_t n);
+// In place, row by row over [n_rows, n].
+void silu_inplace(float* x, int64_t n_rows, int64_t n);
+inline void silu_inplace(float* x, int64_t n) { silu_inplace(x, 1, n); }
 void gelu_inplace(float* x, int64_t n);
 
-// In-place softmax of one row: x = exp(x - max) / sum. Entries equal to
-// -infinity get 0. A row of only -infinity becomes all zeros.
+// In-place softmax of one row: x = exp(x - max) / sum (exp and sum as
+// VecOps::softmax_exp). Entries equal to -infinity get 0. A row of only
+// -infinity becomes all zeros.
 void softmax_inplace(float* x, int64_t n);
 
 // x = cap * tanh(x / cap)  (logit soft-capping).

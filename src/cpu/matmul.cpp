@@ -1,10 +1,12 @@
 #include "cpu/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "cpu/act_quant.h"
 #include "cpu/vec_ops.h"
 #include "quant/type_traits.h"
 
@@ -54,6 +56,23 @@ void tile_loop(const MatView& w, const uint8_t* act, size_t act_row_bytes, int64
   }
 }
 
+// Q4_1/Q5_1 rows: sum over blocks of the weight offset m times the
+// activation block-sum correction (see act_quant_q8_1_sum_correction).
+constexpr int64_t kQ8_1Block = 32;
+constexpr size_t kOffsetOfM = 2;  // BlockQ4_1/BlockQ5_1: f16 d, then f16 m
+
+float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
+  const TensorTypeInfo* info = tensor_type_info(w.type);
+  const uint8_t* row = w.row(r);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < w.k / kQ8_1Block; ++b) {
+    uint16_t m16;
+    std::memcpy(&m16, row + static_cast<size_t>(b) * info->block_bytes + kOffsetOfM, sizeof(m16));
+    sum += fp16_to_fp32(m16) * corr[b];
+  }
+  return sum;
+}
+
 }  // namespace
 
 bool matmul_supports(TensorType type) {
@@ -65,9 +84,12 @@ bool matmul_supports(TensorType type) {
   }
 }
 
-void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch,
+            DotOrder order) {
   check(w);
   const VecOps& ops = vec_ops();
+  const auto dot_f32 = order == DotOrder::Tiled ? ops.dot_f32 : ops.dot_f32_unrolled;
+  const auto dot_f16 = order == DotOrder::Tiled ? ops.dot_f16 : ops.dot_f16_unrolled;
   const Operand op = operand_for(w.type);
   const int64_t k = w.k;
 
@@ -82,8 +104,24 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     }
     act = scratch.act.data();
   }
-  if (op == Operand::Dequant && static_cast<int>(scratch.rows.size()) < pool.size()) {
-    scratch.rows.resize(static_cast<size_t>(pool.size()));
+  if (op == Operand::Dequant) {
+    // Activations through the 8-bit format llama.cpp multiplies this type with.
+    const ActQuant aq = act_quant_for(w.type);
+    if (k % act_quant_block(aq) != 0) {
+      throw InvalidArgument("matrix product: row length " + std::to_string(k) + " is not a multiple of " +
+                            std::to_string(act_quant_block(aq)));
+    }
+    scratch.act.resize(static_cast<size_t>(m * k) * sizeof(float));
+    float* xq = reinterpret_cast<float*>(scratch.act.data());
+    for (int64_t t = 0; t < m; ++t) act_quant_round_trip(aq, x + t * k, xq + t * k, k);
+    if (aq == ActQuant::Q8_1) {
+      scratch.corr.resize(static_cast<size_t>(m * k / kQ8_1Block));
+      for (int64_t t = 0; t < m; ++t) {
+        act_quant_q8_1_sum_correction(x + t * k, xq + t * k, scratch.corr.data() + t * k / kQ8_1Block, k);
+      }
+    }
+    x = xq;
+    if (static_cast<int>(scratch.rows.size()) < pool.size()) scratch.rows.resize(static_cast<size_t>(pool.size()));
   }
 
   // 2. Rows of W split between threads; tokens in blocks.
@@ -95,12 +133,12 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
       switch (op) {
         case Operand::F32:
           tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y, [&](const uint8_t* wr, const uint8_t* a) {
-            return ops.dot_f32(reinterpret_cast<const float*>(wr), reinterpret_cast<const float*>(a), k);
+            return dot_f32(reinterpret_cast<const float*>(wr), reinterpret_cast<const float*>(a), k);
           });
           break;
         case Operand::F16:
           tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y, [&](const uint8_t* wr, const uint8_t* a) {
-            return ops.dot_f16(reinterpret_cast<const uint16_t*>(wr), reinterpret_cast<const uint16_t*>(a), k);
+            return dot_f16(reinterpret_cast<const uint16_t*>(wr), reinterpret_cast<const uint16_t*>(a), k);
           });
           break;
         case Operand::BF16:
@@ -118,6 +156,13 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
             for (int64_t t = t0; t < t1; ++t) {
               for (int64_t r = rt; r < rend; ++r) y[t * w.n + r] = ops.dot_f32(buf.data() + (r - rt) * k, x + t * k, k);
             }
+            if (act_quant_for(w.type) == ActQuant::Q8_1) {
+              for (int64_t t = t0; t < t1; ++t) {
+                for (int64_t r = rt; r < rend; ++r) {
+                  y[t * w.n + r] += q8_1_offset_term(w, r, scratch.corr.data() + t * k / kQ8_1Block);
+                }
+              }
+            }
           }
           break;
         }
@@ -128,6 +173,18 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
 
 void matmul_ref(const MatView& w, const float* x, int64_t m, float* y) {
   check(w);
+  std::vector<float> xq(x, x + m * w.k);
+  if (operand_for(w.type) == Operand::Dequant) {
+    for (int64_t t = 0; t < m; ++t) act_quant_round_trip(act_quant_for(w.type), x + t * w.k, xq.data() + t * w.k, w.k);
+  }
+  std::vector<float> corr;
+  if (act_quant_for(w.type) == ActQuant::Q8_1) {
+    corr.resize(static_cast<size_t>(m * w.k / kQ8_1Block));
+    for (int64_t t = 0; t < m; ++t) {
+      act_quant_q8_1_sum_correction(x + t * w.k, xq.data() + t * w.k, corr.data() + t * w.k / kQ8_1Block, w.k);
+    }
+  }
+  x = xq.data();
   std::vector<float> row(static_cast<size_t>(w.k));
   for (int64_t r = 0; r < w.n; ++r) {
     const uint8_t* src = w.row(r);
@@ -148,6 +205,7 @@ void matmul_ref(const MatView& w, const float* x, int64_t m, float* y) {
     for (int64_t t = 0; t < m; ++t) {
       double sum = 0.0;
       for (int64_t i = 0; i < w.k; ++i) sum += static_cast<double>(row[i]) * x[t * w.k + i];
+      if (!corr.empty()) sum += q8_1_offset_term(w, r, corr.data() + t * w.k / kQ8_1Block);
       y[t * w.n + r] = static_cast<float>(sum);
     }
   }

@@ -3,7 +3,8 @@
 //
 // The activations are first converted once to the operand format the
 // weight type's dot product wants (f16 for F16 weights, bf16 for BF16, f32
-// for F32; quantized types get f32 and a dequantized row), then the n rows of
+// for F32; quantized types get their 8-bit activation format, see
+// act_quant.h, multiplied with dequantized rows), then the n rows of
 // W are split between the pool's threads and each row is dotted with every
 // activation row while it is hot in cache. Decode (m = 1) streams W once.
 #pragma once
@@ -35,17 +36,23 @@ struct MatView {
 struct MatmulScratch {
   std::vector<uint8_t> act;
   std::vector<std::vector<float>> rows;
+  std::vector<float> corr;  // Q8_1 block-sum corrections [m, k / 32]
 };
+
+// Which summation order f32/f16 dot products use (see VecOps::dot_f32):
+// Tiled for ordinary products, Unrolled for llama.cpp's expert products.
+enum class DotOrder { Tiled, Unrolled };
 
 // True when matmul() supports weights of `type`.
 bool matmul_supports(TensorType type);
 
 // y[m, n] = x[m, k] · W^T. x and y are contiguous row-major.
 // Throws InvalidArgument for an unsupported weight type.
-void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch);
+void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch,
+            DotOrder order = DotOrder::Tiled);
 
-// Plain single-threaded reference (dequantize each row to f32, dot in
-// double) used by tests.
+// Plain single-threaded reference (the same activation quantization,
+// dequantized rows, dot in double) used by tests.
 void matmul_ref(const MatView& w, const float* x, int64_t m, float* y);
 
 }  // namespace ferrite::cpu

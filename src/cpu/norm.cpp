@@ -9,7 +9,7 @@ void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, in
     const float* xr = x + r * n;
     float* yr = y + r * n;
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i]) * xr[i];
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i] * xr[i]);  // f32 product, f64 sum
     const float mean = static_cast<float>(sum / static_cast<double>(n));
     const float scale = 1.0f / std::sqrt(mean + eps);
     if (weight != nullptr) {
@@ -31,7 +31,7 @@ void layer_norm(const float* x, const float* weight, const float* bias, float ep
     double sum2 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const float d = xr[i] - mean;
-      sum2 += static_cast<double>(d) * d;
+      sum2 += static_cast<double>(d * d);
     }
     const float variance = static_cast<float>(sum2 / static_cast<double>(n));
     const float scale = 1.0f / std::sqrt(variance + eps);

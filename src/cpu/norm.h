@@ -1,5 +1,5 @@
 // Normalisations over the last dimension of row-major [n_rows, n] data.
-// Sums of squares and means are accumulated in double, as llama.cpp does.
+// Squares are formed in f32 and summed in double, as llama.cpp does.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "cpu/vec_ops.h"
+
 namespace ferrite::cpu {
 namespace {
 
@@ -54,23 +56,16 @@ void rope_table(const RopeConfig& cfg, const int32_t* pos, int64_t n_pos, float*
 void rope_apply(const RopeConfig& cfg, const float* cos_t, const float* sin_t, float* x, int64_t n_tokens,
                 int64_t n_heads, int64_t head_dim) {
   const int half = cfg.n_rot / 2;
+  const VecOps& ops = vec_ops();
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* c = cos_t + t * half;
     const float* s = sin_t + t * half;
     for (int64_t h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * head_dim;
       if (cfg.neox) {
-        for (int i = 0; i < half; ++i) {
-          const float a = v[i], b = v[i + half];
-          v[i] = a * c[i] - b * s[i];
-          v[i + half] = a * s[i] + b * c[i];
-        }
+        ops.rotate(v, v + half, c, s, half, 1);
       } else {
-        for (int i = 0; i < half; ++i) {
-          const float a = v[2 * i], b = v[2 * i + 1];
-          v[2 * i] = a * c[i] - b * s[i];
-          v[2 * i + 1] = a * s[i] + b * c[i];
-        }
+        ops.rotate(v, v + 1, c, s, half, 2);
       }
     }
   }

@@ -8,7 +8,8 @@
 // then scaled: linear (theta * freq_scale) or YaRN (a ramp between the
 // interpolated and extrapolated angle, magnitude scaled by mscale).
 // Normal mode rotates (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
-// Dimensions >= n_rot pass through unchanged (partial rotary).
+// Dimensions >= n_rot pass through unchanged (partial rotary). The rotation
+// itself uses fused multiply-adds (VecOps::rotate), as llama.cpp's does.
 #pragma once
 
 #include <cstdint>

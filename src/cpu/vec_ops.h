@@ -10,10 +10,17 @@
 namespace ferrite::cpu {
 
 struct VecOps {
-  // sum_i a[i] * b[i], accumulated in f32.
+  // sum_i a[i] * b[i], accumulated in f32. Summation order (it decides the
+  // rounding, and with it how closely we reproduce llama.cpp): n a multiple
+  // of 16 uses one 16-lane accumulator (llama.cpp's tiled GEMM); other n use
+  // four 16-lane accumulators over blocks of 64, combined as (0+2)+(1+3),
+  // then a scalar tail (llama.cpp's vector dot).
   float (*dot_f32)(const float* a, const float* b, int64_t n);
-  // Both operands IEEE half.
+  // Both operands IEEE half (same orders; the f16 tail is summed in double).
   float (*dot_f16)(const uint16_t* a, const uint16_t* b, int64_t n);
+  // Always the vector-dot order (llama.cpp's expert matrix products use it).
+  float (*dot_f32_unrolled)(const float* a, const float* b, int64_t n);
+  float (*dot_f16_unrolled)(const uint16_t* a, const uint16_t* b, int64_t n);
   // Both operands bfloat16.
   float (*dot_bf16)(const uint16_t* a, const uint16_t* b, int64_t n);
   // Conversions with round-to-nearest-even.
@@ -22,7 +29,20 @@ struct VecOps {
   void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
   // y[i] += a * x[i] with x in f16 (attention's weighted sum of V rows).
   void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n);
+  // x[i] = exp(x[i] - max) and returns the sum (in double). Whole groups of
+  // 16 use fast_exp (see fast_exp.h), the remainder libm's expf, which is
+  // how llama.cpp's AVX-512 softmax splits the row.
+  double (*softmax_exp)(float* x, int64_t n, float max);
+  // y[i] = x[i] / (1 + exp(-x[i])), with the same split between fast_exp and expf.
+  void (*silu)(const float* x, float* y, int64_t n);
+  // Rotation of n pairs (a[i*stride], b[i*stride]) by angles with cos c[i],
+  // sin s[i]: a' = fma(a, c, -(b*s)), b' = fma(a, s, b*c) (fused as
+  // llama.cpp's compiled RoPE is).
+  void (*rotate)(float* a, float* b, const float* c, const float* s, int64_t n, int64_t stride);
 };
+
+// Elements of a row evaluated with fast_exp before the libm remainder.
+constexpr int64_t kExpGroup = 16;
 
 // The table of one level (a lower level when the build lacks that path).
 const VecOps& vec_ops_for(Isa isa);

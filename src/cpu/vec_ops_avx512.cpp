@@ -6,7 +6,10 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "core/fp16.h"
+#include "cpu/fast_exp.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
@@ -34,12 +37,7 @@ inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3)));
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  if (n % kLanes == 0) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-    return _mm512_reduce_add_ps(acc);
-  }
+float dot_f32_unrolled(const float* a, const float* b, int64_t n) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   const int64_t np = n - n % kStep;
   for (int64_t i = 0; i < np; i += kStep) {
@@ -52,12 +50,14 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
-  if (n % kLanes == 0) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_fmadd_ps(load_f16(a + i), load_f16(b + i), acc);
-    return _mm512_reduce_add_ps(acc);
-  }
+float dot_f32(const float* a, const float* b, int64_t n) {
+  if (n % kLanes != 0) return dot_f32_unrolled(a, b, n);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  return _mm512_reduce_add_ps(acc);
+}
+
+float dot_f16_unrolled(const uint16_t* a, const uint16_t* b, int64_t n) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   const int64_t np = n - n % kStep;
   for (int64_t i = 0; i < np; i += kStep) {
@@ -70,23 +70,28 @@ float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
   return static_cast<float>(sum);
 }
 
-// 32 bf16 pairs per instruction: vdpbf16ps multiplies exactly and adds in f32.
+float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  if (n % kLanes != 0) return dot_f16_unrolled(a, b, n);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_fmadd_ps(load_f16(a + i), load_f16(b + i), acc);
+  return _mm512_reduce_add_ps(acc);
+}
+
+// 32 bf16 pairs per instruction: vdpbf16ps multiplies exactly and adds in
+// f32. Multiples of 32 use one accumulator (llama.cpp's tiled GEMM order).
 float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   constexpr int64_t kPairLanes = 32;
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc0 = _mm512_setzero_ps();
   int64_t i = 0;
-  for (; i + 2 * kPairLanes <= n; i += 2 * kPairLanes) {
+  for (; i + kPairLanes <= n; i += kPairLanes) {
     acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(a + i), (__m512bh)_mm512_loadu_si512(b + i));
-    acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_loadu_si512(a + i + kPairLanes),
-                            (__m512bh)_mm512_loadu_si512(b + i + kPairLanes));
   }
-  for (; i < n; i += kPairLanes) {
-    const int64_t left = n - i < kPairLanes ? n - i : kPairLanes;
-    const __mmask32 m = left == kPairLanes ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1u);
+  if (i < n) {
+    const __mmask32 m = static_cast<__mmask32>((1u << (n - i)) - 1u);
     acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i),
                             (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  return _mm512_reduce_add_ps(acc0);
 }
 
 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
@@ -130,10 +135,74 @@ void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
   }
 }
 
+// fast_exp lane-wise; vscalefps applies 2^n. Lanes with |n| > 192 (results
+// 0 or inf) and NaN are fixed up from the scalar definition.
+inline __m512 exp16(__m512 x) {
+  using namespace fast_exp;
+  const __m512 shift = _mm512_set1_ps(kShift);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), shift);
+  const __m512 n = _mm512_sub_ps(z, shift);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(kP5), b, _mm512_set1_ps(kP4)), u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(kP3), b, _mm512_set1_ps(kP2))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(kP1), b, _mm512_set1_ps(1.0f)));
+  __m512 r = _mm512_scalef_ps(j, n);
+  const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(kMaxExponent), _CMP_NLE_UQ);
+  if (big != 0) {
+    alignas(64) float xs[16], rs[16];
+    _mm512_store_ps(xs, x);
+    _mm512_store_ps(rs, r);
+    for (int i = 0; i < 16; ++i) {
+      if ((big >> i) & 1) rs[i] = exp_ref(xs[i]);
+    }
+    r = _mm512_load_ps(rs);
+  }
+  return r;
+}
+
+double softmax_exp(float* x, int64_t n, float max) {
+  const int64_t fast = n - n % kExpGroup;
+  double sum = 0.0;
+  const __m512 vmax = _mm512_set1_ps(max);
+  for (int64_t i = 0; i < fast; i += kLanes) {
+    const __m512 v = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+    _mm512_storeu_ps(x + i, v);
+    sum += static_cast<double>(_mm512_reduce_add_ps(v));
+  }
+  for (int64_t i = fast; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  return sum;
+}
+
+void silu(const float* x, float* y, int64_t n) {
+  const int64_t fast = n - n % kExpGroup;
+  for (int64_t i = 0; i < fast; i += kLanes) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), v));
+    _mm512_storeu_ps(y + i, _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+  }
+  for (int64_t i = fast; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+// std::fma compiles to vfmadd here.
+void rotate(float* a, float* b, const float* c, const float* s, int64_t n, int64_t stride) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x0 = a[i * stride], x1 = b[i * stride];
+    a[i * stride] = std::fma(x0, c[i], -(x1 * s[i]));
+    b[i * stride] = std::fma(x0, s[i], x1 * c[i]);
+  }
+}
+
 }  // namespace
 
 const VecOps& vec_ops_avx512() {
-  static const VecOps ops{dot_f32, dot_f16, dot_bf16, f32_to_f16, f16_to_f32, f32_to_bf16, axpy_f16};
+  static const VecOps ops{dot_f32,     dot_f16,          dot_f32_unrolled, dot_f16_unrolled, dot_bf16,
+                          f32_to_f16,  f16_to_f32,       f32_to_bf16,      axpy_f16,         softmax_exp,
+                          silu,        rotate};
   return ops;
 }
 

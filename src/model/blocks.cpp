@@ -141,7 +141,7 @@ void self_attention(Step& s, int64_t layer, const AttentionWeights& w, const flo
   a.n_head = hp.n_head;
   a.n_head_kv = hp.n_head_kv;
   a.head_dim = hd;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.scale = s.attn_scale > 0.0f ? s.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   a.softcap = hp.attn_softcap;
   a.out = attn;
   cpu::attention(a, s.pool, s.ws.attention);
@@ -158,12 +158,12 @@ void feed_forward(Step& s, const FfnWeights& w, Activation act, const float* h, 
     float* gate = grow(s.ws.ffn_a, n * n_ff);
     linear(s, w.gate, w.gate_b, h, n, gate);
     if (act == Activation::Silu) {
-      cpu::swiglu(gate, up, n * n_ff, up);
+      cpu::swiglu(gate, up, n, n_ff, up);
     } else {
       cpu::geglu(gate, up, n * n_ff, up);
     }
   } else if (act == Activation::Silu) {
-    cpu::silu_inplace(up, n * n_ff);
+    cpu::silu_inplace(up, n, n_ff);
   } else {
     cpu::gelu_inplace(up, n * n_ff);
   }
@@ -220,11 +220,12 @@ void mixture_of_experts(Step& s, const MoeWeights& w, const float* h, float* out
     for (int64_t i = 0; i < cnt; ++i) std::copy_n(h + rows[i] * n_embd, n_embd, in + i * n_embd);
     float* a = grow(s.ws.moe_a, cnt * n_ff);
     float* b = grow(s.ws.moe_b, cnt * n_ff);
-    cpu::matmul(gate, in, cnt, a, s.pool, s.ws.matmul);
-    cpu::matmul(up, in, cnt, b, s.pool, s.ws.matmul);
-    cpu::swiglu(a, b, cnt * n_ff, b);
+    // Expert products in llama.cpp's vector-dot summation order (its mul_mat_id).
+    cpu::matmul(gate, in, cnt, a, s.pool, s.ws.matmul, cpu::DotOrder::Unrolled);
+    cpu::matmul(up, in, cnt, b, s.pool, s.ws.matmul, cpu::DotOrder::Unrolled);
+    cpu::swiglu(a, b, cnt, n_ff, b);
     float* y = grow(s.ws.moe_out, cnt * n_embd);
-    cpu::matmul(down, b, cnt, y, s.pool, s.ws.matmul);
+    cpu::matmul(down, b, cnt, y, s.pool, s.ws.matmul, cpu::DotOrder::Unrolled);
     for (int64_t i = 0; i < cnt; ++i) {
       float* o = out + rows[i] * n_embd;
       const float* yi = y + i * n_embd;

@@ -23,6 +23,7 @@ struct Step {
   cpu::ThreadPool& pool;
   Workspace& ws;
   cpu::RopeConfig rope{};  // set by prepare_rope
+  float attn_scale = 0.0f; // attention score scale; 0: 1/sqrt(head_dim)
 };
 
 // x [n_tokens, n_embd] = rows of the embedding table (any stored type).

@@ -40,6 +40,17 @@ class SingleSequence {
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t j = 0; j <= n_past_ + t; ++j) mask[t * n_kv + j] = 0.0f;
       }
+      // Sliding-window layers see the last n_swa positions (as llama.cpp:
+      // hidden when pos - cell_pos >= n_swa).
+      std::vector<float> mask_swa;
+      if (hp.n_swa > 0) {
+        mask_swa = mask;
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t j = 0; j <= n_past_ + t; ++j) {
+            if (n_past_ + t - j >= hp.n_swa) mask_swa[t * n_kv + j] = -std::numeric_limits<float>::infinity();
+          }
+        }
+      }
       model::ForwardBatch fb{tokens.data() + b, pos.data(), n, rows.data(), n};
       model::KvView kv;
       for (size_t il = 0; il < k_.size(); ++il) kv.layers.push_back({k_[il].data(), v_[il].data()});
@@ -47,6 +58,7 @@ class SingleSequence {
       kv.n_cells = n_ctx_;
       kv.n_kv = n_kv;
       kv.mask = mask.data();
+      kv.mask_swa = hp.n_swa > 0 ? mask_swa.data() : nullptr;
       model_.forward(fb, kv, pool_, ws_, logits.data() + b * static_cast<size_t>(hp.n_vocab));
       n_past_ += n;
     }

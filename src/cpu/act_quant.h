@@ -1,0 +1,36 @@
+// On-the-fly quantization of activations, as llama.cpp does before a
+// quantized matrix product: each weight type is multiplied with activations
+// in an 8-bit block format (Q8_0: 32 values and an f16 scale; Q8_1: the same
+// plus the block sum; Q8_K: 256 values and an f32 scale).
+//
+// Facts of the format as llama.cpp computes it on x86:
+//   Q8_0/Q8_1: d = amax / 127, q = round_half_even(x * (127 / amax)), scale stored as f16(d).
+//   Q8_K:      iscale = -127 / v where v is the value of largest magnitude,
+//              q = min(127, round_half_even(x * iscale)), d = 1 / iscale (f32).
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/tensor_type.h"
+
+namespace ferrite::cpu {
+
+enum class ActQuant { None, Q8_0, Q8_1, Q8_K };
+
+// The activation format llama.cpp pairs with a weight type (None for float types).
+ActQuant act_quant_for(TensorType weight_type);
+
+// Block length of a format (32 or 256).
+int64_t act_quant_block(ActQuant q);
+
+// y = dequantize(quantize(x)): the values the quantized dot product
+// effectively multiplies with. n must be a multiple of the block length.
+void act_quant_round_trip(ActQuant q, const float* x, float* y, int64_t n);
+
+// For Q8_1: per block of 32, f16(d * sum(q)) - sum(y), the difference
+// between the block sum that Q4_1/Q5_1 products use for the weights' offset
+// term (stored in f16) and the sum of the round-tripped values.
+// corr has n / 32 entries.
+void act_quant_q8_1_sum_correction(const float* x, const float* y, float* corr, int64_t n);
+
+}  // namespace ferrite::cpu
