@@ -26,7 +26,8 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
       continue;
     }
     float s = ops.dot_f16(q16, a.k + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
-    if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+    // Soft-capping as llama.cpp orders it: scale by 1/cap, tanh, scale by cap.
+    if (a.softcap > 0.0f) s = std::tanh(s * (1.0f / a.softcap)) * a.softcap;
     scores[j] = s + mask[j];
   }
   softmax_inplace(scores, a.n_kv);

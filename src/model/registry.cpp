@@ -20,6 +20,14 @@ constexpr Entry kArchitectures[] = {
     {"qwen2moe", make_qwen2moe},
     {"qwen3", make_qwen3},
     {"qwen3moe", make_qwen3},
+    {"gemma", make_gemma},
+    {"gemma2", make_gemma2},
+    {"gemma3", make_gemma3},
+    {"phi3", make_phi3},
+    {"gpt2", make_gpt2},
+    {"gptneox", make_gptneox},
+    {"starcoder2", make_starcoder2},
+    {"falcon", make_falcon},
 };
 
 }  // namespace

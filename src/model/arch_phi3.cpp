@@ -1,0 +1,100 @@
+// phi3: pre-RMSNorm decoder with a fused QKV projection and a fused
+// gate/up projection ([n_embd, 2 n_ff], gate first), NeoX RoPE, and LongRoPE
+// frequency factors (rope_factors_short/long). Attention uses the
+// sliding-window mask when the file declares a window.
+//
+// LongRoPE picks the long factors when the context exceeds the original
+// training context; the architecture does not see the context size, so the
+// short factors are used (contexts up to rope.scaling.original_context_length).
+// The magnitude scale rope.scaling.attn_factor applies to both.
+#include <vector>
+
+#include "core/error.h"
+#include "gguf/metadata.h"
+#include "model/arch_factories.h"
+#include "model/blocks_extra.h"
+
+namespace ferrite::model {
+namespace {
+
+class Phi3 : public Architecture {
+ public:
+  Phi3(const gguf::File& file, HParams& hp) {
+    const WeightBinder b(file);
+    const gguf::Metadata md(file);
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    hp.rope.neox = true;
+    if (auto f = md.opt_float(md.arch_key("rope.scaling.attn_factor"))) hp.rope.yarn_attn_factor = *f;
+    tok_embd_ = bind_token_embd(b, hp);
+    output_norm_ = bind_norm(b, "output_norm", n_embd);
+    output_ = b.require("output.weight", {n_embd, hp.n_vocab});
+    output_b_ = b.optional_vec("output.bias", hp.n_vocab);
+    rope_factors_ = b.optional_vec("rope_factors_short.weight", hp.rope.n_rot / 2);
+    if (!rope_factors_) rope_factors_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
+    if (hp.n_ff <= 0) throw ModelError(file.path() + ": phi3 needs feed_forward_length");
+
+    layers_.resize(static_cast<size_t>(hp.n_layer));
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      Layer& L = layers_[static_cast<size_t>(il)];
+      auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+      L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
+      if (file.find_tensor(name("attn_qkv.weight")) != nullptr) {
+        L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
+        L.attn.bqkv = b.optional_vec(name("attn_qkv.bias"), n_q + 2 * n_kv);
+      } else {
+        L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
+        L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
+        L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
+      }
+      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
+      L.up = b.require(name("ffn_up.weight"), {n_embd, 2 * hp.n_ff});
+      L.down = b.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+    }
+    hp_ = hp;
+  }
+
+  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
+               float* logits) const override {
+    Step s{hp_, batch, kv, pool, ws};
+    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
+    float* x = grow(ws.x, n * n_embd);
+    float* h = grow(ws.h, n * n_embd);
+    float* y = grow(ws.block_out, n * n_embd);
+    embed_tokens(s, tok_embd_, x);
+    prepare_rope(s, rope_factors_ ? rope_factors_.f32() : nullptr);
+    const bool sliding = hp_.n_swa > 0;
+
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      const Layer& L = layers_[static_cast<size_t>(il)];
+      apply_norm(NormKind::Rms, hp_, L.attn_norm, x, n, n_embd, h);
+      self_attention(s, il, L.attn, h, y, sliding);
+      add_inplace(x, y, n * n_embd);
+
+      apply_norm(NormKind::Rms, hp_, L.ffn_norm, x, n, n_embd, h);
+      feed_forward_fused_swiglu(s, L.up, L.down, h, n, y);
+      add_inplace(x, y, n * n_embd);
+    }
+    output_head(s, NormKind::Rms, output_norm_, output_, output_b_, x, logits);
+  }
+
+ private:
+  struct Layer {
+    Norm attn_norm, ffn_norm;
+    AttentionWeights attn;
+    Tensor up, down;
+  };
+
+  HParams hp_;
+  Tensor tok_embd_, output_, output_b_, rope_factors_;
+  Norm output_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_phi3(const gguf::File& file, HParams& hp) {
+  return std::make_unique<Phi3>(file, hp);
+}
+
+}  // namespace ferrite::model

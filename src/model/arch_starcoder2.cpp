@@ -1,0 +1,88 @@
+// starcoder2: pre-LayerNorm decoder with biases everywhere (norms, Q/K/V,
+// output projection, MLP), NeoX RoPE, GQA, a GELU MLP, tied output when the
+// file has no output.weight.
+#include <vector>
+
+#include "model/arch_factories.h"
+#include "model/blocks_extra.h"
+
+namespace ferrite::model {
+namespace {
+
+class StarCoder2 : public Architecture {
+ public:
+  StarCoder2(const gguf::File& file, HParams& hp) {
+    const WeightBinder b(file);
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    hp.rope.neox = true;
+    tok_embd_ = bind_token_embd(b, hp);
+    output_norm_ = bind_norm(b, "output_norm", n_embd);
+    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
+    if (!output_) output_ = tok_embd_;
+
+    layers_.resize(static_cast<size_t>(hp.n_layer));
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      Layer& L = layers_[static_cast<size_t>(il)];
+      auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+      L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
+      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
+      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
+      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
+      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
+      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
+      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
+      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
+      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
+      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
+      L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
+      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
+    }
+    hp_ = hp;
+  }
+
+  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
+               float* logits) const override {
+    Step s{hp_, batch, kv, pool, ws};
+    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
+    float* x = grow(ws.x, n * n_embd);
+    float* h = grow(ws.h, n * n_embd);
+    float* y = grow(ws.block_out, n * n_embd);
+    embed_tokens(s, tok_embd_, x);
+    prepare_rope(s, nullptr);
+
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      const Layer& L = layers_[static_cast<size_t>(il)];
+      apply_norm(NormKind::Layer, hp_, L.attn_norm, x, n, n_embd, h);
+      self_attention(s, il, L.attn, h, y);
+      add_inplace(x, y, n * n_embd);
+
+      apply_norm(NormKind::Layer, hp_, L.ffn_norm, x, n, n_embd, h);
+      feed_forward_gelu(s, L.ffn, h, n, y);
+      add_inplace(x, y, n * n_embd);
+    }
+    output_head(s, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
+  }
+
+ private:
+  struct Layer {
+    Norm attn_norm, ffn_norm;
+    AttentionWeights attn;
+    FfnWeights ffn;
+  };
+
+  HParams hp_;
+  Tensor tok_embd_, output_;
+  Norm output_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_starcoder2(const gguf::File& file, HParams& hp) {
+  return std::make_unique<StarCoder2>(file, hp);
+}
+
+}  // namespace ferrite::model
