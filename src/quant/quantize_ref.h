@@ -28,4 +28,12 @@ void quantize_tq2_0(const float* x, void* dst, int64_t n, const float* w);
 void quantize_iq4_nl(const float* x, void* dst, int64_t n, const float* w);
 void quantize_iq4_xs(const float* x, void* dst, int64_t n, const float* w);
 
+void quantize_iq3_xxs(const float* x, void* dst, int64_t n, const float* w);
+void quantize_iq3_s(const float* x, void* dst, int64_t n, const float* w);
+void quantize_iq2_xxs(const float* x, void* dst, int64_t n, const float* w);
+void quantize_iq2_xs(const float* x, void* dst, int64_t n, const float* w);
+void quantize_iq2_s(const float* x, void* dst, int64_t n, const float* w);
+void quantize_iq1_s(const float* x, void* dst, int64_t n, const float* w);
+void quantize_iq1_m(const float* x, void* dst, int64_t n, const float* w);
+
 }  // namespace ferrite::quant::ref
