@@ -46,6 +46,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;
   bool negated = false;
+  int depth = 1;  // height of this subtree (bounded by the parser)
 };
 
 struct MacroParam {

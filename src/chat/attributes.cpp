@@ -195,7 +195,8 @@ const Method* dict_method(const std::string& name) {
          const Value* dflt = opt_arg(a, 1, "default");
          return dflt ? *dflt : Value::none();
        }},
-      {"update", [](Interpreter&, const Value& d, CallArgs& a) {
+      {"update", [](Interpreter& in, const Value& d, CallArgs& a) {
+         in.note_mutation(d);
          if (const Value* other = opt_arg(a, 0, "other"); other && other->is_dict()) {
            for (const auto& [k, v] : other->as_dict().items()) d.as_dict().set(k, v);
          }
@@ -222,12 +223,14 @@ const Method* list_method(const std::string& name) {
   static const std::unordered_map<std::string, Method> kMethods = {
       {"append", [](Interpreter& in, const Value& l, CallArgs& a) {
          in.check_string_size(l.as_list().size() + 1);
+         in.note_mutation(l);
          l.as_list().push_back(req_arg(a, 0, "object", "append"));
          return Value::none();
        }},
       {"extend", [](Interpreter& in, const Value& l, CallArgs& a) {
          List more = iterate(req_arg(a, 0, "iterable", "extend"));
          in.check_string_size(l.as_list().size() + more.size());
+         in.note_mutation(l);
          l.as_list().insert(l.as_list().end(), more.begin(), more.end());
          return Value::none();
        }},

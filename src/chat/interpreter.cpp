@@ -40,6 +40,23 @@ const Value* Scope::lookup(const std::string& name) const {
 Interpreter::Interpreter(const Limits& limits, std::shared_ptr<Scope> globals)
     : limits_(limits), globals_(std::move(globals)) {}
 
+Interpreter::~Interpreter() {
+  for (auto& w : mutated_lists_) {
+    if (auto l = w.lock()) l->clear();
+  }
+  for (auto& w : mutated_dicts_) {
+    if (auto d = w.lock()) d->clear();
+  }
+}
+
+void Interpreter::note_mutation(const Value& container) {
+  if (container.is_list()) {
+    if (mutated_seen_.insert(&container.as_list()).second) mutated_lists_.push_back(container.list_ref());
+  } else if (container.is_dict()) {
+    if (mutated_seen_.insert(&container.as_dict()).second) mutated_dicts_.push_back(container.dict_ref());
+  }
+}
+
 void Interpreter::charge(uint64_t units) {
   work_ += units;
   if (work_ > limits_.max_work) {
@@ -178,33 +195,42 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
   }
   if (items.empty()) return exec_body(s.else_body, scope);
   const int64_t n = static_cast<int64_t>(items.size());
+  // One loop object per loop, updated in place each iteration (as Jinja's
+  // LoopContext is): entries in the order of the enum below.
+  enum Entry { kIndex, kIndex0, kRevindex, kRevindex0, kFirst, kLast, kPrevitem, kNextitem };
+  auto index0 = std::make_shared<int64_t>(0);
   auto last_changed = std::make_shared<std::optional<Value>>();
+  Value loop = Value::dict();
+  Dict& d = loop.as_dict();
+  for (const char* key : {"index", "index0", "revindex", "revindex0", "first", "last", "previtem", "nextitem"}) {
+    d.set(key, Value());
+  }
+  d.set("length", Value::integer(n));
+  d.set("depth", Value::integer(1));
+  d.set("depth0", Value::integer(0));
+  d.set("cycle", Value::callable("loop.cycle", [index0](Interpreter&, CallArgs& args) -> Value {
+          if (args.positional.empty()) throw TemplateRenderError("no items for cycling given", 0, 0);
+          return args.positional[static_cast<size_t>(*index0) % args.positional.size()];
+        }));
+  d.set("changed", Value::callable("loop.changed", [last_changed](Interpreter&, CallArgs& args) -> Value {
+          Value now = Value::list(args.positional);
+          if (*last_changed && (*last_changed)->equals(now)) return Value::boolean(false);
+          *last_changed = now;
+          return Value::boolean(true);
+        }));
+  note_mutation(loop);
   for (int64_t i = 0; i < n; ++i) {
     count_iteration();
+    *index0 = i;
+    d.set_at(kIndex, Value::integer(i + 1));
+    d.set_at(kIndex0, Value::integer(i));
+    d.set_at(kRevindex, Value::integer(n - i));
+    d.set_at(kRevindex0, Value::integer(n - i - 1));
+    d.set_at(kFirst, Value::boolean(i == 0));
+    d.set_at(kLast, Value::boolean(i == n - 1));
+    d.set_at(kPrevitem, i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("loop.previtem"));
+    d.set_at(kNextitem, i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("loop.nextitem"));
     auto inner = std::make_shared<Scope>(scope);
-    Value loop = Value::dict();
-    Dict& d = loop.as_dict();
-    d.set("index", Value::integer(i + 1));
-    d.set("index0", Value::integer(i));
-    d.set("revindex", Value::integer(n - i));
-    d.set("revindex0", Value::integer(n - i - 1));
-    d.set("first", Value::boolean(i == 0));
-    d.set("last", Value::boolean(i == n - 1));
-    d.set("length", Value::integer(n));
-    d.set("depth", Value::integer(1));
-    d.set("depth0", Value::integer(0));
-    d.set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("loop.previtem"));
-    d.set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("loop.nextitem"));
-    d.set("cycle", Value::callable("loop.cycle", [i](Interpreter&, CallArgs& args) -> Value {
-            if (args.positional.empty()) throw TemplateRenderError("no items for cycling given", 0, 0);
-            return args.positional[static_cast<size_t>(i) % args.positional.size()];
-          }));
-    d.set("changed", Value::callable("loop.changed", [last_changed](Interpreter&, CallArgs& args) -> Value {
-            Value now = Value::list(args.positional);
-            if (*last_changed && (*last_changed)->equals(now)) return Value::boolean(false);
-            *last_changed = now;
-            return Value::boolean(true);
-          }));
     inner->set("loop", loop);
     assign(s.targets, items[static_cast<size_t>(i)], *inner, s.line);
     if (exec_body(s.body, inner) == Flow::Break) break;
@@ -233,6 +259,7 @@ void Interpreter::exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope) {
     if (!ns || !ns->is_namespace()) {
       throw TemplateRenderError("cannot assign attribute on non-namespace object '" + s.targets[0] + "'", 0, 0);
     }
+    note_mutation(*ns);
     ns->as_dict().set(s.attr, std::move(v));
     return;
   }

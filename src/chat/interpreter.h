@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "chat/ast.h"
 #include "chat/value.h"
@@ -56,6 +58,14 @@ class Interpreter {
   void count_iteration();
   const Limits& limits() const { return limits_; }
 
+  // Records a list or dict changed after creation (append, update, `set
+  // ns.x`): only those can come to contain themselves, and the interpreter
+  // empties them when it ends so that such cycles are not leaked.
+  void note_mutation(const Value& container);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
  private:
   static constexpr size_t kBytesPerWorkUnit = 64;
   enum class Flow { Normal, Break, Continue };
@@ -82,6 +92,9 @@ class Interpreter {
   uint64_t iterations_ = 0;
   uint64_t work_ = 0;
   int call_depth_ = 0;
+  std::unordered_set<const void*> mutated_seen_;
+  std::vector<std::weak_ptr<List>> mutated_lists_;
+  std::vector<std::weak_ptr<Dict>> mutated_dicts_;
 };
 
 // The operations below live in their own files (filters.cpp, tests.cpp,

@@ -4,6 +4,7 @@
 //   <  attribute, subscript, call postfixes  <  primaries.
 #include "chat/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
@@ -73,6 +74,18 @@ class Parser {
   void expect_block_end() {
     if (cur().type != TokenType::BlockEnd) fail("expected end of block tag '%}'" + found());
     advance();
+  }
+
+  // Sets e.depth from its children; refuses trees taller than kMaxExprHeight.
+  ExprPtr sized(ExprPtr e) {
+    int h = 0;
+    for (const auto& c : e->children) {
+      if (c) h = std::max(h, c->depth);
+    }
+    for (const auto& [k, c] : e->kwargs) h = std::max(h, c->depth);
+    e->depth = h + 1;
+    if (e->depth > kMaxExprHeight) fail("expression nested too deeply");
+    return e;
   }
 
   ExprPtr node(Expr::Kind kind, const Token& at) {
@@ -353,7 +366,7 @@ class Parser {
       if (cur().type == TokenType::BlockEnd || cur().type == TokenType::VarEnd) break;
       t->children.push_back(parse_expression());
     }
-    return t;
+    return sized(std::move(t));
   }
 
   ExprPtr parse_expression(bool with_condexpr = true) {
@@ -368,7 +381,7 @@ class Parser {
       c->children.push_back(std::move(expr));
       c->children.push_back(std::move(cond));
       c->children.push_back(std::move(other));
-      expr = std::move(c);
+      expr = sized(std::move(c));
     }
     return expr;
   }
@@ -378,7 +391,7 @@ class Parser {
     e->name = std::move(op);
     e->children.push_back(std::move(a));
     e->children.push_back(std::move(b));
-    return e;
+    return sized(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -408,7 +421,7 @@ class Parser {
       advance();
       e->name = "not";
       e->children.push_back(parse_not());
-      return e;
+      return sized(std::move(e));
     }
     return parse_compare();
   }
@@ -441,7 +454,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->children.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? sized(std::move(cmp)) : std::move(first);
   }
 
   ExprPtr parse_math1() {
@@ -494,6 +507,7 @@ class Parser {
       e->name = cur().value;
       advance();
       e->children.push_back(parse_unary(false));
+      e = sized(std::move(e));
     } else {
       e = parse_postfix(parse_primary());
     }
@@ -568,7 +582,7 @@ class Parser {
       t->children.push_back(parse_expression());
     }
     expect_op(")");
-    return t;
+    return sized(std::move(t));
   }
 
   ExprPtr parse_list() {
@@ -580,7 +594,7 @@ class Parser {
       e->children.push_back(parse_expression());
     }
     advance();
-    return e;
+    return sized(std::move(e));
   }
 
   ExprPtr parse_dict() {
@@ -594,7 +608,7 @@ class Parser {
       e->children.push_back(parse_expression());
     }
     advance();
-    return e;
+    return sized(std::move(e));
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
@@ -609,13 +623,13 @@ class Parser {
           idx->literal = Value::integer(std::strtoll(cur().value.c_str(), nullptr, 10));
           advance();
           g->children.push_back(std::move(idx));
-          e = std::move(g);
+          e = sized(std::move(g));
           continue;
         }
         auto g = node(Expr::Kind::GetAttr, at);
         g->name = expect_name();
         g->children.push_back(std::move(e));
-        e = std::move(g);
+        e = sized(std::move(g));
       } else if (is_op("[")) {
         e = parse_subscript(std::move(e));
       } else if (is_op("(")) {
@@ -649,12 +663,12 @@ class Parser {
       auto g = node(Expr::Kind::GetItem, at);
       g->children.push_back(std::move(target));
       g->children.push_back(std::move(parts[0]));
-      return g;
+      return sized(std::move(g));
     }
     auto s = node(Expr::Kind::Slice, at);
     s->children.push_back(std::move(target));
     for (auto& p : parts) s->children.push_back(std::move(p));
-    return s;
+    return sized(std::move(s));
   }
 
   void parse_args(Expr& e) {
@@ -682,7 +696,7 @@ class Parser {
     auto c = node(Expr::Kind::Call, cur());
     c->children.push_back(std::move(callee));
     parse_args(*c);
-    return c;
+    return sized(std::move(c));
   }
 
   // `name[.name...][(args)]` after '|'; `input` may be null (filter blocks).
@@ -693,7 +707,7 @@ class Parser {
     while (skip_op(".")) f->name += "." + expect_name();
     f->children.push_back(std::move(input));
     if (is_op("(")) parse_args(*f);
-    return f;
+    return sized(std::move(f));
   }
 
   ExprPtr parse_filter_expr(ExprPtr e) {
@@ -727,7 +741,7 @@ class Parser {
       if (is_name("is")) fail("you cannot chain multiple tests with 'is'");
       t->children.push_back(parse_postfix(parse_primary()));
     }
-    return t;
+    return sized(std::move(t));
   }
 
   const std::vector<Token>& toks_;

@@ -13,6 +13,9 @@ namespace {
 // Python's repr switches to scientific notation outside 1e-4 <= |v| < 1e16.
 constexpr int kReprMinFixedExponent = -4;
 constexpr int kReprMaxFixedExponent = 16;
+// Deeper values (or a list holding itself) are refused by repr/==/<; the
+// same bound as kMaxValueDepth in interpreter.h.
+constexpr int kMaxNesting = 256;
 }  // namespace
 
 const Value* CallArgs::get(size_t index, std::string_view name) const {
@@ -188,7 +191,10 @@ std::string Value::str() const {
   }
 }
 
-std::string Value::repr() const {
+std::string Value::repr() const { return repr_at(0); }
+
+std::string Value::repr_at(int depth) const {
+  if (depth > kMaxNesting) throw TemplateLimitError("value nested too deeply (or containing itself)", 0, 0);
   switch (kind_) {
     case Kind::Undefined: return "";
     case Kind::None: return "None";
@@ -200,7 +206,7 @@ std::string Value::repr() const {
       std::string out = b_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
-        out += (*list_)[i].repr();
+        out += (*list_)[i].repr_at(depth + 1);
       }
       if (b_ && list_->size() == 1) out += ",";
       return out + (b_ ? ")" : "]");
@@ -212,7 +218,7 @@ std::string Value::repr() const {
       for (const auto& [k, v] : dict_->items()) {
         if (!first) out += ", ";
         first = false;
-        out += k.repr() + ": " + v.repr();
+        out += k.repr_at(depth + 1) + ": " + v.repr_at(depth + 1);
       }
       return out + "}";
     }
@@ -221,7 +227,10 @@ std::string Value::repr() const {
   return "";
 }
 
-bool Value::equals(const Value& o) const {
+bool Value::equals(const Value& o) const { return equals_at(o, 0); }
+
+bool Value::equals_at(const Value& o, int depth) const {
+  if (depth > kMaxNesting) throw TemplateLimitError("value nested too deeply (or containing itself)", 0, 0);
   if (is_number() && o.is_number()) {
     if (kind_ == Kind::Float || o.kind_ == Kind::Float) return as_double() == o.as_double();
     return i_ == o.i_;
@@ -236,7 +245,7 @@ bool Value::equals(const Value& o) const {
       if (list_ == o.list_) return true;
       if (list_->size() != o.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i) {
-        if (!(*list_)[i].equals((*o.list_)[i])) return false;
+        if (!(*list_)[i].equals_at((*o.list_)[i], depth + 1)) return false;
       }
       return true;
     }
@@ -246,7 +255,7 @@ bool Value::equals(const Value& o) const {
       if (dict_->size() != o.dict_->size()) return false;
       for (const auto& [k, v] : dict_->items()) {
         const Value* other = o.dict_->find(k);
-        if (!other || !v.equals(*other)) return false;
+        if (!other || !v.equals_at(*other, depth + 1)) return false;
       }
       return true;
     }
@@ -270,7 +279,15 @@ std::string Value::type_name() const {
   return "?";
 }
 
-bool less_than(const Value& a, const Value& b) {
+namespace {
+bool less_than_at(const Value& a, const Value& b, int depth);
+}
+
+bool less_than(const Value& a, const Value& b) { return less_than_at(a, b, 0); }
+
+namespace {
+bool less_than_at(const Value& a, const Value& b, int depth) {
+  if (depth > kMaxNesting) throw TemplateLimitError("value nested too deeply (or containing itself)", 0, 0);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
@@ -281,7 +298,7 @@ bool less_than(const Value& a, const Value& b) {
     const List& y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (x[i].equals(y[i])) continue;
-      return less_than(x[i], y[i]);
+      return less_than_at(x[i], y[i], depth + 1);
     }
     return x.size() < y.size();
   }
@@ -292,6 +309,7 @@ bool less_than(const Value& a, const Value& b) {
                                 b.type_name() + "'",
                             0, 0);
 }
+}  // namespace
 
 const Value* Dict::find(const Value& key) const {
   for (const auto& [k, v] : items_) {

@@ -72,6 +72,7 @@ class Value {
   List& as_list() const { return *list_; }
   Dict& as_dict() const { return *dict_; }
   std::weak_ptr<Dict> dict_ref() const { return dict_; }
+  std::weak_ptr<List> list_ref() const { return list_; }
   const Callable& as_callable() const { return *fn_; }
   // For Undefined: what was looked up (for error messages).
   const std::string& hint() const { return s_; }
@@ -88,6 +89,9 @@ class Value {
   std::string type_name() const;
 
  private:
+  std::string repr_at(int depth) const;
+  bool equals_at(const Value& other, int depth) const;
+
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
   int64_t i_ = 0;
@@ -109,6 +113,9 @@ class Dict {
   void set(std::string_view key, Value v) { set(Value::string(std::string(key)), std::move(v)); }
   bool erase(const Value& key);
   size_t size() const { return items_.size(); }
+  void clear() { items_.clear(); }
+  // Replaces the value of the i-th entry (insertion order).
+  void set_at(size_t i, Value v) { items_.at(i).second = std::move(v); }
   const std::vector<std::pair<Value, Value>>& items() const { return items_; }
 
  private:
