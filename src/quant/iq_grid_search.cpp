@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <string>
 
 #include "core/error.h"
@@ -71,9 +72,9 @@ IqGrid::IqGrid(const uint8_t* bytes, int n_entries, int group, const float* leve
     }
     std::nth_element(dist.begin(), dist.begin() + (kMinNeighbours - 1), dist.end());
     const float limit = dist[kMinNeighbours - 1].first;
-    std::sort(dist.begin(), dist.end());
-    int count = 0;
-    while (count < kMaxNeighbours && count < n_entries && dist[static_cast<size_t>(count)].first <= limit) ++count;
+    const auto end = std::partition(dist.begin(), dist.end(), [&](const auto& p) { return p.first <= limit; });
+    std::sort(dist.begin(), end);
+    const int count = static_cast<int>(std::min<ptrdiff_t>(kMaxNeighbours, end - dist.begin()));
     key_entry_[static_cast<size_t>(key)] = -1 - static_cast<int32_t>(neighbours_.size());
     neighbours_.push_back(static_cast<uint16_t>(count));
     for (int i = 0; i < count; ++i) neighbours_.push_back(static_cast<uint16_t>(dist[static_cast<size_t>(i)].second));
