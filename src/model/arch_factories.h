@@ -21,5 +21,6 @@ std::unique_ptr<Architecture> make_gpt2(const gguf::File& file, HParams& hp);
 std::unique_ptr<Architecture> make_gptneox(const gguf::File& file, HParams& hp);
 std::unique_ptr<Architecture> make_starcoder2(const gguf::File& file, HParams& hp);
 std::unique_ptr<Architecture> make_falcon(const gguf::File& file, HParams& hp);
+std::unique_ptr<Architecture> make_bert(const gguf::File& file, HParams& hp);
 
 }  // namespace ferrite::model

@@ -23,6 +23,10 @@ class Architecture {
   // logits of the batch's output rows: logits [n_out, n_vocab].
   virtual void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
                        float* logits) const = 0;
+
+  // Encoders (bert) attend over whole sequences within one batch, use no KV
+  // cache, and write hidden states [n_out, n_embd] instead of logits.
+  virtual bool is_encoder() const { return false; }
 };
 
 // Builds an architecture from an opened file and its common hparams (which

@@ -14,6 +14,7 @@ struct ForwardBatch {
   int64_t n_tokens = 0;
   const int32_t* out_rows = nullptr; // [n_out] batch rows whose logits are wanted, ascending
   int64_t n_out = 0;
+  const int32_t* seq = nullptr;      // [n_tokens] sequence of each token (encoders attend within it); nullptr: all one
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].

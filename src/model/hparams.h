@@ -12,6 +12,10 @@ namespace ferrite::model {
 
 enum class RopeScaling { None, Linear, Yarn, LongRope };
 
+// How an encoder's token states become one embedding per sequence
+// (<arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last).
+enum class Pooling { None, Mean, Cls, Last };
+
 struct RopeParams {
   int n_rot = 0;              // dimensions rotated per head
   bool neox = false;          // pairing, set by the architecture
@@ -42,6 +46,7 @@ struct HParams {
   int64_t n_swa = 0;         // sliding window (0: none)
   float attn_softcap = 0.0f; // attention logit soft-cap (0: none)
   float final_softcap = 0.0f;
+  Pooling pooling = Pooling::None;  // encoders (set by the architecture)
   RopeParams rope;
 
   int64_t n_embd_q() const { return n_head * head_dim; }

@@ -28,6 +28,7 @@ constexpr Entry kArchitectures[] = {
     {"gptneox", make_gptneox},
     {"starcoder2", make_starcoder2},
     {"falcon", make_falcon},
+    {"bert", make_bert},
 };
 
 }  // namespace

@@ -56,6 +56,10 @@ void Context::decode(const Batch& batch) {
                             std::to_string(nv - 1) + ")");
     }
   }
+  if (model_->arch().is_encoder()) {
+    encode(batch);
+    return;
+  }
   int64_t total_out = 0;
   for (uint8_t w : batch.want_logits) total_out += w ? 1 : 0;
   logits_.resize(static_cast<size_t>(total_out * nv));

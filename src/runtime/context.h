@@ -53,11 +53,21 @@ class Context {
   // logits after the last one (all_logits: of every token, [n, n_vocab]).
   std::span<const float> eval(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
 
+  // Encoders (bert; model().arch().is_encoder()): decode() evaluates the
+  // batch in one pass (each sequence whole, positions from 0; no cache) and
+  // keeps the final hidden states. embeddings(seq) is the pooled embedding
+  // of a sequence of the last decode() ([n_embd], pooling from the model;
+  // InvalidArgument for pooling none or a sequence not in the batch);
+  // token_embeddings(i) the hidden state of the batch's i-th token.
+  std::span<const float> embeddings(int seq) const;
+  std::span<const float> token_embeddings(int64_t i) const;
+
   // Forgets sequence `seq` (or everything for seq < 0).
   void clear(int seq = -1) { cache_.remove(seq, 0, -1); }
 
  private:
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);
+  void encode(const Batch& batch);  // context_encode.cpp
 
   std::shared_ptr<const model::Model> model_;
   ContextParams params_;
@@ -68,6 +78,8 @@ class Context {
   int64_t n_out_ = 0;
   Batch scratch_batch_;
   std::vector<float> mask_, mask_swa_;
+  std::vector<float> states_;                // encoders: [n_tokens, n_embd] of the last batch
+  std::vector<std::vector<float>> pooled_;   // encoders: [kMaxSequences][n_embd or empty]
 };
 
 }  // namespace ferrite::runtime

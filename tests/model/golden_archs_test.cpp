@@ -5,6 +5,8 @@
 // Tolerance: 1e-3 absolute on every compared logit (F32 weights; the only
 // roundings are those both engines apply: q and the attention probabilities
 // to f16 against the f16 KV cache, GELU through llama.cpp's f16 table).
+// Measured: every position agrees to the goldens' printed precision (5e-7)
+// except gptneox (up to 1.4e-4 on p2).
 // Greedy continuation: each step's argmax must equal llama.cpp's token
 // unless our top-2 margin at that step is within the tolerance (then either
 // is right and the continuation stops being comparable).
@@ -64,9 +66,9 @@ class GoldenArchs : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GoldenArchs, TopLogitsAndLogSumExp) { check_logits(GetParam(), 512); }
 
-// The same prompt in passes of 3 tokens (the cache carries the earlier ones;
+// The same prompt in passes of 7 tokens (the cache carries the earlier ones;
 // with gemma2's window of 4, passes straddle the window edge).
-TEST_P(GoldenArchs, SmallBatchesAgree) { check_logits(GetParam(), 3); }
+TEST_P(GoldenArchs, SmallBatchesAgree) { check_logits(GetParam(), 7); }
 
 TEST_P(GoldenArchs, GreedyContinuation) {
   const Case& c = GetParam();

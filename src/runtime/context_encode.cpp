@@ -1,0 +1,74 @@
+// Context's path for encoders (bert): one forward pass over whole
+// sequences, hidden states kept, pooled per sequence.
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+#include "model/pooling.h"
+#include "runtime/context.h"
+
+namespace ferrite::runtime {
+
+void Context::encode(const Batch& batch) {
+  const model::HParams& hp = model_->hparams();
+  const int64_t n = batch.size(), n_embd = hp.n_embd;
+  if (n > params_.n_batch) {
+    throw InvalidArgument("an embedding model evaluates a batch in one pass: " + std::to_string(n) +
+                          " tokens exceed the batch size " + std::to_string(params_.n_batch));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.seq[i] < 0 || batch.seq[i] >= kMaxSequences) {
+      throw InvalidArgument("sequence id " + std::to_string(batch.seq[i]) + " out of range 0.." +
+                            std::to_string(kMaxSequences - 1));
+    }
+  }
+  std::vector<int32_t> rows(static_cast<size_t>(n));
+  std::iota(rows.begin(), rows.end(), 0);
+  model::ForwardBatch fb;
+  fb.tokens = batch.tokens.data();
+  fb.pos = batch.pos.data();
+  fb.n_tokens = n;
+  fb.out_rows = rows.data();
+  fb.n_out = n;
+  fb.seq = batch.seq.data();
+  states_.resize(static_cast<size_t>(n * n_embd));
+  pooled_.assign(static_cast<size_t>(kMaxSequences), {});
+  n_out_ = 0;
+  model_->forward(fb, model::KvView{}, pool_, ws_, states_.data());
+  if (hp.pooling == model::Pooling::None) return;
+
+  // Each sequence's rows in position order, pooled.
+  for (int seq = 0; seq < kMaxSequences; ++seq) {
+    std::vector<int32_t> mine;
+    for (int64_t i = 0; i < n; ++i) {
+      if (batch.seq[i] == seq) mine.push_back(static_cast<int32_t>(i));
+    }
+    if (mine.empty()) continue;
+    std::stable_sort(mine.begin(), mine.end(), [&](int32_t a, int32_t b) { return batch.pos[a] < batch.pos[b]; });
+    std::vector<float>& out = pooled_[static_cast<size_t>(seq)];
+    out.resize(static_cast<size_t>(n_embd));
+    model::pool_sequence(hp.pooling, states_.data(), mine.data(), static_cast<int64_t>(mine.size()), n_embd,
+                         out.data());
+  }
+}
+
+std::span<const float> Context::embeddings(int seq) const {
+  if (model_->hparams().pooling == model::Pooling::None) {
+    throw InvalidArgument("the model has no pooling; use token_embeddings()");
+  }
+  if (seq < 0 || seq >= static_cast<int>(pooled_.size()) || pooled_[static_cast<size_t>(seq)].empty()) {
+    throw InvalidArgument("no embedding for sequence " + std::to_string(seq));
+  }
+  return pooled_[static_cast<size_t>(seq)];
+}
+
+std::span<const float> Context::token_embeddings(int64_t i) const {
+  const int64_t n_embd = model_->hparams().n_embd;
+  if (i < 0 || (i + 1) * n_embd > static_cast<int64_t>(states_.size())) {
+    throw InvalidArgument("no token embedding " + std::to_string(i));
+  }
+  return {states_.data() + i * n_embd, static_cast<size_t>(n_embd)};
+}
+
+}  // namespace ferrite::runtime
