@@ -19,16 +19,31 @@ void fill_candidates(Candidates& c, std::span<const float> logits) {
   c.sorted = false;
 }
 
-void sort_prefix(Candidates& c, size_t n) {
+namespace {
+// Below this many wanted, a heap-based partial sort; above, selection first.
+constexpr size_t kPartialSortLimit = 1024;
+}  // namespace
+
+void extend_sorted(Candidates& c, size_t from, size_t to) {
   if (c.sorted) return;
   auto& v = c.items;
-  if (n >= v.size()) {
-    std::sort(v.begin(), v.end(), logit_before);
+  const auto begin = v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size()));
+  if (to >= v.size()) {
+    std::sort(begin, v.end(), LogitBefore{});
     c.sorted = true;
     return;
   }
-  std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), logit_before);
+  if (to <= from) return;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(to);
+  if (to - from <= kPartialSortLimit) {
+    std::partial_sort(begin, mid, v.end(), LogitBefore{});
+  } else {
+    std::nth_element(begin, mid, v.end(), LogitBefore{});
+    std::sort(begin, mid, LogitBefore{});
+  }
 }
+
+void sort_prefix(Candidates& c, size_t n) { extend_sorted(c, 0, n); }
 
 void keep_first(Candidates& c, size_t n) {
   if (n < c.items.size()) c.items.resize(n);

@@ -22,6 +22,10 @@ struct Candidate {
 inline bool logit_before(const Candidate& a, const Candidate& b) {
   return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
+// The same as a function object, so that sorts inline it.
+struct LogitBefore {
+  bool operator()(const Candidate& a, const Candidate& b) const { return logit_before(a, b); }
+};
 
 struct Candidates {
   std::vector<Candidate> items;
@@ -39,6 +43,34 @@ void fill_candidates(Candidates& c, std::span<const float> logits);
 // no particular order); with n >= size the whole array is sorted.
 void sort_prefix(Candidates& c, size_t n);
 inline void sort_all(Candidates& c) { sort_prefix(c, c.items.size()); }
+
+// Given that the first `from` candidates are already the best `from` in
+// order, extends that to the first `to`.
+void extend_sorted(Candidates& c, size_t from, size_t to);
+
+// Calls f(candidate, value) for every candidate whose id is a key of `map`
+// (a map from token id). Candidates straight from the logits (id == index)
+// are addressed directly; otherwise every candidate is looked up.
+template <class Map, class F>
+void for_each_listed(Candidates& c, const Map& map, F&& f) {
+  auto& v = c.items;
+  bool direct = true;
+  for (const auto& [id, value] : map) {
+    const auto i = static_cast<size_t>(id);
+    if (id < 0 || i >= v.size() || v[i].id != id) {
+      direct = false;
+      break;
+    }
+  }
+  if (direct) {
+    for (const auto& [id, value] : map) f(v[static_cast<size_t>(id)], value);
+    return;
+  }
+  for (Candidate& x : v) {
+    auto it = map.find(x.id);
+    if (it != map.end()) f(x, it->second);
+  }
+}
 
 // Keeps the first n candidates.
 void keep_first(Candidates& c, size_t n);

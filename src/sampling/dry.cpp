@@ -124,18 +124,16 @@ void Dry::apply(Candidates& c) {
 
   int max_exponent = 0;
   if (params_.base > kMinGrowingBase) max_exponent = static_cast<int>(kLnFloatMax / std::log(params_.base));
-  for (Candidate& x : c.items) {
-    auto it = max_repeat_.find(x.id);
-    if (it == max_repeat_.end()) continue;
+  for_each_listed(c, max_repeat_, [&](Candidate& x, int length) {
     // A one-token breaker is never penalized.
     auto range = breakers_.equal_range(x.id);
-    bool is_breaker = false;
-    for (auto b = range.first; b != range.second && !is_breaker; ++b) is_breaker = b->second.empty();
-    if (is_breaker) continue;
-    int exponent = it->second - params_.allowed_length;
+    for (auto b = range.first; b != range.second; ++b) {
+      if (b->second.empty()) return;
+    }
+    int exponent = length - params_.allowed_length;
     if (max_exponent > 0) exponent = std::min(exponent, max_exponent);
     x.logit -= params_.multiplier * static_cast<float>(std::pow(static_cast<double>(params_.base), exponent));
-  }
+  });
   c.sorted = false;
 }
 

@@ -44,18 +44,15 @@ int Penalties::count(int32_t token) const {
 
 void Penalties::apply(Candidates& c) const {
   if (!active() || counts_.empty()) return;
-  for (Candidate& x : c.items) {
-    if (!params_.penalize_newline && x.id == params_.newline_token) continue;
-    auto it = counts_.find(x.id);
-    if (it == counts_.end()) continue;
-    const int n = it->second;
+  for_each_listed(c, counts_, [&](Candidate& x, int n) {
+    if (!params_.penalize_newline && x.id == params_.newline_token) return;
     if (x.logit <= 0.0f) {
       x.logit *= params_.repeat;
     } else {
       x.logit /= params_.repeat;
     }
     x.logit -= static_cast<float>(n) * params_.frequency + params_.presence;
-  }
+  });
   c.sorted = false;
 }
 

@@ -96,6 +96,10 @@ Sampler::Sampler(const SamplerParams& params, ModelInfo info)
   if (params_.mirostat == 2) mirostat_v2_ = std::make_unique<MirostatV2>(mp);
   // Mirostat draws from its own stream; the draw stage is not used then.
   if (params_.mirostat != 0) draw_rng_ = Rng(seed_, kMirostatStream);
+  // Only the breakers needed these; the tokenize callback may refer to an
+  // object that does not outlive the constructor call.
+  info_.text = {};
+  info_.dry_breaker_tokens.clear();
 }
 
 Sampler::~Sampler() = default;
@@ -152,12 +156,16 @@ void Sampler::apply_stage(Stage stage) {
   const auto min_keep = static_cast<size_t>(params_.min_keep);
   switch (stage) {
     case Stage::Penalties:
-      penalties_.apply(cand_);
-      drop_impossible(cand_);
+      if (penalties_.active()) {
+        penalties_.apply(cand_);
+        drop_impossible(cand_);
+      }
       break;
     case Stage::Dry:
-      dry_.apply(cand_);
-      drop_impossible(cand_);
+      if (dry_.active()) {
+        dry_.apply(cand_);
+        drop_impossible(cand_);
+      }
       break;
     case Stage::TopNSigma:
       top_n_sigma(cand_, params_.top_n_sigma);

@@ -37,7 +37,8 @@ struct ModelInfo {
   int32_t n_ctx_train = 0;    // training context: resolves --dry-penalty-last-n -1 and caps
                               // the DRY window (0: n_ctx, no cap)
   int32_t newline_token = -1; // for --no-penalize-nl
-  TokenText text = {};        // turns --dry-sequence-breaker strings into tokens
+  TokenText text = {};        // turns --dry-sequence-breaker strings into tokens (used by
+                              // the constructor only)
   std::vector<std::vector<int32_t>> dry_breaker_tokens = {};  // extra breakers, as token sequences
 };
 

@@ -12,6 +12,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // top_p first sorts only this many candidates of a large unsorted list, which
 // nearly always hold the nucleus; it sorts the rest only when they do not.
 constexpr size_t kTopPFirstSort = 256;
+constexpr size_t kTopPGrowth = 4;
 constexpr float kXtcMaxThreshold = 0.5f;
 }  // namespace
 
@@ -31,9 +32,10 @@ void top_p(Candidates& c, float p, size_t min_keep) {
   double cum = 0.0;
   size_t keep = c.size();
   for (size_t i = 0; i < c.size(); ++i) {
-    if (i == sorted_upto) {  // the nucleus is larger than the sorted prefix
-      sort_all(c);
-      sorted_upto = c.size();
+    if (i == sorted_upto) {  // the nucleus is larger than the sorted prefix: extend it
+      const size_t next = std::min(c.size(), sorted_upto * kTopPGrowth);
+      extend_sorted(c, sorted_upto, next);
+      sorted_upto = next;
     }
     cum += c.items[i].p;
     if (cum >= p && i + 1 >= min_keep) {
@@ -41,7 +43,6 @@ void top_p(Candidates& c, float p, size_t min_keep) {
       break;
     }
   }
-  if (keep > sorted_upto) sort_all(c);
   keep_first(c, keep);
   c.sorted = true;
 }
