@@ -59,7 +59,7 @@ void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scrat
     for (int64_t w = work.begin; w < work.end; ++w) {
       attend_one(a, ops, w / a.n_head, w % a.n_head, scores.data(), q16.data(), p16.data());
     }
-  });
+  }, 2 * a.n_tokens * a.n_head * a.n_kv * a.head_dim);
 }
 
 void attention_ref(const AttentionArgs& a) {

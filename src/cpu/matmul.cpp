@@ -168,7 +168,7 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
         }
       }
     }
-  });
+  }, m * w.n * k);
 }
 
 void matmul_ref(const MatView& w, const float* x, int64_t m, float* y) {

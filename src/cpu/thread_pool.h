@@ -34,6 +34,21 @@ class ThreadPool {
     run_erased([](void* ctx, int ith, int nth) { (*static_cast<decltype(ptr)>(ctx))(ith, nth); }, ptr);
   }
 
+  // As run(), but work of fewer than kMinParallelWork units (multiply-adds,
+  // roughly) runs as fn(0, 1) on the calling thread: waking workers costs
+  // more than tiny kernels.
+  template <typename F>
+  void run(F&& fn, int64_t work) {
+    if (work < kMinParallelWork || n_threads_ == 1) {
+      fn(0, 1);
+    } else {
+      run(fn);
+    }
+  }
+
+  // ~20 µs of single-core work.
+  static constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+
   // Number of threads a default pool uses: the logical CPUs available.
   static int default_threads();
 
