@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu/act_quant.h"
+#include "cpu/quant_dot.h"
 #include "cpu/vec_ops.h"
 #include "quant/type_traits.h"
 
@@ -19,7 +20,7 @@ constexpr int64_t kRowTile = 16;
 constexpr int64_t kTokenTile = 64;
 
 // The format the activations are converted to for a weight type.
-enum class Operand { F32, F16, BF16, Dequant };
+enum class Operand { F32, F16, BF16, Quant, Dequant };
 
 Operand operand_for(TensorType t) {
   switch (t) {
@@ -30,7 +31,7 @@ Operand operand_for(TensorType t) {
     case TensorType::BF16:
       return Operand::BF16;
     default:
-      return Operand::Dequant;
+      return find_quant_dot(t, active_isa()) != nullptr ? Operand::Quant : Operand::Dequant;
   }
 }
 
@@ -77,6 +78,7 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
 
 bool matmul_supports(TensorType type) {
   switch (operand_for(type)) {
+    case Operand::Quant:
     case Operand::Dequant:
       return quant::find_type_traits(type) != nullptr;
     default:
@@ -95,7 +97,18 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
 
   // 1. Activations in the operand format: [m, k].
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-  const size_t act_row_bytes = static_cast<size_t>(k) * operand_bytes(op);
+  size_t act_row_bytes = static_cast<size_t>(k) * operand_bytes(op);
+  const QuantDot* qd = op == Operand::Quant ? find_quant_dot(w.type, active_isa()) : nullptr;
+  if (qd != nullptr) {
+    if (k % act_quant_block(qd->act) != 0) {
+      throw InvalidArgument("matrix product: row length " + std::to_string(k) + " is not a multiple of " +
+                            std::to_string(act_quant_block(qd->act)));
+    }
+    act_row_bytes = qd->act_row_bytes(k);
+    scratch.act.resize(static_cast<size_t>(m) * act_row_bytes);
+    for (int64_t t = 0; t < m; ++t) qd->quantize(x + t * k, scratch.act.data() + t * act_row_bytes, k);
+    act = scratch.act.data();
+  }
   if (op == Operand::F16 || op == Operand::BF16) {
     scratch.act.resize(static_cast<size_t>(m) * act_row_bytes);
     auto* dst = reinterpret_cast<uint16_t*>(scratch.act.data());
@@ -146,6 +159,10 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
             return ops.dot_bf16(reinterpret_cast<const uint16_t*>(wr), reinterpret_cast<const uint16_t*>(a), k);
           });
           break;
+        case Operand::Quant:
+          tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y,
+                    [&](const uint8_t* wr, const uint8_t* a) { return qd->dot(wr, a, k); });
+          break;
         case Operand::Dequant: {
           const quant::TypeTraits& tt = quant::type_traits(w.type);
           std::vector<float>& buf = scratch.rows[static_cast<size_t>(ith)];
@@ -174,7 +191,7 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
 void matmul_ref(const MatView& w, const float* x, int64_t m, float* y) {
   check(w);
   std::vector<float> xq(x, x + m * w.k);
-  if (operand_for(w.type) == Operand::Dequant) {
+  if (act_quant_for(w.type) != ActQuant::None) {
     for (int64_t t = 0; t < m; ++t) act_quant_round_trip(act_quant_for(w.type), x + t * w.k, xq.data() + t * w.k, w.k);
   }
   std::vector<float> corr;

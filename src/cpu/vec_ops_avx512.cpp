@@ -66,7 +66,14 @@ float dot_f16_unrolled(const uint16_t* a, const uint16_t* b, int64_t n) {
     }
   }
   double sum = np > 0 ? reduce4(acc[0], acc[1], acc[2], acc[3]) : 0.0;
-  for (int64_t i = np; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
+  // Tail: exact f32 products (of f16 values), added in order in double.
+  for (int64_t i = np; i < n; i += kLanes) {
+    const int64_t left = n - i < kLanes ? n - i : kLanes;
+    const __mmask16 m = tail_mask(left);
+    alignas(64) float prod[kLanes];
+    _mm512_store_ps(prod, _mm512_mul_ps(load_f16_masked(a + i, m), load_f16_masked(b + i, m)));
+    for (int64_t j = 0; j < left; ++j) sum += static_cast<double>(prod[j]);
+  }
   return static_cast<float>(sum);
 }
 

@@ -1,0 +1,12 @@
+#include "cpu/quant_dot.h"
+
+namespace ferrite::cpu {
+
+const QuantDot* find_quant_dot(TensorType type, Isa isa) {
+  if (isa == Isa::Avx512) {
+    if (const QuantDot* q = quant_dot_avx512(type)) return q;
+  }
+  return quant_dot_ref(type);
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,37 @@
+// Quantized matrix-vector building block: activations quantized once to an
+// 8-bit block format (act_quant.h), then each weight row is dotted with them
+// in integer arithmetic (AVX-512 VNNI where available), one float multiply-add
+// per block. This is llama.cpp's scheme, and the fast path for the types
+// listed in find_quant_dot(); other types use dequantized rows (matmul.cpp).
+//
+// Q4_0 · Q8_0:  sum_b d_w d_a (sum_j (q_w - 8) q_a)
+// Q8_0 · Q8_0:  sum_b d_w d_a (sum_j q_w q_a)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/act_quant.h"
+#include "cpu/features.h"
+#include "gguf/tensor_type.h"
+
+namespace ferrite::cpu {
+
+struct QuantDot {
+  ActQuant act;  // the activation format
+  // Bytes of one quantized activation row of k elements.
+  size_t (*act_row_bytes)(int64_t k);
+  // Quantizes k activations (k a multiple of the format's block).
+  void (*quantize)(const float* x, void* dst, int64_t k);
+  // Dot product of one weight row with one quantized activation row.
+  float (*dot)(const void* w_row, const void* act_row, int64_t k);
+};
+
+// The fast path for weights of `type` at level `isa`, or nullptr.
+const QuantDot* find_quant_dot(TensorType type, Isa isa);
+
+// Per-level tables (quant_dot_ref.cpp, quant_dot_avx512.cpp); nullptr when absent.
+const QuantDot* quant_dot_ref(TensorType type);
+const QuantDot* quant_dot_avx512(TensorType type);
+
+}  // namespace ferrite::cpu
