@@ -7,13 +7,22 @@
 #include "core/fp16.h"
 #include "cpu/quant_dot.h"
 #include "quant/blocks.h"
+#include "quant/dequant_ref.h"
 
 namespace ferrite::cpu {
 namespace {
 
 using quant::BlockQ4_0;
+using quant::BlockQ4_K;
+using quant::BlockQ6_K;
 using quant::BlockQ8_0;
+using quant::BlockQ8_K;
 using quant::kQK;
+using quant::kQKK;
+
+constexpr int kSub4K = 32;  // Q4_K sub-block
+constexpr int kSub6K = 16;  // Q6_K sub-block (and Q8_K bsums group)
+constexpr int kQ6Offset = 32;
 
 constexpr float kQ8Max = 127.0f;
 
@@ -60,6 +69,93 @@ float dot_q8_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
   return sum;
 }
 
+size_t q8_k_row_bytes(int64_t k) { return static_cast<size_t>(k / kQKK) * sizeof(BlockQ8_K); }
+
+// Same values as act_quant_round_trip(Q8_K), plus the sums of each 16.
+void quantize_q8_k(const float* x, void* dst, int64_t k) {
+  auto* out = static_cast<BlockQ8_K*>(dst);
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const float* xb = x + b * kQKK;
+    float amax = 0.0f, vmax = 0.0f;
+    for (int j = 0; j < kQKK; ++j) {
+      if (std::fabs(xb[j]) > amax) {
+        amax = std::fabs(xb[j]);
+        vmax = xb[j];
+      }
+    }
+    BlockQ8_K& o = out[b];
+    if (amax == 0.0f) {
+      std::memset(&o, 0, sizeof o);
+      continue;
+    }
+    const float iscale = -kQ8Max / vmax;
+    for (int j = 0; j < kQKK; ++j) {
+      o.qs[j] = static_cast<int8_t>(std::fmin(kQ8Max, std::nearbyint(iscale * xb[j])));
+    }
+    for (int g = 0; g < kQKK / kSub6K; ++g) {
+      int sum = 0;
+      for (int j = 0; j < kSub6K; ++j) sum += o.qs[g * kSub6K + j];
+      o.bsums[g] = static_cast<int16_t>(sum);
+    }
+    o.d = 1.0f / iscale;
+  }
+}
+
+float dot_q4_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    int32_t sumi = 0, summ = 0;
+    for (int sb = 0; sb < kQKK / kSub4K; ++sb) {
+      uint8_t sc, m;
+      quant::ref::k_scale_min(sb, w[b].scales, &sc, &m);
+      const uint8_t* q = w[b].qs + (sb / 2) * kSub4K;
+      int32_t dot = 0;
+      for (int l = 0; l < kSub4K; ++l) {
+        const int v = sb % 2 == 0 ? (q[l] & 0x0F) : (q[l] >> 4);
+        dot += v * a[b].qs[sb * kSub4K + l];
+      }
+      sumi += sc * dot;
+      summ += m * (a[b].bsums[2 * sb] + a[b].bsums[2 * sb + 1]);
+    }
+    sum += fp16_to_fp32(w[b].d) * a[b].d * static_cast<float>(sumi) -
+           fp16_to_fp32(w[b].dmin) * a[b].d * static_cast<float>(summ);
+  }
+  return sum;
+}
+
+float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const BlockQ6_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  float sum = 0.0f;
+  int8_t q[kQKK];
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = w[b].ql + 64 * half;
+      const uint8_t* qh = w[b].qh + 32 * half;
+      int8_t* y = q + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        y[l] = static_cast<int8_t>(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - kQ6Offset);
+        y[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - kQ6Offset);
+        y[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - kQ6Offset);
+        y[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - kQ6Offset);
+      }
+    }
+    int32_t sumi = 0;
+    for (int sb = 0; sb < kQKK / kSub6K; ++sb) {
+      int32_t dot = 0;
+      for (int l = 0; l < kSub6K; ++l) dot += q[sb * kSub6K + l] * a[b].qs[sb * kSub6K + l];
+      sumi += w[b].scales[sb] * dot;
+    }
+    sum += fp16_to_fp32(w[b].d) * a[b].d * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
+const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q4_k_q8_k};
+const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q6_k_q8_k};
+
 const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0};
 const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0};
 
@@ -71,6 +167,10 @@ const QuantDot* quant_dot_ref(TensorType type) {
       return &kQ4_0;
     case TensorType::Q8_0:
       return &kQ8_0;
+    case TensorType::Q4_K:
+      return &kQ4_K;
+    case TensorType::Q6_K:
+      return &kQ6_K;
     default:
       return nullptr;
   }
