@@ -9,16 +9,51 @@
 namespace ferrite::quant {
 namespace {
 
-constexpr int kCandidates = 16;      // candidate scales each side of the nominal one
-constexpr float kCandidateStep = 0.08f;  // in units of one level
+constexpr int kCandidates = 5;       // candidate scales each side of the nominal one
+constexpr float kCandidateStep = 0.2f;  // in units of one level
 constexpr int kRefineRounds = 4;
 
-}  // namespace
+// Levels l_i = round_clamp(iscale * (x_i - origin)) written to L, with the
+// sums sum w l, sum w l^2, sum wx l. Eight independent partial sums so the
+// compiler can vectorise the loop (a float reduction in one accumulator
+// cannot be reordered); n need not be a multiple of eight.
+struct LevelSums {
+  float sl, sll, sxl;
+};
+constexpr int kLanes = 8;
 
-int round_clamp(float v, int lo, int hi) {
-  const long r = std::lround(v);
-  return static_cast<int>(std::clamp<long>(r, lo, hi));
+inline LevelSums round_levels(const float* x, const float* w, const float* wx, int n, float iscale, float origin,
+                              int lo, int hi, int* L) {
+  float sl[kLanes] = {}, sll[kLanes] = {}, sxl[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      const int l = round_clamp(iscale * (x[i + k] - origin), lo, hi);
+      L[i + k] = l;
+      const auto fl = static_cast<float>(l);
+      sl[k] += w[i + k] * fl;
+      sll[k] += w[i + k] * fl * fl;
+      sxl[k] += wx[i + k] * fl;
+    }
+  }
+  for (; i < n; ++i) {
+    const int l = round_clamp(iscale * (x[i] - origin), lo, hi);
+    L[i] = l;
+    const auto fl = static_cast<float>(l);
+    sl[0] += w[i] * fl;
+    sll[0] += w[i] * fl * fl;
+    sxl[0] += wx[i] * fl;
+  }
+  LevelSums r{0.0f, 0.0f, 0.0f};
+  for (int k = 0; k < kLanes; ++k) {
+    r.sl += sl[k];
+    r.sll += sll[k];
+    r.sxl += sxl[k];
+  }
+  return r;
 }
+
+}  // namespace
 
 int nearest_index(const int8_t* values, int n_values, float v) {
   if (v <= values[0]) return 0;
@@ -33,13 +68,15 @@ int nearest_index(const int8_t* values, int n_values, float v) {
 
 float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* L, float* err) {
   float amax = 0.0f, xm = 0.0f;
-  double sum_wxx = 0.0;
+  float wx[256];
+  float sum_wxx = 0.0f;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
       amax = std::fabs(x[i]);
       xm = x[i];
     }
-    sum_wxx += static_cast<double>(w[i]) * x[i] * x[i];
+    wx[i] = w[i] * x[i];
+    sum_wxx += wx[i] * x[i];
   }
   if (amax == 0.0f) {
     std::fill(L, L + n, 0);
@@ -47,23 +84,23 @@ float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* 
     return 0.0f;
   }
   int tmp[256];
-  double best = std::numeric_limits<double>::infinity();
+  float best = std::numeric_limits<float>::infinity();
   float best_d = 0.0f;
-  // Evaluates the levels in tmp: the least-squares scale and its error.
+  // Evaluates the levels rounded at iscale: the least-squares scale and
+  // its error sum_wxx - sxl^2 / sll, compared without dividing.
+  float best_sxl = 0.0f, best_sll = 1.0f;
   auto evaluate = [&](float iscale) {
-    double sxl = 0.0, sll = 0.0;
-    for (int i = 0; i < n; ++i) {
-      tmp[i] = round_clamp(iscale * x[i], lmin, lmax);
-      sxl += static_cast<double>(w[i]) * x[i] * tmp[i];
-      sll += static_cast<double>(w[i]) * tmp[i] * tmp[i];
-    }
-    if (sll <= 0.0) return;
-    const double e = sum_wxx - sxl * sxl / sll;
-    if (e < best) {
-      best = e;
-      best_d = static_cast<float>(sxl / sll);
-      std::copy(tmp, tmp + n, L);
-    }
+    const LevelSums ls = round_levels(x, w, wx, n, iscale, 0.0f, lmin, lmax, tmp);
+    const float sxl = ls.sxl, sll = ls.sll;
+    if (sll <= 0.0f) return false;
+    // sxl^2 / sll > best_sxl^2 / best_sll  <=>  smaller error
+    if (std::isfinite(best) && sxl * sxl * best_sll <= best_sxl * best_sxl * sll) return false;
+    best_sxl = sxl;
+    best_sll = sll;
+    best = sum_wxx - sxl * sxl / sll;
+    best_d = sxl / sll;
+    std::copy(tmp, tmp + n, L);
+    return true;
   };
   // The largest-magnitude value maps near either extreme level.
   for (const int target : {lmin, lmax}) {
@@ -75,11 +112,9 @@ float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* 
     }
   }
   for (int r = 0; r < kRefineRounds && best_d != 0.0f; ++r) {
-    const double before = best;
-    evaluate(1.0f / best_d);
-    if (!(best < before)) break;
+    if (!evaluate(1.0f / best_d)) break;
   }
-  if (err) *err = static_cast<float>(std::max(0.0, best));
+  if (err) *err = std::max(0.0f, best);
   if (!std::isfinite(best)) {
     std::fill(L, L + n, 0);
     return 0.0f;
@@ -90,9 +125,15 @@ float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* 
 float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_nonpositive, int* L, float* d_out,
                  float* m_out) {
   float xmin = x[0], xmax = x[0];
-  for (int i = 1; i < n; ++i) {
+  float sw = 0.0f, sx = 0.0f, sxx = 0.0f;
+  float wx[256];
+  for (int i = 0; i < n; ++i) {
     xmin = std::min(xmin, x[i]);
     xmax = std::max(xmax, x[i]);
+    wx[i] = w[i] * x[i];
+    sw += w[i];
+    sx += wx[i];
+    sxx += wx[i] * x[i];
   }
   if (offset_nonpositive) xmin = std::min(xmin, 0.0f);
   if (xmax <= xmin) {
@@ -104,55 +145,44 @@ float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_no
     return static_cast<float>(e);
   }
   int tmp[256];
-  double best = std::numeric_limits<double>::infinity();
+  float best = std::numeric_limits<float>::infinity();
   float best_d = 0.0f, best_m = xmin;
   auto solve = [&](float iscale, float origin) {
-    double sw = 0, sl = 0, sll = 0, sx = 0, sxl = 0;
-    for (int i = 0; i < n; ++i) {
-      tmp[i] = round_clamp(iscale * (x[i] - origin), 0, lmax);
-      const double wi = w[i];
-      sw += wi;
-      sl += wi * tmp[i];
-      sll += wi * tmp[i] * tmp[i];
-      sx += wi * x[i];
-      sxl += wi * x[i] * tmp[i];
-    }
-    double d = 0.0, m = 0.0;
-    const double det = sw * sll - sl * sl;
-    if (det > 0.0) {
+    const LevelSums ls = round_levels(x, w, wx, n, iscale, origin, 0, lmax, tmp);
+    const float sl = ls.sl, sll = ls.sll, sxl = ls.sxl;
+    float d = 0.0f, m = 0.0f;
+    const float det = sw * sll - sl * sl;
+    if (det > 0.0f) {
       d = (sw * sxl - sl * sx) / det;
       m = (sll * sx - sl * sxl) / det;
     } else {
-      m = sw > 0 ? sx / sw : 0.0;
+      m = sw > 0 ? sx / sw : 0.0f;
     }
-    if (offset_nonpositive && m > 0.0) {
-      m = 0.0;
-      d = sll > 0 ? sxl / sll : 0.0;
+    if (offset_nonpositive && m > 0.0f) {
+      m = 0.0f;
+      d = sll > 0 ? sxl / sll : 0.0f;
     }
-    double e = 0.0;
-    for (int i = 0; i < n; ++i) {
-      const double diff = d * tmp[i] + m - x[i];
-      e += w[i] * diff * diff;
-    }
+    // sum w (d l + m - x)^2 expanded over the sums.
+    const float e = d * d * sll + 2.0f * d * m * sl + m * m * sw - 2.0f * d * sxl - 2.0f * m * sx + sxx;
     if (e < best) {
       best = e;
-      best_d = static_cast<float>(d);
-      best_m = static_cast<float>(m);
+      best_d = d;
+      best_m = m;
       std::copy(tmp, tmp + n, L);
+      return true;
     }
+    return false;
   };
   const float range = xmax - xmin;
   for (int k = -kCandidates; k <= kCandidates; ++k) {
     solve((static_cast<float>(lmax) + kCandidateStep * static_cast<float>(k)) / range, xmin);
   }
   for (int r = 0; r < kRefineRounds && best_d > 0.0f; ++r) {
-    const double before = best;
-    solve(1.0f / best_d, best_m);
-    if (!(best < before)) break;
+    if (!solve(1.0f / best_d, best_m)) break;
   }
   *d_out = best_d;
   *m_out = best_m;
-  return static_cast<float>(best);
+  return std::max(0.0f, best);
 }
 
 float fit_table(const float* x, const float* w, int n, const int8_t* values, int n_values, int* L, float* err) {

@@ -27,8 +27,14 @@ float fit_table(const float* x, const float* w, int n, const int8_t* values, int
 // Index of the table value nearest to v (values sorted ascending).
 int nearest_index(const int8_t* values, int n_values, float v);
 
-// Rounds to nearest with ties away from zero and clamps to [lo, hi].
-int round_clamp(float v, int lo, int hi);
+// Rounds to nearest with ties away from zero and clamps to [lo, hi] (NaN
+// gives lo). Inline: the scale searches call it for every candidate.
+inline int round_clamp(float v, int lo, int hi) {
+  const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  v = v > flo ? v : flo;
+  v = v < fhi ? v : fhi;
+  return static_cast<int>(v + (v < 0.0f ? -0.5f : 0.5f));
+}
 
 // Quantizes the sub-block scales s[0..n) to integer codes in [cmin, cmax]
 // times one shared f16 scale (weights: how much each sub-block's scale

@@ -34,10 +34,11 @@ double sub_error(const float* x, const float* w, int len, int lmax, float d, flo
   const float dl = d * static_cast<float>(c);
   const float ml = dmin * static_cast<float>(cm);
   const float id = dl != 0.0f ? 1.0f / dl : 0.0f;
-  double e = 0.0;
+  float e = 0.0f;
   for (int i = 0; i < len; ++i) {
-    L[i] = round_clamp((x[i] + ml) * id, 0, lmax);
-    const double diff = static_cast<double>(dl * static_cast<float>(L[i]) - ml) - x[i];
+    const int l = round_clamp((x[i] + ml) * id, 0, lmax);
+    L[i] = l;
+    const float diff = dl * static_cast<float>(l) - ml - x[i];
     e += w[i] * diff * diff;
   }
   return e;
@@ -72,9 +73,12 @@ void quantize_affine_super(const float* x, const float* w, const AffineLayout& l
     const float* ws = w + j * lay.sub_len;
     double best = -1.0;
     int best_c = r.sc[j], best_m = r.mn[j];
-    for (int dc = -1; dc <= 1; ++dc) {
-      for (int dm = -1; dm <= 1; ++dm) {
-        const int c = r.sc[j] + dc, cm = r.mn[j] + dm;
+    // The rounded codes and each one moved by one step (a cross, not the
+    // full 3x3: the corners almost never win and cost as much).
+    constexpr int kMoves[5][2] = {{0, 0}, {-1, 0}, {1, 0}, {0, -1}, {0, 1}};
+    for (const auto& mv : kMoves) {
+      {
+        const int c = r.sc[j] + mv[0], cm = r.mn[j] + mv[1];
         if (c < 0 || c > lay.code_max || cm < 0 || cm > lay.code_max) continue;
         const double e = sub_error(xs, ws, lay.sub_len, lay.lmax, d, dmin, c, cm, trial);
         if (best < 0.0 || e < best) {

@@ -35,17 +35,19 @@ struct SymResult {
 
 double sub_error(const float* x, const float* w, const SymLayout& lay, float dl, int* L) {
   const float id = dl != 0.0f ? 1.0f / dl : 0.0f;
-  double e = 0.0;
-  for (int i = 0; i < lay.sub_len; ++i) {
-    float v;
-    if (lay.table) {
+  float e = 0.0f;
+  if (lay.table) {
+    for (int i = 0; i < lay.sub_len; ++i) {
       L[i] = nearest_index(lay.table, 16, x[i] * id);
-      v = dl * static_cast<float>(lay.table[L[i]]);
-    } else {
-      L[i] = round_clamp(x[i] * id, lay.lmin, lay.lmax);
-      v = dl * static_cast<float>(L[i]);
+      const float diff = dl * static_cast<float>(lay.table[L[i]]) - x[i];
+      e += w[i] * diff * diff;
     }
-    const double diff = static_cast<double>(v) - x[i];
+    return e;
+  }
+  for (int i = 0; i < lay.sub_len; ++i) {
+    const int l = round_clamp(x[i] * id, lay.lmin, lay.lmax);
+    L[i] = l;
+    const float diff = dl * static_cast<float>(l) - x[i];
     e += w[i] * diff * diff;
   }
   return e;
