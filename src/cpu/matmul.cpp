@@ -57,6 +57,24 @@ void tile_loop(const MatView& w, const uint8_t* act, size_t act_row_bytes, int64
   }
 }
 
+// Register-blocked version of tile_loop for the float types: tiles of up to
+// kTileRows x kTileTokens outputs (VecOps::tile_*), same sums as the dots.
+template <typename T, typename Tile>
+void blocked_loop(const MatView& w, const T* act, int64_t k, int64_t t0, int64_t t1, int64_t r0, int64_t r1, float* y,
+                  Tile tile) {
+  const int64_t w_stride = static_cast<int64_t>(w.row_bytes / sizeof(T));
+  for (int64_t rt = r0; rt < r1; rt += kRowTile) {
+    const int64_t rend = std::min(rt + kRowTile, r1);
+    for (int64_t t = t0; t < t1; t += kTileTokens) {
+      const int64_t nt = std::min(kTileTokens, t1 - t);
+      for (int64_t r = rt; r < rend; r += kTileRows) {
+        const int64_t nr = std::min(kTileRows, rend - r);
+        tile(reinterpret_cast<const T*>(w.row(r)), w_stride, nr, act + t * k, k, nt, k, y + t * w.n + r, w.n);
+      }
+    }
+  }
+}
+
 // Q4_1/Q5_1 rows: sum over blocks of the weight offset m times the
 // activation block-sum correction (see act_quant_q8_1_sum_correction).
 constexpr int64_t kQ8_1Block = 32;
@@ -145,16 +163,28 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
       const int64_t t1 = std::min(t0 + kTokenTile, m);
       switch (op) {
         case Operand::F32:
+          if (order == DotOrder::Tiled) {
+            blocked_loop(w, reinterpret_cast<const float*>(act), k, t0, t1, rows.begin, rows.end, y, ops.tile_f32);
+            break;
+          }
           tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y, [&](const uint8_t* wr, const uint8_t* a) {
             return dot_f32(reinterpret_cast<const float*>(wr), reinterpret_cast<const float*>(a), k);
           });
           break;
         case Operand::F16:
+          if (order == DotOrder::Tiled) {
+            blocked_loop(w, reinterpret_cast<const uint16_t*>(act), k, t0, t1, rows.begin, rows.end, y, ops.tile_f16);
+            break;
+          }
           tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y, [&](const uint8_t* wr, const uint8_t* a) {
             return dot_f16(reinterpret_cast<const uint16_t*>(wr), reinterpret_cast<const uint16_t*>(a), k);
           });
           break;
         case Operand::BF16:
+          if (order == DotOrder::Tiled) {
+            blocked_loop(w, reinterpret_cast<const uint16_t*>(act), k, t0, t1, rows.begin, rows.end, y, ops.tile_bf16);
+            break;
+          }
           tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y, [&](const uint8_t* wr, const uint8_t* a) {
             return ops.dot_bf16(reinterpret_cast<const uint16_t*>(wr), reinterpret_cast<const uint16_t*>(a), k);
           });

@@ -39,7 +39,29 @@ struct VecOps {
   // sin s[i]: a' = fma(a, c, -(b*s)), b' = fma(a, s, b*c) (fused as
   // llama.cpp's compiled RoPE is).
   void (*rotate)(float* a, float* b, const float* c, const float* s, int64_t n, int64_t stride);
+  // Register-blocked tiles of the matrix product: for r < n_rows <= 4 and
+  // t < n_tok <= 4, y[t * y_stride + r] = dot(w + r * w_stride, a + t * a_stride, n),
+  // each exactly as dot_f32 / dot_f16 / dot_bf16 computes it (same order).
+  void (*tile_f32)(const float* w, int64_t w_stride, int64_t n_rows, const float* a, int64_t a_stride,
+                   int64_t n_tok, int64_t n, float* y, int64_t y_stride);
+  void (*tile_f16)(const uint16_t* w, int64_t w_stride, int64_t n_rows, const uint16_t* a, int64_t a_stride,
+                   int64_t n_tok, int64_t n, float* y, int64_t y_stride);
+  void (*tile_bf16)(const uint16_t* w, int64_t w_stride, int64_t n_rows, const uint16_t* a, int64_t a_stride,
+                    int64_t n_tok, int64_t n, float* y, int64_t y_stride);
 };
+
+// Largest tile the tile_* functions take.
+constexpr int64_t kTileRows = 4;
+constexpr int64_t kTileTokens = 4;
+
+// A tile computed with one dot product per element (the generic tile).
+template <typename T>
+inline void tile_by_dots(float (*dot)(const T*, const T*, int64_t), const T* w, int64_t w_stride, int64_t n_rows,
+                         const T* a, int64_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) y[t * y_stride + r] = dot(w + r * w_stride, a + t * a_stride, n);
+  }
+}
 
 // Elements of a row evaluated with fast_exp before the libm remainder.
 constexpr int64_t kExpGroup = 16;

@@ -164,11 +164,26 @@ void rotate(float* a, float* b, const float* c, const float* s, int64_t n, int64
   }
 }
 
+
+void tile_f32(const float* w, int64_t ws, int64_t nr, const float* a, int64_t as, int64_t nt, int64_t n, float* y,
+              int64_t ys) {
+  tile_by_dots(dot_f32, w, ws, nr, a, as, nt, n, y, ys);
+}
+void tile_f16(const uint16_t* w, int64_t ws, int64_t nr, const uint16_t* a, int64_t as, int64_t nt, int64_t n,
+              float* y, int64_t ys) {
+  tile_by_dots(dot_f16, w, ws, nr, a, as, nt, n, y, ys);
+}
+void tile_bf16(const uint16_t* w, int64_t ws, int64_t nr, const uint16_t* a, int64_t as, int64_t nt, int64_t n,
+               float* y, int64_t ys) {
+  tile_by_dots(dot_bf16, w, ws, nr, a, as, nt, n, y, ys);
+}
+
 }  // namespace
 
 const VecOps& vec_ops_avx2() {
   static const VecOps ops{dot_f32,     dot_f16,     dot_f32,  dot_f16,     dot_bf16, f32_to_f16,
-                          f16_to_f32, f32_to_bf16, axpy_f16, softmax_exp, silu,     rotate};
+                          f16_to_f32, f32_to_bf16, axpy_f16, softmax_exp, silu,     rotate,
+                          tile_f32,   tile_f16,    tile_bf16};
   return ops;
 }
 

@@ -204,12 +204,91 @@ void rotate(float* a, float* b, const float* c, const float* s, int64_t n, int64
   }
 }
 
+
+// Register-blocked tiles: up to 4 rows x 4 tokens, one 16-lane accumulator
+// per output (so each output is summed exactly as dot_* sums it), weights
+// and activations converted once per step and reused across the tile.
+struct LoadF32 {
+  const float* p;
+  int64_t stride;
+  __m512 operator()(int j, int64_t i) const { return _mm512_loadu_ps(p + j * stride + i); }
+};
+struct LoadF16 {
+  const uint16_t* p;
+  int64_t stride;
+  __m512 operator()(int j, int64_t i) const { return load_f16(p + j * stride + i); }
+};
+
+template <int NR, int NT, typename Load>
+inline void tile_kernel(const Load& lw, const Load& la, int64_t n, float* y, int64_t ys) {
+  __m512 acc[NR][NT];
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < n; i += kLanes) {
+    __m512 av[NT];
+    for (int t = 0; t < NT; ++t) av[t] = la(t, i);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 wv = lw(r, i);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, av[t], acc[r][t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
+
+template <int NR, typename Load>
+inline void tile_rows(int64_t nt, const Load& lw, const Load& la, int64_t n, float* y, int64_t ys) {
+  switch (nt) {
+    case 4:
+      return tile_kernel<NR, 4>(lw, la, n, y, ys);
+    case 3:
+      return tile_kernel<NR, 3>(lw, la, n, y, ys);
+    case 2:
+      return tile_kernel<NR, 2>(lw, la, n, y, ys);
+    default:
+      return tile_kernel<NR, 1>(lw, la, n, y, ys);
+  }
+}
+
+template <typename Load>
+inline void tile_any(int64_t nr, int64_t nt, const Load& lw, const Load& la, int64_t n, float* y, int64_t ys) {
+  switch (nr) {
+    case 4:
+      return tile_rows<4>(nt, lw, la, n, y, ys);
+    case 3:
+      return tile_rows<3>(nt, lw, la, n, y, ys);
+    case 2:
+      return tile_rows<2>(nt, lw, la, n, y, ys);
+    default:
+      return tile_rows<1>(nt, lw, la, n, y, ys);
+  }
+}
+
+void tile_f32(const float* w, int64_t ws, int64_t nr, const float* a, int64_t as, int64_t nt, int64_t n, float* y,
+              int64_t ys) {
+  if (n % kLanes != 0) return tile_by_dots(dot_f32, w, ws, nr, a, as, nt, n, y, ys);
+  tile_any(nr, nt, LoadF32{w, ws}, LoadF32{a, as}, n, y, ys);
+}
+
+void tile_f16(const uint16_t* w, int64_t ws, int64_t nr, const uint16_t* a, int64_t as, int64_t nt, int64_t n,
+              float* y, int64_t ys) {
+  if (n % kLanes != 0) return tile_by_dots(dot_f16, w, ws, nr, a, as, nt, n, y, ys);
+  tile_any(nr, nt, LoadF16{w, ws}, LoadF16{a, as}, n, y, ys);
+}
+
+void tile_bf16(const uint16_t* w, int64_t ws, int64_t nr, const uint16_t* a, int64_t as, int64_t nt, int64_t n,
+               float* y, int64_t ys) {
+  tile_by_dots(dot_bf16, w, ws, nr, a, as, nt, n, y, ys);
+}
+
 }  // namespace
 
 const VecOps& vec_ops_avx512() {
   static const VecOps ops{dot_f32,     dot_f16,          dot_f32_unrolled, dot_f16_unrolled, dot_bf16,
                           f32_to_f16,  f16_to_f32,       f32_to_bf16,      axpy_f16,         softmax_exp,
-                          silu,        rotate};
+                          silu,        rotate,           tile_f32,         tile_f16,         tile_bf16};
   return ops;
 }
 
