@@ -5,53 +5,14 @@
 #include <limits>
 
 #include "core/fp16.h"
+#include "quant/round_levels.h"
 
 namespace ferrite::quant {
 namespace {
 
-constexpr int kCandidates = 5;       // candidate scales each side of the nominal one
-constexpr float kCandidateStep = 0.2f;  // in units of one level
+constexpr int kCandidates = 3;       // candidate scales each side of the nominal one
+constexpr float kCandidateStep = 0.3f;  // in units of one level
 constexpr int kRefineRounds = 4;
-
-// Levels l_i = round_clamp(iscale * (x_i - origin)) written to L, with the
-// sums sum w l, sum w l^2, sum wx l. Eight independent partial sums so the
-// compiler can vectorise the loop (a float reduction in one accumulator
-// cannot be reordered); n need not be a multiple of eight.
-struct LevelSums {
-  float sl, sll, sxl;
-};
-constexpr int kLanes = 8;
-
-inline LevelSums round_levels(const float* x, const float* w, const float* wx, int n, float iscale, float origin,
-                              int lo, int hi, int* L) {
-  float sl[kLanes] = {}, sll[kLanes] = {}, sxl[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int k = 0; k < kLanes; ++k) {
-      const int l = round_clamp(iscale * (x[i + k] - origin), lo, hi);
-      L[i + k] = l;
-      const auto fl = static_cast<float>(l);
-      sl[k] += w[i + k] * fl;
-      sll[k] += w[i + k] * fl * fl;
-      sxl[k] += wx[i + k] * fl;
-    }
-  }
-  for (; i < n; ++i) {
-    const int l = round_clamp(iscale * (x[i] - origin), lo, hi);
-    L[i] = l;
-    const auto fl = static_cast<float>(l);
-    sl[0] += w[i] * fl;
-    sll[0] += w[i] * fl * fl;
-    sxl[0] += wx[i] * fl;
-  }
-  LevelSums r{0.0f, 0.0f, 0.0f};
-  for (int k = 0; k < kLanes; ++k) {
-    r.sl += sl[k];
-    r.sll += sll[k];
-    r.sxl += sxl[k];
-  }
-  return r;
-}
 
 }  // namespace
 
@@ -123,7 +84,7 @@ float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* 
 }
 
 float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_nonpositive, int* L, float* d_out,
-                 float* m_out) {
+                 float* m_out, AffineSearch search) {
   float xmin = x[0], xmax = x[0];
   float sw = 0.0f, sx = 0.0f, sxx = 0.0f;
   float wx[256];
@@ -174,8 +135,8 @@ float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_no
     return false;
   };
   const float range = xmax - xmin;
-  for (int k = -kCandidates; k <= kCandidates; ++k) {
-    solve((static_cast<float>(lmax) + kCandidateStep * static_cast<float>(k)) / range, xmin);
+  for (int k = -search.candidates; k <= search.candidates; ++k) {
+    solve((static_cast<float>(lmax) + search.step * static_cast<float>(k)) / range, xmin);
   }
   for (int r = 0; r < kRefineRounds && best_d > 0.0f; ++r) {
     if (!solve(1.0f / best_d, best_m)) break;

@@ -14,10 +14,20 @@ namespace ferrite::quant {
 // sum w (x - d L)^2 is written to *err when err is non-null.
 float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* L, float* err = nullptr);
 
+// How widely fit_affine searches: candidates each side of the nominal
+// scale and their spacing in units of one level. The K-quants refine the
+// result with their code search and do with the small default; a lone
+// block (Q4_1, Q5_1) is worth a finer search.
+struct AffineSearch {
+  int candidates = 3;
+  float step = 0.3f;
+};
+
 // x ≈ d * L + m with L in [0, lmax]. When `offset_nonpositive`, m is forced
 // <= 0 (the K-quants store -m as an unsigned multiple of dmin). Writes L and
 // *d, *m; returns the weighted squared error.
-float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_nonpositive, int* L, float* d, float* m);
+float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_nonpositive, int* L, float* d, float* m,
+                 AffineSearch search = {});
 
 // x ≈ d * values[L], L an index into the sorted table `values` of `n_values`
 // levels. Writes L, returns d.

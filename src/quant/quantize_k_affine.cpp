@@ -12,6 +12,7 @@
 #include "quant/blocks.h"
 #include "quant/quant_fit.h"
 #include "quant/quantize_ref.h"
+#include "quant/round_levels.h"
 
 namespace ferrite::quant::ref {
 
@@ -30,18 +31,23 @@ struct AffineResult {
 };
 
 // Weighted error of sub-block x with codes (c, cm); writes the levels.
+// With l = round((x + ml) / dl): sum w (dl l - ml - x)^2
+//   = dl^2 sum w l^2 - 2 dl sum w l (x + ml) + sum w (x + ml)^2.
 double sub_error(const float* x, const float* w, int len, int lmax, float d, float dmin, int c, int cm, int* L) {
   const float dl = d * static_cast<float>(c);
   const float ml = dmin * static_cast<float>(cm);
   const float id = dl != 0.0f ? 1.0f / dl : 0.0f;
-  float e = 0.0f;
+  float wx[32];
+  float sw = 0.0f, swx = 0.0f, swxx = 0.0f;
   for (int i = 0; i < len; ++i) {
-    const int l = round_clamp((x[i] + ml) * id, 0, lmax);
-    L[i] = l;
-    const float diff = dl * static_cast<float>(l) - ml - x[i];
-    e += w[i] * diff * diff;
+    wx[i] = w[i] * x[i];
+    sw += w[i];
+    swx += wx[i];
+    swxx += wx[i] * x[i];
   }
-  return e;
+  const LevelSums s = round_levels(x, w, wx, len, id, -ml, 0, lmax, L);
+  const float e = dl * dl * s.sll - 2.0f * dl * (s.sxl + ml * s.sl) + swxx + 2.0f * ml * swx + ml * ml * sw;
+  return std::max(0.0f, e);
 }
 
 void quantize_affine_super(const float* x, const float* w, const AffineLayout& lay, AffineResult& r) {

@@ -12,6 +12,7 @@
 #include "quant/iq_grids.h"
 #include "quant/quant_fit.h"
 #include "quant/quantize_ref.h"
+#include "quant/round_levels.h"
 
 namespace ferrite::quant::ref {
 
@@ -44,13 +45,14 @@ double sub_error(const float* x, const float* w, const SymLayout& lay, float dl,
     }
     return e;
   }
+  // sum w (dl l - x)^2 = dl^2 sum w l^2 - 2 dl sum w x l + sum w x^2
+  float wx[32];
   for (int i = 0; i < lay.sub_len; ++i) {
-    const int l = round_clamp(x[i] * id, lay.lmin, lay.lmax);
-    L[i] = l;
-    const float diff = dl * static_cast<float>(l) - x[i];
-    e += w[i] * diff * diff;
+    wx[i] = w[i] * x[i];
+    e += wx[i] * x[i];
   }
-  return e;
+  const LevelSums s = round_levels(x, w, wx, lay.sub_len, id, 0.0f, lay.lmin, lay.lmax, L);
+  return std::max(0.0f, dl * dl * s.sll - 2.0f * dl * s.sxl + e);
 }
 
 // For each sub-block, tries its code ±1 with levels re-rounded against the

@@ -35,7 +35,8 @@ uint16_t symmetric_block(const float* x, const float* w, int lmin, int lmax, int
 void affine_block(const float* x, const float* w, int lmax, int* q, uint16_t* dh, uint16_t* mh) {
   int L[kQK];
   float d, m;
-  fit_affine(x, w, kQK, lmax, false, L, &d, &m);
+  constexpr AffineSearch kFine{16, 0.08f};
+  fit_affine(x, w, kQK, lmax, false, L, &d, &m, kFine);
   *dh = fp32_to_fp16(d);
   *mh = fp32_to_fp16(m);
   const float ds = fp16_to_fp32(*dh), ms = fp16_to_fp32(*mh);
