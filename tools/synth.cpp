@@ -110,7 +110,12 @@ std::vector<uint8_t> make_pool(TensorType type, float stddev, uint64_t seed) {
   std::vector<float> x(static_cast<size_t>(kPoolBlocks * tt.block_size));
   for (float& v : x) v = normal(rng);
   std::vector<uint8_t> pool(static_cast<size_t>(kPoolBlocks) * tt.block_bytes);
-  quant::quantize_rows(type, x.data(), pool.data(), kPoolBlocks, tt.block_size, nullptr);
+  // The values are i.i.d., so every column matters alike: a uniform
+  // importance is the true one (and lets the IQ1/IQ2 types, which refuse to
+  // run without an importance matrix, be written).
+  const std::vector<float> uniform(static_cast<size_t>(tt.block_size), 1.0f);
+  quant::quantize_rows(type, x.data(), pool.data(), kPoolBlocks, tt.block_size,
+                       tt.needs_imatrix ? uniform.data() : nullptr);
   return pool;
 }
 
