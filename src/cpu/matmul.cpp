@@ -190,6 +190,19 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
           });
           break;
         case Operand::Quant:
+          if (qd->tile != nullptr) {
+            for (int64_t rt = rows.begin; rt < rows.end; rt += kRowTile) {
+              const int64_t rend = std::min(rt + kRowTile, rows.end);
+              for (int64_t t = t0; t < t1; t += kTileTokens) {
+                const int64_t nt = std::min(kTileTokens, t1 - t);
+                for (int64_t r = rt; r < rend; r += kTileRows) {
+                  qd->tile(w.row(r), w.row_bytes, std::min(kTileRows, rend - r), act + t * act_row_bytes,
+                           act_row_bytes, nt, k, y + t * w.n + r, w.n);
+                }
+              }
+            }
+            break;
+          }
           tile_loop(w, act, act_row_bytes, t0, t1, rows.begin, rows.end, y,
                     [&](const uint8_t* wr, const uint8_t* a) { return qd->dot(wr, a, k); });
           break;

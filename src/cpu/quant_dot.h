@@ -25,6 +25,11 @@ struct QuantDot {
   void (*quantize)(const float* x, void* dst, int64_t k);
   // Dot product of one weight row with one quantized activation row.
   float (*dot)(const void* w_row, const void* act_row, int64_t k);
+  // Optional register-blocked tile (nullptr: dot per output): for r < nr <= 4
+  // and t < nt <= 4, y[t * y_stride + r] = dot(w + r * w_row_bytes, act + t * act_row_bytes, k),
+  // bit-identical to dot().
+  void (*tile)(const uint8_t* w, size_t w_row_bytes, int64_t nr, const uint8_t* act, size_t act_row_bytes,
+               int64_t nt, int64_t k, float* y, int64_t y_stride);
 };
 
 // The fast path for weights of `type` at level `isa`, or nullptr.

@@ -65,53 +65,114 @@ inline __m256i unpack_q4(const uint8_t* qs) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), _mm_and_si128(raw, mask));
 }
 
-float dot_q4_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ4_0*>(w_row);
-  const auto* a = static_cast<const BlockQ8_0*>(act_row);
+// Tiles of nr x nt outputs with one 8-lane accumulator per output, blocks
+// in order; a single dot is the 1 x 1 tile, so tiles and dots agree exactly.
+template <int NR, int NT>
+void q4_0_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
   const __m256i ones = _mm256_set1_epi8(1);
-  const __m256i eight = _mm256_set1_epi32(8);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  const int64_t nb = k / kQK;
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const __m256i qa0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-    const __m256i qa1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b + 1].qs));
-    __m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unpack_q4(w[b].qs), qa0);
-    __m256i s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unpack_q4(w[b + 1].qs), qa1);
-    s0 = _mm256_sub_epi32(s0, _mm256_mullo_epi32(eight, _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, qa0)));
-    s1 = _mm256_sub_epi32(s1, _mm256_mullo_epi32(eight, _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, qa1)));
-    const float d0 = _cvtsh_ss(w[b].d) * _cvtsh_ss(a[b].d);
-    const float d1 = _cvtsh_ss(w[b + 1].d) * _cvtsh_ss(a[b + 1].d);
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0), _mm256_cvtepi32_ps(s0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1), _mm256_cvtepi32_ps(s1), acc1);
+  __m256 acc[NR][NT];
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
   }
-  for (; b < nb; ++b) {
-    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), unpack_q4(w[b].qs), qa);
-    s = _mm256_sub_epi32(s, _mm256_mullo_epi32(eight, _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, qa)));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d) * _cvtsh_ss(a[b].d)), _mm256_cvtepi32_ps(s), acc0);
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    __m256i qa[NT], sa8[NT];
+    float da[NT];
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(act + t * arb)[b];
+      qa[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+      sa8[t] = _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, qa[t]), 3);
+      da[t] = _cvtsh_ss(ab.d);
+    }
+    for (int r = 0; r < NR; ++r) {
+      const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w + r * wrb)[b];
+      const __m256i wv = unpack_q4(wb.qs);
+      const float dw = _cvtsh_ss(wb.d);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), wv, qa[t]), sa8[t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[t]), _mm256_cvtepi32_ps(s), acc[r][t]);
+      }
+    }
   }
-  return hsum8(_mm256_add_ps(acc0, acc1));
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = hsum8(acc[r][t]);
+  }
+}
+
+template <int NR, int NT>
+void q8_0_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  __m256 acc[NR][NT];
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    __m256i qa[NT];
+    float da[NT];
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(act + t * arb)[b];
+      qa[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+      da[t] = _cvtsh_ss(ab.d);
+    }
+    for (int r = 0; r < NR; ++r) {
+      const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w + r * wrb)[b];
+      const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
+      const __m256i aw = _mm256_abs_epi8(qw);
+      const float dw = _cvtsh_ss(wb.d);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(qa[t], qw));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[t]), _mm256_cvtepi32_ps(s), acc[r][t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = hsum8(acc[r][t]);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
+
+template <int NR, int NT>
+struct Q4_0Tile {
+  static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
+    q4_0_tile<NR, NT>(w, wrb, a, arb, k, y, ys);
+  }
+};
+template <int NR, int NT>
+struct Q8_0Tile {
+  static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
+    q8_0_tile<NR, NT>(w, wrb, a, arb, k, y, ys);
+  }
+};
+
+template <template <int, int> class K>
+TileFn pick(int64_t nr, int64_t nt) {
+  static const TileFn table[4][4] = {
+      {K<1, 1>::run, K<1, 2>::run, K<1, 3>::run, K<1, 4>::run},
+      {K<2, 1>::run, K<2, 2>::run, K<2, 3>::run, K<2, 4>::run},
+      {K<3, 1>::run, K<3, 2>::run, K<3, 3>::run, K<3, 4>::run},
+      {K<4, 1>::run, K<4, 2>::run, K<4, 3>::run, K<4, 4>::run},
+  };
+  return table[nr - 1][nt - 1];
+}
+
+void tile_q4_0(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
+               int64_t ys) {
+  pick<Q4_0Tile>(nr, nt)(w, wrb, a, arb, k, y, ys);
+}
+void tile_q8_0(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
+               int64_t ys) {
+  pick<Q8_0Tile>(nr, nt)(w, wrb, a, arb, k, y, ys);
+}
+
+float dot_q4_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
+  float y;
+  q4_0_tile<1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  return y;
 }
 
 float dot_q8_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ8_0*>(w_row);
-  const auto* a = static_cast<const BlockQ8_0*>(act_row);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  const int64_t nb = k / kQK;
-  int64_t b = 0;
-  auto block = [&](int64_t i) {
-    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs));
-    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
-    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qw), _mm256_sign_epi8(qa, qw));
-    return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d)), _mm256_cvtepi32_ps(s));
-  };
-  for (; b + 1 < nb; b += 2) {
-    acc0 = _mm256_add_ps(acc0, block(b));
-    acc1 = _mm256_add_ps(acc1, block(b + 1));
-  }
-  for (; b < nb; ++b) acc0 = _mm256_add_ps(acc0, block(b));
-  return hsum8(_mm256_add_ps(acc0, acc1));
+  float y;
+  q8_0_tile<1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  return y;
 }
 
 inline int32_t hsum_i32(__m256i v) {
@@ -193,15 +254,15 @@ float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
   return sum;
 }
 
-const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0};
-const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0};
+const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0, tile_q4_0};
+const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0, tile_q8_0};
 // Activations of K types are quantized once per row (O(k)) with the
 // reference quantizer.
 const QuantDot& k_type(TensorType t) {
   static const QuantDot q4{ActQuant::Q8_K, quant_dot_ref(TensorType::Q4_K)->act_row_bytes,
-                           quant_dot_ref(TensorType::Q4_K)->quantize, dot_q4_k_q8_k};
+                           quant_dot_ref(TensorType::Q4_K)->quantize, dot_q4_k_q8_k, nullptr};
   static const QuantDot q6{ActQuant::Q8_K, quant_dot_ref(TensorType::Q6_K)->act_row_bytes,
-                           quant_dot_ref(TensorType::Q6_K)->quantize, dot_q6_k_q8_k};
+                           quant_dot_ref(TensorType::Q6_K)->quantize, dot_q6_k_q8_k, nullptr};
   return t == TensorType::Q4_K ? q4 : q6;
 }
 

@@ -153,11 +153,11 @@ float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
   return sum;
 }
 
-const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q4_k_q8_k};
-const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q6_k_q8_k};
+const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q4_k_q8_k, nullptr};
+const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q6_k_q8_k, nullptr};
 
-const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0};
-const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0};
+const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0, nullptr};
+const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0, nullptr};
 
 }  // namespace
 

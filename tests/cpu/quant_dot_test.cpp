@@ -63,5 +63,34 @@ TEST(QuantDot, FastPathsEqualReference) {
   }
 }
 
+// Tiles of every shape equal the single dot products bit for bit.
+TEST(QuantDot, TilesEqualDots) {
+  if (detected_isa() != Isa::Avx512) GTEST_SKIP() << "no AVX-512 on this machine";
+  const int64_t k = 256;
+  for (TensorType t : kTypes) {
+    const QuantDot* q = quant_dot_avx512(t);
+    if (q->tile == nullptr) continue;
+    const size_t wrb = tensor_row_bytes(t, k), arb = q->act_row_bytes(k);
+    std::vector<uint8_t> w(4 * wrb), a(4 * arb);
+    for (int r = 0; r < 4; ++r) {
+      const auto wf = test::random_floats(k, 30 + r);
+      quant::type_traits(t).from_float(wf.data(), w.data() + r * wrb, k, nullptr);
+      const auto x = test::random_floats(k, 40 + r, -5.0f, 5.0f);
+      q->quantize(x.data(), a.data() + r * arb, k);
+    }
+    for (int64_t nr = 1; nr <= 4; ++nr) {
+      for (int64_t nt = 1; nt <= 4; ++nt) {
+        float y[16];
+        q->tile(w.data(), wrb, nr, a.data(), arb, nt, k, y, 4);
+        for (int64_t tt = 0; tt < nt; ++tt) {
+          for (int64_t r = 0; r < nr; ++r) {
+            EXPECT_EQ(y[tt * 4 + r], q->dot(w.data() + r * wrb, a.data() + tt * arb, k)) << tensor_type_name(t);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ferrite::cpu

@@ -99,3 +99,39 @@ TEST(VecOps, AxpyMatchesReference) {
 
 }  // namespace
 }  // namespace ferrite::cpu
+
+namespace ferrite::cpu {
+namespace {
+
+// The register-blocked tiles compute each output exactly as the level's own
+// dot product does (same summation order), for every tile shape.
+TEST(VecOps, TilesEqualDotsExactly) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+    const VecOps& ops = vec_ops_for(isa);
+    for (int64_t n : {48, 64, 100, 256}) {
+      const int64_t stride = n + 16;
+      const auto w = random_floats(static_cast<size_t>(4 * stride), 21);
+      const auto a = random_floats(static_cast<size_t>(4 * stride), 22);
+      const auto w16 = test::to_f16(w), a16 = test::to_f16(a);
+      for (int64_t nr = 1; nr <= kTileRows; ++nr) {
+        for (int64_t nt = 1; nt <= kTileTokens; ++nt) {
+          float y[16], y16[16];
+          ops.tile_f32(w.data(), stride, nr, a.data(), stride, nt, n, y, 4);
+          ops.tile_f16(w16.data(), stride, nr, a16.data(), stride, nt, n, y16, 4);
+          for (int64_t t = 0; t < nt; ++t) {
+            for (int64_t r = 0; r < nr; ++r) {
+              EXPECT_EQ(y[t * 4 + r], ops.dot_f32(w.data() + r * stride, a.data() + t * stride, n))
+                  << isa_name(isa) << " n=" << n;
+              EXPECT_EQ(y16[t * 4 + r], ops.dot_f16(w16.data() + r * stride, a16.data() + t * stride, n))
+                  << isa_name(isa) << " n=" << n;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
