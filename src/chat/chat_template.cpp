@@ -50,7 +50,26 @@ std::string load_chat_template(const std::string& name_or_file) {
   if (!in) throw IoError(name_or_file, "cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  std::string text = ss.str();
+  // A Hugging Face tokenizer_config.json: take its chat_template (a string,
+  // or a list of {name, template} of which "default" is used).
+  if (!text.empty() && text[0] == '{') {
+    const Json cfg = Json::parse(text, nullptr, false);
+    if (cfg.is_object() && cfg.contains("chat_template")) {
+      const Json& t = cfg["chat_template"];
+      if (t.is_string()) return t.get<std::string>();
+      if (t.is_array()) {
+        for (const auto& entry : t) {
+          if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+              entry["template"].is_string()) {
+            return entry["template"].get<std::string>();
+          }
+        }
+      }
+      throw InvalidArgument(name_or_file + ": chat_template is neither a string nor a list with a \"default\"");
+    }
+  }
+  return text;
 }
 
 }  // namespace ferrite::chat

@@ -33,7 +33,8 @@ std::string apply_chat_template(const std::string& template_source, const Json& 
 const char* builtin_template(std::string_view name);
 std::vector<std::string> builtin_template_names();
 
-// `--chat-template NAME|FILE`: a built-in name, else the contents of a file.
+// `--chat-template NAME|FILE`: a built-in name, else the contents of a file
+// (a Jinja source, or a tokenizer_config.json whose chat_template is used).
 // Throws InvalidArgument (unknown name, no such file) or IoError.
 std::string load_chat_template(const std::string& name_or_file);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "chat/chat_template.h"
+#include "support/test_data.h"
 
 namespace ferrite::chat {
 namespace {
@@ -180,6 +181,12 @@ TEST(ChatTemplates, LookupByNameAndFile) {
   ChatOptions opt;
   EXPECT_EQ(apply_chat_template(src, Json::parse(R"([{"role": "user", "content": "hi"}])"), opt), "hi!");
   std::remove(path.c_str());
+}
+
+TEST(ChatTemplates, LoadsTokenizerConfigJson) {
+  FERRITE_SHARED_FILE(cfg, "templates/llama3.tokenizer_config.json");
+  const std::string src = load_chat_template(cfg.string());
+  EXPECT_EQ(src, Json::parse(::ferrite::test::read_file(cfg))["chat_template"].get<std::string>());
 }
 
 TEST(ChatTemplates, ContextHasHuggingFaceVariables) {
