@@ -4,7 +4,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <regex>
 
 #include "core/error.h"
 
@@ -168,13 +167,14 @@ File File::open(const std::string& path) {
     throw ModelError(path + ": is split part " + std::to_string(no_v->as_uint() + 1) + " of " +
                      std::to_string(count) + "; open the first part");
   }
-  static const std::regex kSplitName(R"((.*)-00001-of-(\d{5})\.gguf$)");
-  std::smatch m;
-  if (!std::regex_match(path, m, kSplitName)) {
-    throw ModelError(path + ": split.count is " + std::to_string(count) +
-                     " but the name does not end in -00001-of-NNNNN.gguf");
+  // The first part is named <prefix>-00001-of-NNNNN.gguf.
+  const std::string first_suffix = split_path("", 0, static_cast<uint32_t>(count));
+  if (path.size() <= first_suffix.size() ||
+      path.compare(path.size() - first_suffix.size(), first_suffix.size(), first_suffix) != 0) {
+    throw ModelError(path + ": split.count is " + std::to_string(count) + " but the name does not end in " +
+                     first_suffix);
   }
-  const std::string prefix = m[1];
+  const std::string prefix = path.substr(0, path.size() - first_suffix.size());
   for (uint32_t i = 1; i < count; ++i) {
     const std::string part = split_path(prefix, i, static_cast<uint32_t>(count));
     f.maps_.push_back(std::make_unique<MappedFile>(part));
