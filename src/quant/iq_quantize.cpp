@@ -10,7 +10,7 @@
 namespace ferrite::quant {
 namespace {
 
-constexpr int kScaleCandidates = 24;  // candidate sub-block scales
+constexpr int kScaleCandidates = 12;  // candidate sub-block scales
 constexpr float kMagnitudeLo = 0.5f;  // max |t| maps to [lo, hi] x the top level
 constexpr float kMagnitudeHi = 1.5f;
 constexpr float kTernaryLo = 0.6f;    // IQ1: the top value is 1, most values sit inside
