@@ -4,44 +4,10 @@
 #include <pcre2.h>
 
 #include "core/error.h"
+#include "tokenizer/regex_rewrite.h"
 
 namespace ferrite::tokenizer {
 namespace {
-
-// The reference treats every White_Space codepoint as `\s`; PCRE2's UCP `\s`
-// is Z plus the ASCII spaces, which leaves out U+0085. Add it: inside a
-// class `\s` gains `\x{85}`, outside a class `\s`/`\S` become classes.
-std::string widen_whitespace(const std::string& re) {
-  std::string out;
-  bool in_class = false;
-  for (size_t i = 0; i < re.size(); ++i) {
-    const char c = re[i];
-    if (c == '\\' && i + 1 < re.size()) {
-      const char n = re[i + 1];
-      if (n == 's') {
-        out += in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
-      } else if (n == 'S' && !in_class) {
-        out += "[^\\s\\x{85}]";
-      } else {
-        out.push_back(c);
-        out.push_back(n);
-      }
-      ++i;
-      continue;
-    }
-    if (!in_class && c == '[') {
-      in_class = true;
-      out.push_back(c);
-      // A leading ']' or '^]' is literal.
-      if (i + 1 < re.size() && re[i + 1] == '^') out.push_back(re[++i]);
-      if (i + 1 < re.size() && re[i + 1] == ']') out.push_back(re[++i]);
-      continue;
-    }
-    if (in_class && c == ']') in_class = false;
-    out.push_back(c);
-  }
-  return out;
-}
 
 struct Compiled {
   pcre2_code* code = nullptr;
@@ -59,11 +25,13 @@ struct PreTokenizer::Impl {
 
 PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) : impl_(std::make_unique<Impl>()) {
   for (const auto& src : regexes) {
-    const std::string re = widen_whitespace(src);
+    // Property escapes become explicit Unicode 15 classes; without
+    // PCRE2_UCP, \d and \w keep their ASCII meaning, as in the reference.
+    const std::string re = rewrite_unicode_properties(src);
     int err = 0;
     PCRE2_SIZE err_off = 0;
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re.data()), re.size(),
-                                     PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK, &err,
+                                     PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK, &err,
                                      &err_off, nullptr);
     if (!code) {
       PCRE2_UCHAR msg[256];
@@ -79,6 +47,13 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) : impl_(std:
 }
 
 PreTokenizer::~PreTokenizer() = default;
+
+bool PreTokenizer::jit_compiled() const {
+  for (const auto& r : impl_->res) {
+    if (!r.jit) return false;
+  }
+  return true;
+}
 
 void PreTokenizer::split(std::string_view text, std::vector<Span>& out) const {
   out.clear();

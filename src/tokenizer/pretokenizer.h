@@ -35,8 +35,9 @@ struct Span {
 
 class PreTokenizer {
  public:
-  // Compiles the expressions (PCRE2, UTF + UCP, JIT). Throws ModelError when
-  // one does not compile.
+  // Compiles the expressions (PCRE2 with UTF, JIT) after spelling their
+  // Unicode property escapes out as Unicode 15 classes (regex_rewrite.h).
+  // Throws ModelError when one does not compile.
   explicit PreTokenizer(const std::vector<std::string>& regexes);
   ~PreTokenizer();
   PreTokenizer(const PreTokenizer&) = delete;
@@ -44,6 +45,9 @@ class PreTokenizer {
 
   // Splits valid UTF-8 `text` into words; `out` is overwritten. Thread-safe.
   void split(std::string_view text, std::vector<Span>& out) const;
+
+  // True when the JIT compiled every expression.
+  bool jit_compiled() const;
 
  private:
   struct Impl;
