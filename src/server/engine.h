@@ -1,0 +1,119 @@
+// The engine: one thread that owns the inference context and serves every
+// request through N slots sharing one KV cache (continuous batching). Each
+// step evaluates one batch holding the next token of every generating slot
+// plus a chunk of the prompts being read, then samples for every slot that
+// produced logits. HTTP threads talk to it only through submit() and their
+// Task's channel.
+//
+//   Engine engine(model, tok, {.n_parallel = 4});
+//   auto task = std::make_shared<Task>(params);
+//   if (!engine.submit(task)) -> 503
+//   ... task->next(ev) ...
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/batch.h"
+#include "runtime/context.h"
+#include "sampling/sampler.h"
+#include "server/slot.h"
+#include "server/task.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrite::server {
+
+struct EngineOptions {
+  int n_parallel = 1;        // slots
+  int64_t n_ctx = 0;         // cache cells shared by all slots (0: the model's, capped); each slot gets n_ctx / n_parallel
+  int64_t n_batch = 512;     // tokens per step (generation tokens first, then prompt chunks)
+  int n_threads = 0;         // 0: all CPUs
+  size_t max_queue = 64;     // requests waiting for a slot beyond the idle slots
+  // Called on the engine thread after every step (tests use it to hold the engine).
+  std::function<void()> after_step;
+};
+
+struct EngineStats {
+  uint64_t requests = 0;          // tasks finished (any reason)
+  uint64_t cancelled = 0;         // tasks ended by cancellation
+  uint64_t rejected = 0;          // submissions refused (queue full or stopping)
+  uint64_t prompt_tokens = 0;     // prompt tokens evaluated
+  uint64_t cached_tokens = 0;     // prompt tokens reused from a slot's cache
+  uint64_t generated_tokens = 0;  // tokens sampled
+  uint64_t steps = 0;             // batches decoded
+  size_t queued = 0;              // tasks waiting now
+  int active = 0;                 // slots busy now
+};
+
+class Engine {
+ public:
+  // Throws InvalidArgument for bad options (and what Context throws).
+  Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const tokenizer::Tokenizer> tok,
+         EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a task; false when the queue is full or the engine is stopping.
+  bool submit(std::shared_ptr<Task> task);
+  // Cancels queued and running tasks and stops the thread (idempotent).
+  void shutdown();
+
+  std::vector<SlotInfo> slots() const;
+  EngineStats stats() const;
+  // Blocks until at least `n` tasks have ended by cancellation; returns the count.
+  uint64_t wait_cancelled(uint64_t n) const;
+
+  const model::Model& model() const { return *model_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
+  int n_parallel() const { return static_cast<int>(slots_.size()); }
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t slot_ctx() const { return slot_ctx_; }
+  bool is_encoder() const;
+  std::shared_ptr<const VocabPieces> vocab_pieces();
+
+ private:
+  void loop();
+  bool has_work_locked() const;
+  void assign_locked();                  // queued tasks -> idle slots
+  void start(Slot& slot, std::shared_ptr<Task> task);
+  void step();                           // one batch (engine_step.cpp)
+  void sample(Slot& slot, std::span<const float> logits);
+  void finish(Slot& slot, FinishReason reason, Event ev, const std::string& error = {});
+  void run_embedding(Task& task);
+  void publish();                        // refresh slot_info_
+
+  std::shared_ptr<const model::Model> model_;
+  std::shared_ptr<const tokenizer::Tokenizer> tok_;
+  EngineOptions opt_;
+  runtime::Context ctx_;
+  int64_t n_ctx_ = 0;
+  int64_t slot_ctx_ = 0;
+  sampling::ModelInfo sampling_info_;
+  std::shared_ptr<const VocabPieces> vocab_;  // built on first use (engine thread and HTTP threads)
+  std::mutex vocab_mu_;
+
+  std::vector<Slot> slots_;  // engine thread only
+  runtime::Batch batch_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;     // work for the engine
+  mutable std::condition_variable done_cv_;  // cancellations (wait_cancelled)
+  std::deque<std::shared_ptr<Task>> queue_;
+  std::deque<std::shared_ptr<Task>> embed_queue_;
+  std::vector<SlotInfo> slot_info_;
+  EngineStats stats_;
+  int n_idle_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ferrite::server

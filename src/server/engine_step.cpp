@@ -1,0 +1,118 @@
+// One step of the engine: build the batch (a token for every generating
+// slot, then prompt chunks up to the batch size), decode it, sample.
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "server/engine.h"
+#include "server/logprobs.h"
+
+namespace ferrite::server {
+
+void Engine::step() {
+  for (Slot& s : slots_) {
+    if (s.active() && s.task->cancelled()) finish(s, FinishReason::Cancelled, Event{});
+  }
+  batch_.clear();
+  uint64_t n_prompt_tokens = 0;
+  for (Slot& s : slots_) {
+    if (s.state != SlotState::Generate) continue;
+    batch_.add(s.pending, static_cast<int32_t>(s.cached.size()), s.id, true);
+    s.cached.push_back(s.pending);
+  }
+  int64_t budget = opt_.n_batch - batch_.size();
+  for (Slot& s : slots_) {
+    if (s.state != SlotState::Prefill || budget <= 0) continue;
+    const std::vector<int32_t>& prompt = s.task->params().prompt;
+    const size_t n = std::min(static_cast<size_t>(budget), prompt.size() - s.n_prompt_done);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = s.n_prompt_done + i;
+      batch_.add(prompt[at], static_cast<int32_t>(at), s.id, at + 1 == prompt.size());
+      s.cached.push_back(prompt[at]);
+    }
+    s.n_prompt_done += n;
+    budget -= static_cast<int64_t>(n);
+    n_prompt_tokens += n;
+  }
+  if (batch_.size() == 0) return;
+
+  try {
+    ctx_.decode(batch_);
+  } catch (const std::exception& e) {
+    // Forget what the failed batch's slots hold and end their requests.
+    for (Slot& s : slots_) {
+      if (!s.active() || std::find(batch_.seq.begin(), batch_.seq.end(), s.id) == batch_.seq.end()) continue;
+      ctx_.cache().remove(s.id, 0, -1);
+      s.cached.clear();
+      finish(s, FinishReason::Error, Event{}, std::string("evaluation failed: ") + e.what());
+    }
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.prompt_tokens += n_prompt_tokens;
+    ++stats_.steps;
+  }
+  int64_t out = 0;
+  for (int64_t i = 0; i < batch_.size(); ++i) {
+    if (!batch_.want_logits[static_cast<size_t>(i)]) continue;
+    Slot& s = slots_[static_cast<size_t>(batch_.seq[static_cast<size_t>(i)])];
+    sample(s, ctx_.logits(out++));
+  }
+}
+
+void Engine::sample(Slot& slot, std::span<const float> logits) {
+  const GenerationParams& p = slot.task->params();
+  const auto now = std::chrono::steady_clock::now();
+  if (slot.state == SlotState::Prefill) {
+    slot.state = SlotState::Generate;
+    slot.t_first = now;
+    slot.timings.prompt_ms = std::chrono::duration<double, std::milli>(now - slot.t_start).count();
+  }
+  int32_t token = 0;
+  try {
+    token = slot.sampler->sample(logits);
+  } catch (const std::exception& e) {
+    finish(slot, FinishReason::Error, Event{}, std::string("sampling failed: ") + e.what());
+    return;
+  }
+  if (tok_->is_eog(token) && !p.ignore_eos) {
+    finish(slot, FinishReason::Stop, Event{});
+    return;
+  }
+  ++slot.timings.n_generated;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.generated_tokens;
+  }
+  Event ev;
+  if (p.logprobs) {
+    TokenInfo info;
+    info.id = token;
+    info.piece = tok_->token_to_piece(token, false);
+    info.logprob = token_logprob(logits, token, &info.top, p.n_probs);
+    ev.tokens.push_back(std::move(info));
+  }
+  ev.text = slot.stop.push(slot.decoder->push(token));
+  if (slot.stop.stopped()) {
+    finish(slot, FinishReason::Stop, std::move(ev));
+    return;
+  }
+  if (p.n_predict >= 0 && slot.timings.n_generated >= p.n_predict) {
+    finish(slot, FinishReason::Length, std::move(ev));
+    return;
+  }
+  // The sampled token needs a cell of the slot's share of the cache.
+  if (static_cast<int64_t>(slot.cached.size()) + 1 > slot_ctx_) {
+    finish(slot, FinishReason::Length, std::move(ev));
+    return;
+  }
+  if (slot.constraint && slot.constraint->finished()) {
+    finish(slot, FinishReason::Stop, std::move(ev));
+    return;
+  }
+  slot.pending = token;
+  if (!ev.text.empty() || !ev.tokens.empty()) slot.task->push(std::move(ev));
+}
+
+}  // namespace ferrite::server

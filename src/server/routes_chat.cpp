@@ -1,0 +1,186 @@
+// POST /v1/chat/completions: messages through the chat template, optional
+// tools (calls parsed from the reply), streamed or whole.
+#include "server/api_error.h"
+#include "server/generation.h"
+#include "server/request_params.h"
+#include "server/routes.h"
+#include "server/sse.h"
+#include "server/tool_calls.h"
+
+namespace ferrite::server {
+namespace {
+
+struct ChatRequest {
+  RequestOptions ro;
+  Json tools;               // null: none offered (or tool_choice none)
+  std::string id;
+  int64_t created = 0;
+};
+
+Json tool_calls_json(const std::vector<ToolCall>& calls) {
+  Json out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    out.push_back({{"index", i},
+                   {"id", new_id("call_")},
+                   {"type", "function"},
+                   {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+  }
+  return out;
+}
+
+ChatRequest parse_chat(ServerState& st, const Json& body) {
+  check_model(body, st.opt.model_id);
+  if (st.engine.is_encoder()) throw bad_request("this model is an encoder: it serves /v1/embeddings only", "model");
+  if (!body.contains("messages")) throw bad_request("'messages' is required", "messages");
+  ChatRequest c;
+  c.tools = nullptr;
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    if (!body["tools"].is_array()) throw bad_request("'tools' must be an array", "tools");
+    for (const Json& t : body["tools"]) {
+      if (!t.is_object() || !t.contains("function") || !t["function"].is_object() ||
+          !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+        throw bad_request("each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tools");
+      }
+    }
+    if (!body["tools"].empty()) c.tools = body["tools"];
+  }
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const Json& tc = body["tool_choice"];
+    if (tc.is_string()) {
+      const std::string v = tc;
+      if (v == "none") c.tools = nullptr;
+      else if (v != "auto" && v != "required") throw bad_request("'tool_choice' must be none, auto, required or an object", "tool_choice");
+    } else if (!tc.is_object()) {
+      throw bad_request("'tool_choice' must be a string or an object", "tool_choice");
+    }
+  }
+  c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);
+  const std::string prompt = st.chat.render(body["messages"], c.tools, /*add_generation_prompt=*/true);
+  c.ro.gen.prompt = prompt_tokens(st, Json(prompt), "messages");
+  check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine.slot_ctx());
+  c.id = new_id("chatcmpl-");
+  c.created = unix_time();
+  return c;
+}
+
+Json chunk(const ServerState& st, const ChatRequest& c, size_t index, Json delta, const char* finish) {
+  Json choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", nullptr}};
+  choice["finish_reason"] = finish ? Json(finish) : Json(nullptr);
+  Json j = {{"id", c.id}, {"object", "chat.completion.chunk"}, {"created", c.created},
+            {"model", st.opt.model_id}, {"system_fingerprint", "ferrite"}, {"choices", Json::array({choice})}};
+  if (c.ro.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+void respond_whole(ServerState& st, const ChatRequest& c, const std::vector<std::shared_ptr<Task>>& tasks,
+                   const httplib::Request& req, httplib::Response& res) {
+  auto guard = watch_client(st, req.local_port, req.remote_port, tasks);
+  Json choices = Json::array();
+  int64_t completion = 0, prompt = 0, cached = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Completion r = collect(*tasks[i]);
+    Json message = {{"role", "assistant"}};
+    std::string finish = finish_reason_name(r.finish);
+    ParsedReply parsed = c.tools.is_null() ? ParsedReply{r.text, {}} : parse_tool_calls(r.text);
+    if (!parsed.calls.empty()) {
+      message["content"] = parsed.content.empty() ? Json(nullptr) : Json(parsed.content);
+      message["tool_calls"] = tool_calls_json(parsed.calls);
+      finish = "tool_calls";
+    } else {
+      message["content"] = r.text;
+    }
+    Json choice = {{"index", i}, {"message", message}};
+    choice["logprobs"] = c.ro.logprobs ? chat_logprobs(r.tokens, st.engine.tokenizer()) : Json(nullptr);
+    choice["finish_reason"] = finish;
+    choices.push_back(choice);
+    completion += r.timings.n_generated;
+    prompt = r.timings.n_prompt;
+    cached = std::max<int64_t>(cached, r.timings.n_cached);
+  }
+  current_record().prompt_tokens = prompt;
+  current_record().completion_tokens = completion;
+  set_json(res, {{"id", c.id}, {"object", "chat.completion"}, {"created", c.created}, {"model", st.opt.model_id},
+                 {"system_fingerprint", "ferrite"}, {"choices", choices}, {"usage", usage_json(prompt, completion, cached)}});
+}
+
+// Streams every choice in turn (events of the others wait in their tasks).
+bool stream_all(ServerState& st, const ChatRequest& c, const std::vector<std::shared_ptr<Task>>& tasks,
+                httplib::DataSink& sink) {
+  int64_t completion = 0, prompt = 0, cached = 0;
+  const bool tools = !c.tools.is_null();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!sse_send(sink, chunk(st, c, i, {{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+    std::string held;  // with tools the reply is parsed whole before it is sent
+    Event ev;
+    bool ended = false;
+    while (tasks[i]->next(ev)) {
+      if (ev.final && (ev.finish == FinishReason::Error || ev.finish == FinishReason::Cancelled)) {
+        try {
+          throw_for(ev);
+        } catch (const ApiError& e) {
+          sse_send(sink, error_body(e));
+        }
+        return false;
+      }
+      if (tools) {
+        held += ev.text;
+      } else if (!ev.text.empty() || !ev.tokens.empty()) {
+        Json j = chunk(st, c, i, {{"content", ev.text}}, nullptr);
+        if (c.ro.logprobs) j["choices"][0]["logprobs"] = chat_logprobs(ev.tokens, st.engine.tokenizer());
+        if (!sse_send(sink, j)) return false;
+      }
+      if (!ev.final) continue;
+      std::string finish = finish_reason_name(ev.finish);
+      if (tools) {
+        ParsedReply parsed = parse_tool_calls(held);
+        Json delta = parsed.calls.empty() ? Json{{"content", held}} : Json{{"tool_calls", tool_calls_json(parsed.calls)}};
+        if (!parsed.calls.empty()) finish = "tool_calls";
+        if (!sse_send(sink, chunk(st, c, i, delta, nullptr))) return false;
+      }
+      if (!sse_send(sink, chunk(st, c, i, Json::object(), finish.c_str()))) return false;
+      completion += ev.timings.n_generated;
+      prompt = ev.timings.n_prompt;
+      cached = std::max<int64_t>(cached, ev.timings.n_cached);
+      ended = true;
+      break;
+    }
+    if (!ended) return false;
+  }
+  current_record().prompt_tokens = prompt;
+  current_record().completion_tokens = completion;
+  if (c.ro.include_usage) {
+    Json j = {{"id", c.id}, {"object", "chat.completion.chunk"}, {"created", c.created}, {"model", st.opt.model_id},
+              {"system_fingerprint", "ferrite"}, {"choices", Json::array()}, {"usage", usage_json(prompt, completion, cached)}};
+    if (!sse_send(sink, j)) return false;
+  }
+  return sse_done(sink);
+}
+
+}  // namespace
+
+void add_chat_routes(httplib::Server& http, ServerState& st) {
+  auto handler = json_route(st, true, [&st](const Json& body, const httplib::Request& req, httplib::Response& res) {
+    ChatRequest c = parse_chat(st, body);
+    auto tasks = submit_tasks(st.engine, replicate(c.ro.gen, c.ro.n));
+    if (!c.ro.stream) {
+      respond_whole(st, c, tasks, req, res);
+      return;
+    }
+    current_record().streamed = true;
+    const int local = req.local_port, remote = req.remote_port;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [&st, c, tasks, local, remote](size_t, httplib::DataSink& sink) {
+          auto guard = watch_client(st, local, remote, tasks);
+          const bool ok = stream_all(st, c, tasks, sink);
+          if (!ok) cancel_all(tasks);
+          return ok;
+        },
+        [tasks](bool) { cancel_all(tasks); });
+  });
+  http.Post("/v1/chat/completions", handler);
+  http.Post("/chat/completions", handler);
+}
+
+}  // namespace ferrite::server

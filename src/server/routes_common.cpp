@@ -1,0 +1,99 @@
+// The route wrapper, error responses and prompt tokenization shared by every
+// endpoint.
+#include <limits>
+
+#include "server/api_error.h"
+#include "server/routes.h"
+
+namespace ferrite::server {
+
+ServerState::ServerState(Engine& e, ServerOptions o)
+    : engine(e), opt(std::move(o)), chat(e.model().file(), opt.chat_template) {}
+
+RequestRecord& current_record() {
+  thread_local RequestRecord record;
+  return record;
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+void set_json(httplib::Response& res, const Json& body, int status) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void set_error(ServerState& st, httplib::Response& res, int status, const std::string& type,
+               const std::string& message, const std::string& param, const std::string& code) {
+  if (status == kStatusUnavailable) {
+    ++st.counters.busy;
+    res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
+  }
+  set_json(res, error_body(status, type, message, param, code), status);
+}
+
+httplib::Server::Handler json_route(ServerState& st, bool parse_body, JsonRoute fn) {
+  return [&st, parse_body, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    try {
+      Json body;
+      if (parse_body) {
+        body = Json::parse(req.body, nullptr, false);
+        if (body.is_discarded()) throw bad_request("the request body is not valid JSON");
+        if (!body.is_object()) throw bad_request("the request body must be a JSON object");
+      }
+      fn(body, req, res);
+    } catch (const ApiError& e) {
+      set_error(st, res, e.status(), e.type(), e.what(), e.param(), e.code());
+    } catch (const InvalidArgument& e) {
+      set_error(st, res, kStatusBadRequest, "invalid_request_error", e.what());
+    } catch (const Json::exception& e) {
+      set_error(st, res, kStatusBadRequest, "invalid_request_error", std::string("bad JSON value: ") + e.what());
+    } catch (const std::exception& e) {
+      set_error(st, res, kStatusInternal, "server_error", e.what());
+    }
+  };
+}
+
+std::unique_ptr<WatchGuard> watch_client(ServerState& st, int local_port, int remote_port,
+                                         const std::vector<std::shared_ptr<Task>>& tasks) {
+  const int fd = DisconnectWatch::find_connection(local_port, remote_port);
+  HttpCounters* counters = &st.counters;
+  const uint64_t h = st.watch.watch(fd, [tasks, counters] {
+    ++counters->disconnects;
+    for (const auto& t : tasks) t->cancel();
+  });
+  return std::make_unique<WatchGuard>(st.watch, h);
+}
+
+std::vector<int32_t> prompt_tokens(ServerState& st, const Json& prompt, const char* param) {
+  const tokenizer::Tokenizer& tok = st.engine.tokenizer();
+  if (prompt.is_string()) {
+    const std::string text = prompt.get<std::string>();
+    // Templates that write the BOS themselves must not get a second one.
+    const std::string& bos = st.chat.bos_text();
+    const bool has_bos = !bos.empty() && text.compare(0, bos.size(), bos) == 0;
+    std::vector<int32_t> ids = tok.encode(text, !has_bos, /*parse_special=*/true);
+    if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());
+    return ids;
+  }
+  if (prompt.is_array()) {
+    std::vector<int32_t> ids;
+    const int64_t n_vocab = tok.n_vocab();
+    for (const Json& x : prompt) {
+      if (!x.is_number_integer()) {
+        throw bad_request(std::string("'") + param + "' must be a string or an array of token ids", param);
+      }
+      const int64_t id = x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(n_vocab)
+                             ? n_vocab
+                             : x.get<int64_t>();
+      if (id < 0 || id >= n_vocab) {
+        throw bad_request("token id " + x.dump() + " is outside the vocabulary [0, " + std::to_string(n_vocab - 1) + "]",
+                          param);
+      }
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    return ids;
+  }
+  throw bad_request(std::string("'") + param + "' must be a string or an array of token ids", param);
+}
+
+}  // namespace ferrite::server

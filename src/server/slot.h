@@ -1,0 +1,54 @@
+// One slot of the engine: a sequence id of the shared KV cache, the tokens
+// whose keys and values it holds, and the request it is serving (if any).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+#include "server/grammar_constraint.h"
+#include "server/stop_strings.h"
+#include "server/task.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace ferrite::server {
+
+enum class SlotState { Idle, Prefill, Generate };
+const char* slot_state_name(SlotState s);
+
+struct Slot {
+  int id = 0;  // also the KV cache sequence id
+  SlotState state = SlotState::Idle;
+  std::shared_ptr<Task> task;
+  std::vector<int32_t> cached;   // tokens in the cache at positions 0..size-1
+  size_t n_prompt_done = 0;      // prompt tokens in the cache
+  int32_t pending = -1;          // sampled, not yet evaluated
+  std::optional<sampling::Sampler> sampler;
+  std::shared_ptr<GrammarConstraint> constraint;
+  std::unique_ptr<tokenizer::StreamDecoder> decoder;
+  StopStrings stop;
+  Timings timings;
+  std::chrono::steady_clock::time_point t_start, t_first;
+  uint64_t n_served = 0;         // requests completed in this slot
+
+  bool active() const { return state != SlotState::Idle; }
+};
+
+// What /slots shows of a slot.
+struct SlotInfo {
+  int id = 0;
+  SlotState state = SlotState::Idle;
+  int64_t n_ctx = 0;
+  int64_t n_cached = 0;   // tokens held in the cache
+  Timings last;           // the current or last request's counts
+  uint64_t n_served = 0;
+};
+
+// Length of the common prefix of two token sequences.
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
+
+}  // namespace ferrite::server

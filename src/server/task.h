@@ -1,0 +1,99 @@
+// A generation request as the engine sees it, and the channel through which
+// the engine thread hands its results to the HTTP thread that waits for them.
+//
+//   auto task = std::make_shared<Task>(params);
+//   if (!engine.submit(task)) ... 503 ...
+//   Event ev;
+//   while (task->next(ev)) { ... ev.text ... if (ev.final) break; }
+//
+// The HTTP side may cancel() at any time (client gone, shutdown); the engine
+// then frees the slot at its next step and closes the channel.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sampling/params.h"
+
+namespace ferrite::server {
+
+struct GenerationParams {
+  std::vector<int32_t> prompt;          // token ids (BOS included when wanted)
+  sampling::SamplerParams sampling;
+  int32_t n_predict = -1;               // -1: until the slot's context is full
+  std::vector<std::string> stop;        // stop strings (not included in the output)
+  std::string grammar;                  // GBNF constraining the output; empty: none
+  bool ignore_eos = false;
+  int32_t n_probs = 0;                  // top alternatives per token (with logprobs)
+  bool logprobs = false;                // report each token's log-probability
+  bool embedding = false;               // an embedding request (encoder models)
+};
+
+struct TokenInfo {
+  int32_t id = 0;
+  std::string piece;                                // the token's bytes
+  float logprob = 0.0f;                             // log-softmax of the raw logits
+  std::vector<std::pair<int32_t, float>> top;       // best (id, logprob), most likely first
+};
+
+enum class FinishReason { None, Stop, Length, Cancelled, Error };
+const char* finish_reason_name(FinishReason r);
+
+struct Timings {
+  int32_t n_prompt = 0;        // prompt tokens of the request
+  int32_t n_cached = 0;        // of those, reused from the slot's cache
+  int32_t n_generated = 0;     // tokens sampled
+  double prompt_ms = 0.0;
+  double generation_ms = 0.0;
+};
+
+// One message from the engine: new text (already cut at stop strings), the
+// tokens it came from (when logprobs are wanted) and, for the last one, why
+// generation ended and the counts.
+struct Event {
+  std::string text;
+  std::vector<TokenInfo> tokens;
+  bool final = false;
+  FinishReason finish = FinishReason::None;
+  std::string stop_word;       // the stop string that ended generation
+  std::string error;           // with FinishReason::Error
+  Timings timings;
+  int slot = -1;
+  std::vector<float> embedding;  // embedding requests
+};
+
+class Task {
+ public:
+  explicit Task(GenerationParams params) : params_(std::move(params)) {}
+
+  const GenerationParams& params() const { return params_; }
+
+  // Engine side: queue an event (after a final one nothing more is queued).
+  void push(Event ev);
+
+  // HTTP side: waits for the next event; false once the final one has been
+  // taken or the task was cancelled.
+  bool next(Event& out);
+
+  // Either side: stop generating. Safe to call repeatedly and from any thread.
+  void cancel();
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  bool finished() const;
+
+ private:
+  GenerationParams params_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  bool closed_ = false;     // the final event was pushed
+  bool delivered_ = false;  // the final event was taken
+};
+
+}  // namespace ferrite::server
