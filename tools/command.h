@@ -25,4 +25,19 @@ struct CommandRegistrar {
   explicit CommandRegistrar(Command c) { command_registry().push_back(std::move(c)); }
 };
 
+// Single-dash option names longer than one letter (llama.cpp's `-sys`), which
+// CLI11 cannot declare: main() rewrites an argument equal to `from` that
+// follows the subcommand `command` into `to` before parsing.
+struct OptionAlias {
+  std::string command;
+  std::string from;
+  std::string to;
+};
+
+std::vector<OptionAlias>& option_aliases();
+
+struct OptionAliasRegistrar {
+  explicit OptionAliasRegistrar(OptionAlias a) { option_aliases().push_back(std::move(a)); }
+};
+
 }  // namespace ferrite::tools

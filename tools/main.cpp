@@ -15,6 +15,10 @@ std::vector<Command>& command_registry() {
   static std::vector<Command> commands;
   return commands;
 }
+std::vector<OptionAlias>& option_aliases() {
+  static std::vector<OptionAlias> aliases;
+  return aliases;
+}
 }  // namespace ferrite::tools
 
 int main(int argc, char** argv) {
@@ -29,6 +33,14 @@ int main(int argc, char** argv) {
   for (auto& cmd : commands) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.help);
     actions.emplace_back(sub, cmd.setup(*sub));
+  }
+
+  // Rewrite aliased options (see OptionAlias) after their subcommand's name.
+  const std::string command = argc > 1 ? argv[1] : "";
+  for (int i = 2; i < argc; ++i) {
+    for (const OptionAlias& a : option_aliases()) {
+      if (a.command == command && a.from == argv[i]) argv[i] = const_cast<char*>(a.to.c_str());
+    }
   }
 
   try {

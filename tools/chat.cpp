@@ -1,0 +1,230 @@
+// `ferrite chat -m MODEL [-sys TEXT] [--chat-template NAME|FILE] [-n N] [-c CTX] [-b BATCH] [-t THREADS]
+//  [--temp T --seed S ...] [--verbose]`
+// An interactive conversation: each turn is rendered with the model's chat
+// template and only the tokens not already in the KV cache are evaluated.
+// With a terminal, input goes through a line editor (history, multi-line);
+// otherwise messages are read line by line from stdin, so chats can be
+// scripted. Answers stream to stdout; speed goes to stderr.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "chat/chat_template.h"
+#include "chat_input.h"
+#include "command.h"
+#include "core/error.h"
+#include "gguf/file.h"
+#include "model/model.h"
+#include "model_path.h"
+#include "runtime/chat_session.h"
+#include "runtime/context.h"
+#include "sampling/sampler.h"
+#include "sampling_options.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrite::tools {
+namespace {
+
+constexpr const char* kFallbackTemplate = "chatml";
+
+constexpr const char* kCommandsHelp =
+    "commands:\n"
+    "  /reset        start over (keeps the system prompt)\n"
+    "  /save FILE    write the conversation to FILE (JSON messages)\n"
+    "  /load FILE    replace the conversation with FILE's and re-evaluate it\n"
+    "  /help         this list\n"
+    "  /quit         leave (also Ctrl-D on an empty line, or Ctrl-C twice)\n"
+    "a line ending in \\ continues on the next; \"\"\" on its own line opens and closes a block\n";
+
+struct ChatOptions {
+  std::string model;
+  std::string chat_template;
+  std::string system_prompt;
+  int n_predict = -1;
+  int64_t n_ctx = 0;
+  int64_t n_batch = 512;
+  int n_threads = 0;
+  bool ignore_eos = false;
+  bool verbose = false;
+  sampling::SamplerParams sampling;
+};
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_chat_sigint(int) { g_interrupted.store(true); }
+
+// SIGINT sets the flag and interrupts blocking reads (no SA_RESTART).
+struct SigintGuard {
+  SigintGuard() {
+    struct sigaction sa{};
+    sa.sa_handler = on_chat_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    ::sigaction(SIGINT, &sa, &previous);
+  }
+  ~SigintGuard() { ::sigaction(SIGINT, &previous, nullptr); }
+  struct sigaction previous{};
+};
+
+// Status lines go to stderr, dimmed on a terminal.
+void note(const std::string& text) {
+  static const bool dim = ::isatty(STDERR_FILENO);
+  std::fflush(stdout);
+  std::fprintf(stderr, dim ? "\x1b[2m%s\x1b[0m\n" : "%s\n", text.c_str());
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d);
+  return buf;
+}
+
+std::string template_source(const ChatOptions& opt, const gguf::File& file) {
+  if (!opt.chat_template.empty()) return chat::load_chat_template(opt.chat_template);
+  const gguf::Value* t = file.find("tokenizer.chat_template");
+  if (t != nullptr && t->is_string()) return t->as_string();
+  note(std::string("the model has no chat template; using ") + kFallbackTemplate + " (choose one with --chat-template)");
+  return chat::builtin_template(kFallbackTemplate);
+}
+
+void print_prefill(const runtime::PrefillStats& p) {
+  note("[prefill: " + std::to_string(p.n_evaluated) + " tokens evaluated, " + std::to_string(p.n_reused) +
+       " reused, " + std::to_string(p.n_prompt) + " in the prompt]");
+}
+
+// Runs a /command; returns false to leave the chat.
+bool run_command(const std::string& line, runtime::ChatSession& session, sampling::Sampler& sampler,
+                 const ChatOptions& opt) {
+  const size_t sp = line.find(' ');
+  const std::string name = line.substr(0, sp);
+  std::string arg = sp == std::string::npos ? "" : line.substr(sp + 1);
+  while (!arg.empty() && arg.back() == ' ') arg.pop_back();
+  while (!arg.empty() && arg.front() == ' ') arg.erase(0, 1);
+  if (name == "/quit" || name == "/exit") return false;
+  if (name == "/help") {
+    std::fputs(kCommandsHelp, stderr);
+  } else if (name == "/reset") {
+    session.reset();
+    sampler.reset();
+    note("[conversation reset]");
+  } else if (name == "/save" || name == "/load") {
+    if (arg.empty()) {
+      note("usage: " + name + " FILE");
+      return true;
+    }
+    try {
+      if (name == "/save") {
+        session.save(arg);
+        note("[saved " + std::to_string(session.messages().size()) + " messages to " + arg + "]");
+      } else {
+        const runtime::PrefillStats p = session.load(arg);
+        sampler.reset();
+        for (int32_t t : session.cached_tokens()) sampler.accept(t, /*advance_constraint=*/false);
+        if (opt.verbose) print_prefill(p);
+        note("[loaded " + std::to_string(session.messages().size()) + " messages from " + arg + "]");
+      }
+    } catch (const Error& e) {
+      note(std::string("error: ") + e.what());
+    }
+  } else {
+    note("unknown command " + name + " (/help lists them)");
+  }
+  return true;
+}
+
+int run_chat(ChatOptions& opt) {
+  const std::string path = resolve_model_argument(opt.model);
+  std::shared_ptr<const model::Model> model = model::Model::load(path);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
+  runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
+  runtime::ChatSession session(ctx, tok,
+                               {.template_source = template_source(opt, model->file()),
+                                .system_prompt = opt.system_prompt});
+  sampling::Sampler sampler(opt.sampling, sampling_model_info(tok, static_cast<int32_t>(ctx.n_ctx()),
+                                                               static_cast<int32_t>(model->hparams().n_ctx_train)));
+
+  ChatInput input(g_interrupted);
+  if (input.interactive()) {
+    note("ferrite chat: " + path + ", context " + std::to_string(ctx.n_ctx()) +
+         " tokens. /help for commands, Ctrl-D to quit.");
+  }
+  SigintGuard sigint;
+  const runtime::GenerateParams gen{.n_predict = opt.n_predict, .ignore_eos = opt.ignore_eos,
+                                    .interrupt = &g_interrupted};
+  bool after_interrupt = false;  // a Ctrl-C at the prompt right after one leaves
+  for (;;) {
+    g_interrupted.store(false);
+    std::string msg;
+    const ChatInput::Result r = input.read_message(msg);
+    if (r == ChatInput::Result::kEof) break;
+    if (r == ChatInput::Result::kInterrupt) {
+      if (after_interrupt) break;
+      after_interrupt = true;
+      note("(Ctrl-C again or Ctrl-D to quit)");
+      continue;
+    }
+    after_interrupt = false;
+    if (msg.find_first_not_of(" \t\n\r") == std::string::npos) continue;
+    if (msg.front() == '/') {
+      if (!run_command(msg, session, sampler, opt)) break;
+      continue;
+    }
+
+    runtime::ChatAnswer ans;
+    try {
+      ans = session.respond(msg, sampler, gen, [](std::string_view s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+      });
+    } catch (const InvalidArgument& e) {
+      note(std::string("error: ") + e.what() + " (/reset to start over, or restart with a larger -c)");
+      continue;
+    }
+    std::fputs("\n", stdout);
+    if (opt.verbose) print_prefill(ans.prefill);
+    const double prompt_tps = ans.prefill.seconds > 0 ? ans.prefill.n_evaluated / ans.prefill.seconds : 0.0;
+    const double gen_tps = ans.seconds > 0 ? ans.n_tokens / ans.seconds : 0.0;
+    std::string stats = fmt("[%.0f tokens, %.2f tokens/s; prompt %.0f new tokens, %.2f tokens/s]",
+                            static_cast<double>(ans.n_tokens), gen_tps,
+                            static_cast<double>(ans.prefill.n_evaluated), prompt_tps);
+    if (ans.stop == runtime::StopReason::kInterrupted) {
+      stats += " [interrupted]";
+      after_interrupt = true;
+    } else if (ans.stop == runtime::StopReason::kContextFull) {
+      stats += " [context full: /reset to start over, or restart with a larger -c]";
+    }
+    note(stats);
+  }
+  return 0;
+}
+
+const OptionAliasRegistrar kSysAlias({"chat", "-sys", "--system-prompt"});
+
+const CommandRegistrar kChat(
+    {"chat", "Chat with a model interactively",
+     [](CLI::App& sub) -> std::function<int()> {
+       auto opt = std::make_shared<ChatOptions>();
+       sub.footer(std::string(kCommandsHelp) +
+                  "/save keeps the messages only (the runtime has no KV-cache state I/O); /load evaluates them "
+                  "again.\nOnly the tokens of each turn that the KV cache lacks are evaluated.");
+       sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+       sub.add_option("--system-prompt", opt->system_prompt, "System prompt (also -sys TEXT)");
+       sub.add_option("--chat-template", opt->chat_template,
+                      "Built-in template name or Jinja file (default: the model's, else chatml)");
+       sub.add_option("-n,--n-predict", opt->n_predict, "Tokens per answer at most (-1: until the end of turn)");
+       sub.add_option("-c,--ctx-size", opt->n_ctx, "Context size (0: the model's, up to 4096)");
+       sub.add_option("-b,--batch-size", opt->n_batch, "Prompt tokens per forward pass");
+       sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
+       sub.add_flag("--ignore-eos", opt->ignore_eos, "Do not stop at end-of-generation tokens");
+       sub.add_flag("--verbose", opt->verbose, "Print how many prompt tokens each turn evaluates");
+       add_sampling_options(sub, opt->sampling);
+       return [opt] { return run_chat(*opt); };
+     }});
+
+}  // namespace
+}  // namespace ferrite::tools
