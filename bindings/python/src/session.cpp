@@ -1,0 +1,188 @@
+#include "session.h"
+
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "grammar/token_trie.h"
+#include "runtime/kv_cache.h"
+
+namespace ferrite::python {
+
+namespace py = pybind11;
+
+Session::Busy::Busy(Session& s) : s_(s) {
+  if (s_.busy_) throw InvalidArgument("this Llama is already evaluating in another thread");
+  s_.busy_ = true;
+}
+
+Session::Session(const SessionParams& params) : params_(params) {
+  if (params_.n_ctx < 0) throw InvalidArgument("n_ctx must not be negative, got " + std::to_string(params_.n_ctx));
+  if (params_.n_batch <= 0) throw InvalidArgument("n_batch must be positive, got " + std::to_string(params_.n_batch));
+  if (params_.n_threads < 0) {
+    throw InvalidArgument("n_threads must not be negative, got " + std::to_string(params_.n_threads));
+  }
+  {
+    py::gil_scoped_release nogil;  // mapping and binding a large model takes a while
+    model_ = model::Model::load(params_.model_path);
+    tok_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model_->file()));
+  }
+  runtime::ContextParams cp;
+  cp.n_ctx = params_.n_ctx;
+  cp.n_batch = params_.n_batch;
+  cp.n_threads = params_.n_threads;
+  ctx_ = std::make_unique<runtime::Context>(model_, cp);
+}
+
+std::vector<int32_t> Session::tokenize(const std::string& text, bool add_bos, bool special) const {
+  return tok_->encode(text, add_bos, special);
+}
+
+std::string Session::detokenize(const std::vector<int32_t>& tokens, bool special) const {
+  std::string out;
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= tok_->n_vocab()) {
+      throw InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                            std::to_string(tok_->n_vocab() - 1) + ")");
+    }
+    out += tok_->token_to_piece(id, special);
+  }
+  return out;
+}
+
+std::span<const float> Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
+  py::gil_scoped_release nogil;
+  return ctx_->eval(tokens, /*seq=*/0, all_logits);
+}
+
+std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool all_logits) {
+  if (is_encoder()) throw InvalidArgument("this model is an encoder: it computes embeddings, not text");
+  if (tokens.empty()) throw InvalidArgument("the prompt has no tokens");
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n > ctx_->n_ctx()) {
+    throw InvalidArgument("Requested tokens (" + std::to_string(n) + ") exceed context window of " +
+                          std::to_string(ctx_->n_ctx()));
+  }
+  size_t keep = 0;
+  if (!all_logits) {
+    while (keep < cached_.size() && keep + 1 < tokens.size() && cached_[keep] == tokens[keep]) ++keep;
+  }
+  ctx_->cache().remove(0, static_cast<int32_t>(keep), -1);
+  cached_.resize(keep);
+  const std::span<const int32_t> rest(tokens.data() + keep, tokens.size() - keep);
+  std::span<const float> logits;
+  try {
+    logits = evaluate(rest, all_logits);
+  } catch (...) {
+    ctx_->cache().remove(0, static_cast<int32_t>(keep), -1);  // a failed pass may leave part of the rest
+    throw;
+  }
+  cached_.insert(cached_.end(), rest.begin(), rest.end());
+  if (all_logits) {
+    prompt_logits_.assign(logits.begin(), logits.end());
+    const size_t nv = static_cast<size_t>(ctx_->n_vocab());
+    return {prompt_logits_.data() + prompt_logits_.size() - nv, nv};
+  }
+  return logits;
+}
+
+std::span<const float> Session::feed(int32_t token) {
+  if (static_cast<int64_t>(cached_.size()) >= ctx_->n_ctx()) {
+    throw InvalidArgument("the context window of " + std::to_string(ctx_->n_ctx()) + " tokens is full");
+  }
+  const int32_t one[1] = {token};
+  std::span<const float> logits = evaluate(one, false);
+  cached_.push_back(token);
+  return logits;
+}
+
+void Session::reset() {
+  ctx_->clear();
+  cached_.clear();
+  prompt_logits_.clear();
+  ++epoch_;
+}
+
+void Session::restore(const std::vector<int32_t>& tokens) {
+  reset();
+  if (tokens.empty() || is_encoder()) return;
+  prefill(tokens);
+}
+
+int64_t Session::max_embed_tokens() const {
+  const int64_t train = model_->hparams().n_ctx_train;
+  return train > 0 ? std::min(train, params_.n_batch) : params_.n_batch;
+}
+
+std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int32_t>>& inputs, bool* per_token) {
+  if (!is_encoder()) {
+    throw InvalidArgument("embeddings need an encoder model (bert); " + model_->hparams().arch +
+                          " is a decoder");
+  }
+  const int64_t limit = max_embed_tokens();
+  for (const auto& in : inputs) {
+    if (in.empty()) throw InvalidArgument("an embedding input has no tokens");
+    if (static_cast<int64_t>(in.size()) > limit) {
+      throw InvalidArgument("an embedding input has " + std::to_string(in.size()) + " tokens, more than the " +
+                            std::to_string(limit) + " one pass holds");
+    }
+  }
+  const bool pooled = model_->hparams().pooling != model::Pooling::None;
+  *per_token = !pooled;
+  const size_t n_embd = static_cast<size_t>(model_->hparams().n_embd);
+  std::vector<std::vector<float>> out(inputs.size());
+  runtime::Batch batch;
+  size_t first = 0;  // first input of the current batch
+  auto run = [&](size_t end) {
+    {
+      py::gil_scoped_release nogil;
+      ctx_->decode(batch);
+    }
+    int64_t row = 0;
+    for (size_t i = first; i < end; ++i) {
+      const int seq = static_cast<int>(i - first);
+      if (pooled) {
+        const std::span<const float> e = ctx_->embeddings(seq);
+        out[i].assign(e.begin(), e.end());
+      } else {
+        out[i].reserve(inputs[i].size() * n_embd);
+        for (size_t t = 0; t < inputs[i].size(); ++t) {
+          const std::span<const float> e = ctx_->token_embeddings(row++);
+          out[i].insert(out[i].end(), e.begin(), e.end());
+        }
+      }
+    }
+    batch.clear();
+    first = end;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const bool full_tokens = batch.size() + static_cast<int64_t>(inputs[i].size()) > limit;
+    const bool full_seqs = static_cast<int64_t>(i - first) >= runtime::kMaxSequences;
+    if (batch.size() > 0 && (full_tokens || full_seqs)) run(i);
+    const int seq = static_cast<int>(i - first);
+    for (size_t t = 0; t < inputs[i].size(); ++t) {
+      batch.add(inputs[i][t], static_cast<int32_t>(t), seq, true);
+    }
+  }
+  if (batch.size() > 0) run(inputs.size());
+  return out;
+}
+
+std::shared_ptr<const server::VocabPieces> Session::vocab_pieces() {
+  if (!vocab_) {
+    auto v = std::make_shared<server::VocabPieces>();
+    const int32_t n = tok_->n_vocab();
+    v->pieces.reserve(static_cast<size_t>(n));
+    for (int32_t id = 0; id < n; ++id) {
+      v->pieces.push_back(tok_->is_control(id) ? std::string() : tok_->token_to_piece(id, false));
+      if (tok_->is_eog(id)) v->eog.push_back(id);
+    }
+    v->trie = std::make_unique<grammar::TokenTrie>(v->pieces, v->eog);
+    vocab_ = std::move(v);
+  }
+  return vocab_;
+}
+
+}  // namespace ferrite::python

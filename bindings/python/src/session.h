@@ -1,0 +1,106 @@
+// The state behind one Python `ferrite.Llama`: a loaded model, its
+// tokenizer, an inference context on sequence 0, and the tokens the cache
+// holds (so a prompt that extends the previous one reuses the cache).
+//
+// Methods that evaluate release the GIL while the model runs; they must be
+// called with the GIL held. A Session is not for concurrent use: a second
+// thread entering while one evaluates gets InvalidArgument, never a race.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/context.h"
+#include "server/grammar_constraint.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrite::python {
+
+struct SessionParams {
+  std::string model_path;
+  int64_t n_ctx = 512;     // 0: the model's training context (capped by the runtime)
+  int64_t n_batch = 512;
+  int n_threads = 0;       // 0: all CPUs
+  bool embedding = false;  // the caller means to compute embeddings
+};
+
+class Session {
+ public:
+  // Throws IoError / FormatError / ModelError / InvalidArgument.
+  explicit Session(const SessionParams& params);
+
+  const model::Model& model() const { return *model_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
+  runtime::Context& context() { return *ctx_; }
+  const SessionParams& params() const { return params_; }
+  bool is_encoder() const { return model_->arch().is_encoder(); }
+
+  std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool special) const;
+  std::string detokenize(const std::vector<int32_t>& tokens, bool special) const;
+
+  // Makes the cache hold exactly `tokens` (keeping the common prefix with
+  // what it holds, always re-evaluating at least the last token) and
+  // returns the logits after the last token. With `all_logits`, every
+  // position from `first_logit` on is evaluated afresh and its logits kept
+  // in prompt_logits(). Throws InvalidArgument (empty, too long, bad ids).
+  std::span<const float> prefill(const std::vector<int32_t>& tokens, bool all_logits = false);
+  // Appends one token; returns the logits after it.
+  std::span<const float> feed(int32_t token);
+  // Rows [n, n_vocab] of the last prefill(all_logits): row i follows token i.
+  const std::vector<float>& prompt_logits() const { return prompt_logits_; }
+
+  const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  // Forgets the cache.
+  void reset();
+  // Restores a cache holding `tokens` (re-evaluated: the runtime has no KV
+  // state I/O).
+  void restore(const std::vector<int32_t>& tokens);
+
+  // Pooled embeddings of each input (encoders), or per-token states when the
+  // model pools nothing: [n_inputs][n_tokens_i * n_embd]. Inputs longer than
+  // one pass are rejected with InvalidArgument.
+  std::vector<std::vector<float>> embed(const std::vector<std::vector<int32_t>>& inputs, bool* per_token);
+  // Most tokens one embedding input may have.
+  int64_t max_embed_tokens() const;
+
+  // Token pieces and the trie that grammar constraints share (built on first use).
+  std::shared_ptr<const server::VocabPieces> vocab_pieces();
+
+  // Every generation started bumps the epoch; an older generation that sees
+  // a newer epoch stops (another call reused the cache under it).
+  uint64_t epoch() const { return epoch_; }
+  uint64_t next_epoch() { return ++epoch_; }
+
+  // Re-entrancy guard (taken with the GIL held).
+  class Busy {
+   public:
+    explicit Busy(Session& s);
+    ~Busy() { s_.busy_ = false; }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    Session& s_;
+  };
+
+ private:
+  // Runs the model on `tokens` after the cached ones, GIL released.
+  std::span<const float> evaluate(std::span<const int32_t> tokens, bool all_logits);
+
+  SessionParams params_;
+  std::shared_ptr<const model::Model> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tok_;
+  std::unique_ptr<runtime::Context> ctx_;
+  std::vector<int32_t> cached_;
+  std::vector<float> prompt_logits_;  // [n, n_vocab]
+  std::shared_ptr<const server::VocabPieces> vocab_;
+  uint64_t epoch_ = 0;
+  bool busy_ = false;
+};
+
+}  // namespace ferrite::python
