@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tokenizer/pcre2_categories.h"
 #include "tokenizer/unicode_ranges.h"
 
 namespace ferrite::tokenizer {
@@ -33,26 +34,35 @@ void append_ranges(std::string& out, const RangeList& ranges) {
   }
 }
 
+// What an escape stands for: a PCRE2 escape (possibly none) and explicit
+// ranges.
+struct SetItem {
+  std::string native;
+  RangeList ranges;
+};
+
 // The class standing for `set` outside any class.
-std::string standalone_class(const RangeList& set, bool caseless) {
+std::string standalone_class(const SetItem& item, bool caseless) {
+  if (!item.native.empty() && item.ranges.empty()) return item.native;  // immune to (?i)
   std::string cls;
-  if (set.empty()) {
+  if (item.native.empty() && item.ranges.empty()) {
     cls = "(?!)";
   } else {
-    cls = "[";
-    append_ranges(cls, set);
+    cls = "[" + item.native;
+    append_ranges(cls, item.ranges);
     cls += "]";
   }
   return caseless ? "(?-i:" + cls + ")" : cls;
 }
 
-// Recognizes a rewritable escape (\s \S \p.. \P..) at `i`: fills `set` (the
-// negation applied) and `len` (its length in the pattern).
-bool parse_set_escape(std::string_view p, size_t i, RangeList& set, size_t& len) {
+// Recognizes a rewritable escape (\s \S \p.. \P..) at `i`: fills `item`
+// (the negation applied) and `len` (its length in the pattern).
+bool parse_set_escape(std::string_view p, size_t i, PropertyForm form, SetItem& item, size_t& len) {
   if (i + 1 >= p.size() || p[i] != '\\') return false;
   const char kind = p[i + 1];
+  item.native.clear();
   if (kind == 's' || kind == 'S') {
-    set = kind == 's' ? whitespace_ranges() : complement_ranges(whitespace_ranges());
+    item.ranges = kind == 's' ? whitespace_ranges() : complement_ranges(whitespace_ranges());
     len = 2;
     return true;
   }
@@ -72,9 +82,14 @@ bool parse_set_escape(std::string_view p, size_t i, RangeList& set, size_t& len)
     name = p.substr(i + 2, 1);
     len = 3;
   }
-  const RangeList* ranges = category_ranges(name);
-  if (!ranges) return false;
-  set = negated ? complement_ranges(*ranges) : *ranges;
+  const RangeList* exact = category_ranges(name);
+  std::string canonical;
+  if (!exact || !category_members(name, &canonical)) return false;
+  if (form == PropertyForm::kNativeWhereExact && pcre2_property_within(name, negated, item.ranges)) {
+    item.native = std::string(negated ? "\\P{" : "\\p{") + canonical + "}";
+    return true;
+  }
+  item.ranges = negated ? complement_ranges(*exact) : *exact;
   return true;
 }
 
@@ -92,7 +107,7 @@ size_t plain_escape_len(std::string_view p, size_t i) {
 
 class Rewriter {
  public:
-  explicit Rewriter(std::string_view p) : p_(p) {}
+  Rewriter(std::string_view p, PropertyForm form) : p_(p), form_(form) {}
 
   std::string run() {
     while (i_ < p_.size()) {
@@ -124,13 +139,13 @@ class Rewriter {
   }
 
   void escape() {
-    RangeList set;
+    SetItem set;
     size_t len = 0;
     if (i_ + 1 < p_.size() && p_[i_ + 1] == 'Q') {
       const size_t end = quote_end(p_, i_);
       out_.append(p_.substr(i_, end - i_));
       i_ = end;
-    } else if (parse_set_escape(p_, i_, set, len)) {
+    } else if (parse_set_escape(p_, i_, form_, set, len)) {
       out_ += standalone_class(set, caseless_);
       i_ += len;
     } else {
@@ -199,14 +214,14 @@ class Rewriter {
       cls.push_back(']');
       ++j;
     }
-    RangeList set;
+    SetItem set;
     bool has_set = false;
     size_t insert_at = 0;
     bool after_range_dash = false;  // the last item was a '-' range operator
     bool after_set = false;         // the last item was a property escape
     while (j < n && p_[j] != ']') {
       const char c = p_[j];
-      RangeList s;
+      SetItem s;
       size_t len = 0;
       if (c == '[' && j + 1 < n && (p_[j + 1] == ':' || p_[j + 1] == '.' || p_[j + 1] == '=')) {
         const char term[] = {p_[j + 1], ']', '\0'};
@@ -216,11 +231,12 @@ class Rewriter {
       } else if (c == '\\' && j + 1 < n && p_[j + 1] == 'Q') {
         len = quote_end(p_, j) - j;
         cls.append(p_.substr(j, len));
-      } else if (c == '\\' && parse_set_escape(p_, j, s, len)) {
+      } else if (c == '\\' && parse_set_escape(p_, j, form_, s, len)) {
         if (after_range_dash) fail("a property escape cannot end a range");
         if (!has_set) insert_at = cls.size();
         has_set = true;
-        set = union_ranges(set, s);
+        if (set.native.find(s.native) == std::string::npos) set.native += s.native;
+        set.ranges = union_ranges(set.ranges, s.ranges);
         j += len;
         after_set = true;
         after_range_dash = false;
@@ -257,20 +273,21 @@ class Rewriter {
       out_.push_back(']');
       return;
     }
-    if (caseless_) fail("a property escape inside a class under (?i) cannot be kept exact");
+    if (caseless_ && !set.ranges.empty()) fail("explicit ranges inside a class under (?i) cannot be kept exact");
     const bool other_items = cls.size() > items_start;
-    if (set.empty() && !other_items) {
-      out_ += negated ? standalone_class(complement_ranges({}), false) : "(?!)";
+    if (set.native.empty() && set.ranges.empty() && !other_items) {
+      out_ += negated ? standalone_class(SetItem{"", complement_ranges({})}, false) : "(?!)";
       return;
     }
-    std::string ranges;
-    append_ranges(ranges, set);
-    cls.insert(insert_at, ranges);
+    std::string items = set.native;
+    append_ranges(items, set.ranges);
+    cls.insert(insert_at, items);
     out_.append(cls);
     out_.push_back(']');
   }
 
   std::string_view p_;
+  PropertyForm form_;
   size_t i_ = 0;
   std::string out_;
   bool caseless_ = false;
@@ -279,6 +296,8 @@ class Rewriter {
 
 }  // namespace
 
-std::string rewrite_unicode_properties(std::string_view pattern) { return Rewriter(pattern).run(); }
+std::string rewrite_unicode_properties(std::string_view pattern, PropertyForm form) {
+  return Rewriter(pattern, form).run();
+}
 
 }  // namespace ferrite::tokenizer

@@ -13,8 +13,8 @@
 // inside \Q..\E, and everything else.
 //
 // Case-insensitive scopes: a class made outside a class is wrapped in
-// (?-i:..) so that case folding cannot widen it; a property escape inside a
-// class under (?i) cannot be made exact that way and is rejected.
+// (?-i:..) so that case folding cannot widen it; explicit ranges inside a
+// class under (?i) cannot be protected that way and are rejected.
 #pragma once
 
 #include <string>
@@ -22,10 +22,21 @@
 
 namespace ferrite::tokenizer {
 
+// How a category escape is spelled out.
+enum class PropertyForm {
+  // PCRE2's own escape where its set lies within the Unicode 15 one (see
+  // pcre2_categories.h), plus explicit ranges for what it lacks: exact, and
+  // as fast to match as the plain escape. Explicit ranges elsewhere.
+  kNativeWhereExact,
+  // Explicit ranges only.
+  kExplicitRanges,
+};
+
 // Returns the rewritten pattern (UTF-8, for PCRE2 with PCRE2_UTF). Throws
 // ModelError for constructs the rewrite cannot keep exact: extended mode
-// (?x), a property escape inside a class under (?i), a property escape as a
+// (?x), explicit ranges inside a class under (?i), a property escape as a
 // range end.
-std::string rewrite_unicode_properties(std::string_view pattern);
+std::string rewrite_unicode_properties(std::string_view pattern,
+                                       PropertyForm form = PropertyForm::kNativeWhereExact);
 
 }  // namespace ferrite::tokenizer

@@ -17,55 +17,56 @@ namespace {
 constexpr int kNumCategories = UTF8PROC_CATEGORY_CO + 1;
 
 struct NamedCategory {
-  const char* name;  // lower case, as normalized
+  const char* key;        // lower case, as normalized
+  const char* canonical;  // as PCRE2 spells it
   std::vector<int> members;
 };
 
 const std::vector<NamedCategory>& named_categories() {
   static const std::vector<NamedCategory> t = {
-      {"lu", {UTF8PROC_CATEGORY_LU}},
-      {"ll", {UTF8PROC_CATEGORY_LL}},
-      {"lt", {UTF8PROC_CATEGORY_LT}},
-      {"lm", {UTF8PROC_CATEGORY_LM}},
-      {"lo", {UTF8PROC_CATEGORY_LO}},
-      {"mn", {UTF8PROC_CATEGORY_MN}},
-      {"mc", {UTF8PROC_CATEGORY_MC}},
-      {"me", {UTF8PROC_CATEGORY_ME}},
-      {"nd", {UTF8PROC_CATEGORY_ND}},
-      {"nl", {UTF8PROC_CATEGORY_NL}},
-      {"no", {UTF8PROC_CATEGORY_NO}},
-      {"pc", {UTF8PROC_CATEGORY_PC}},
-      {"pd", {UTF8PROC_CATEGORY_PD}},
-      {"ps", {UTF8PROC_CATEGORY_PS}},
-      {"pe", {UTF8PROC_CATEGORY_PE}},
-      {"pi", {UTF8PROC_CATEGORY_PI}},
-      {"pf", {UTF8PROC_CATEGORY_PF}},
-      {"po", {UTF8PROC_CATEGORY_PO}},
-      {"sm", {UTF8PROC_CATEGORY_SM}},
-      {"sc", {UTF8PROC_CATEGORY_SC}},
-      {"sk", {UTF8PROC_CATEGORY_SK}},
-      {"so", {UTF8PROC_CATEGORY_SO}},
-      {"zs", {UTF8PROC_CATEGORY_ZS}},
-      {"zl", {UTF8PROC_CATEGORY_ZL}},
-      {"zp", {UTF8PROC_CATEGORY_ZP}},
-      {"cc", {UTF8PROC_CATEGORY_CC}},
-      {"cf", {UTF8PROC_CATEGORY_CF}},
-      {"cs", {UTF8PROC_CATEGORY_CS}},
-      {"co", {UTF8PROC_CATEGORY_CO}},
-      {"cn", {UTF8PROC_CATEGORY_CN}},
-      {"l",
+      {"lu", "Lu", {UTF8PROC_CATEGORY_LU}},
+      {"ll", "Ll", {UTF8PROC_CATEGORY_LL}},
+      {"lt", "Lt", {UTF8PROC_CATEGORY_LT}},
+      {"lm", "Lm", {UTF8PROC_CATEGORY_LM}},
+      {"lo", "Lo", {UTF8PROC_CATEGORY_LO}},
+      {"mn", "Mn", {UTF8PROC_CATEGORY_MN}},
+      {"mc", "Mc", {UTF8PROC_CATEGORY_MC}},
+      {"me", "Me", {UTF8PROC_CATEGORY_ME}},
+      {"nd", "Nd", {UTF8PROC_CATEGORY_ND}},
+      {"nl", "Nl", {UTF8PROC_CATEGORY_NL}},
+      {"no", "No", {UTF8PROC_CATEGORY_NO}},
+      {"pc", "Pc", {UTF8PROC_CATEGORY_PC}},
+      {"pd", "Pd", {UTF8PROC_CATEGORY_PD}},
+      {"ps", "Ps", {UTF8PROC_CATEGORY_PS}},
+      {"pe", "Pe", {UTF8PROC_CATEGORY_PE}},
+      {"pi", "Pi", {UTF8PROC_CATEGORY_PI}},
+      {"pf", "Pf", {UTF8PROC_CATEGORY_PF}},
+      {"po", "Po", {UTF8PROC_CATEGORY_PO}},
+      {"sm", "Sm", {UTF8PROC_CATEGORY_SM}},
+      {"sc", "Sc", {UTF8PROC_CATEGORY_SC}},
+      {"sk", "Sk", {UTF8PROC_CATEGORY_SK}},
+      {"so", "So", {UTF8PROC_CATEGORY_SO}},
+      {"zs", "Zs", {UTF8PROC_CATEGORY_ZS}},
+      {"zl", "Zl", {UTF8PROC_CATEGORY_ZL}},
+      {"zp", "Zp", {UTF8PROC_CATEGORY_ZP}},
+      {"cc", "Cc", {UTF8PROC_CATEGORY_CC}},
+      {"cf", "Cf", {UTF8PROC_CATEGORY_CF}},
+      {"cs", "Cs", {UTF8PROC_CATEGORY_CS}},
+      {"co", "Co", {UTF8PROC_CATEGORY_CO}},
+      {"cn", "Cn", {UTF8PROC_CATEGORY_CN}},
+      {"l", "L",
        {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT, UTF8PROC_CATEGORY_LM,
         UTF8PROC_CATEGORY_LO}},
-      {"lc", {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT}},
-      {"l&", {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT}},
-      {"m", {UTF8PROC_CATEGORY_MN, UTF8PROC_CATEGORY_MC, UTF8PROC_CATEGORY_ME}},
-      {"n", {UTF8PROC_CATEGORY_ND, UTF8PROC_CATEGORY_NL, UTF8PROC_CATEGORY_NO}},
-      {"p",
+      {"lc", "L&", {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT}},
+      {"l&", "L&", {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT}},
+      {"m", "M", {UTF8PROC_CATEGORY_MN, UTF8PROC_CATEGORY_MC, UTF8PROC_CATEGORY_ME}},
+      {"n", "N", {UTF8PROC_CATEGORY_ND, UTF8PROC_CATEGORY_NL, UTF8PROC_CATEGORY_NO}},
+      {"p", "P",
        {UTF8PROC_CATEGORY_PC, UTF8PROC_CATEGORY_PD, UTF8PROC_CATEGORY_PS, UTF8PROC_CATEGORY_PE,
         UTF8PROC_CATEGORY_PI, UTF8PROC_CATEGORY_PF, UTF8PROC_CATEGORY_PO}},
-      {"s", {UTF8PROC_CATEGORY_SM, UTF8PROC_CATEGORY_SC, UTF8PROC_CATEGORY_SK, UTF8PROC_CATEGORY_SO}},
-      {"z", {UTF8PROC_CATEGORY_ZS, UTF8PROC_CATEGORY_ZL, UTF8PROC_CATEGORY_ZP}},
-      {"c",
+      {"s", "S", {UTF8PROC_CATEGORY_SM, UTF8PROC_CATEGORY_SC, UTF8PROC_CATEGORY_SK, UTF8PROC_CATEGORY_SO}},
+      {"z", "Z", {UTF8PROC_CATEGORY_ZS, UTF8PROC_CATEGORY_ZL, UTF8PROC_CATEGORY_ZP}},
+      {"c", "C",
        {UTF8PROC_CATEGORY_CC, UTF8PROC_CATEGORY_CF, UTF8PROC_CATEGORY_CS, UTF8PROC_CATEGORY_CO,
         UTF8PROC_CATEGORY_CN}},
   };
@@ -91,9 +92,18 @@ void append_without_surrogates(RangeList& out, uint32_t first, uint32_t last) {
 }
 
 struct Tables {
-  std::vector<std::pair<std::string, RangeList>> by_name;
+  std::vector<std::pair<std::string, RangeList>> by_key;
   RangeList whitespace;
 };
+
+std::string normalize(std::string_view name) {
+  std::string key;
+  for (char ch : name) {
+    if (ch == ' ' || ch == '_' || ch == '-') continue;
+    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  }
+  return key;
+}
 
 const Tables& tables() {
   static const Tables t = [] {
@@ -112,9 +122,9 @@ const Tables& tables() {
     for (const auto& nc : named_categories()) {
       RangeList merged;
       for (int m : nc.members) merged = union_ranges(merged, per_cat[m]);
-      out.by_name.emplace_back(nc.name, std::move(merged));
+      out.by_key.emplace_back(nc.key, std::move(merged));
     }
-    out.by_name.emplace_back("any", complement_ranges({}));
+    out.by_key.emplace_back("any", complement_ranges({}));
     for (uint32_t c = 0; c <= kMaxCodepoint; ++c) {
       if (is_whitespace(c)) append_range(out.whitespace, c, c);
     }
@@ -126,13 +136,29 @@ const Tables& tables() {
 }  // namespace
 
 const RangeList* category_ranges(std::string_view name) {
-  std::string key;
-  for (char ch : name) {
-    if (ch == ' ' || ch == '_' || ch == '-') continue;
-    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  const std::string key = normalize(name);
+  for (const auto& [k, ranges] : tables().by_key) {
+    if (k == key) return &ranges;
   }
-  for (const auto& [n, ranges] : tables().by_name) {
-    if (n == key) return &ranges;
+  return nullptr;
+}
+
+const std::vector<int>* category_members(std::string_view name, std::string* canonical) {
+  static const std::vector<int> kAny = [] {
+    std::vector<int> all;
+    for (int k = 0; k < kNumCategories; ++k) all.push_back(k);
+    return all;
+  }();
+  const std::string key = normalize(name);
+  if (key == "any") {
+    if (canonical) *canonical = "Any";
+    return &kAny;
+  }
+  for (const auto& nc : named_categories()) {
+    if (key == nc.key) {
+      if (canonical) *canonical = nc.canonical;
+      return &nc.members;
+    }
   }
   return nullptr;
 }

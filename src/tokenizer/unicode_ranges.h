@@ -30,6 +30,11 @@ using RangeList = std::vector<CodepointRange>;
 // on first use, from utf8proc_category over every code point.
 const RangeList* category_ranges(std::string_view name);
 
+// The utf8proc categories (UTF8PROC_CATEGORY_* values) making up a category
+// named as for category_ranges; nullptr for other names. `canonical`, when
+// given, receives the name as PCRE2 spells it ("Lu", "L&", "Any").
+const std::vector<int>* category_members(std::string_view name, std::string* canonical = nullptr);
+
 // Ranges of the White_Space property (is_whitespace in unicode.h).
 const RangeList& whitespace_ranges();
 
