@@ -277,7 +277,7 @@ void Engine::finish(Slot& slot, FinishReason reason, Event ev, const std::string
   ev.timings = slot.timings;
   ev.slot = slot.id;
   if (reason == FinishReason::Stop && slot.stop.stopped()) ev.stop_word = slot.stop.matched();
-  if (slot.task) slot.task->push(std::move(ev));
+  std::shared_ptr<Task> task = std::move(slot.task);
   slot.task.reset();
   slot.sampler.reset();
   slot.constraint.reset();
@@ -288,6 +288,9 @@ void Engine::finish(Slot& slot, FinishReason reason, Event ev, const std::string
     ++stats_.requests;
     if (reason == FinishReason::Cancelled) ++stats_.cancelled;
   }
+  // Counts and slot states are visible before the client hears of the end.
+  publish();
+  if (task) task->push(std::move(ev));
   done_cv_.notify_all();
   cv_.notify_all();
 }

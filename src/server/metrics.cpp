@@ -33,7 +33,7 @@ std::string render_metrics(const ServerState& st) {
   metric(out, "http_unauthorized_total", "counter", "Requests refused for a missing or wrong API key.",
          static_cast<double>(st.counters.unauthorized.load()));
   metric(out, "client_disconnects_total", "counter", "Clients that hung up before their answer was complete.",
-         static_cast<double>(st.counters.disconnects.load()));
+         static_cast<double>(st.counters.disconnects()));
   return out.str();
 }
 

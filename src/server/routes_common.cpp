@@ -10,6 +10,24 @@ namespace ferrite::server {
 ServerState::ServerState(Engine& e, ServerOptions o)
     : engine(e), opt(std::move(o)), chat(e.model().file(), opt.chat_template) {}
 
+void HttpCounters::note_disconnect() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++disconnects_;
+  }
+  cv_.notify_all();
+}
+
+uint64_t HttpCounters::disconnects() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return disconnects_;
+}
+
+void HttpCounters::wait_disconnects(uint64_t n) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return disconnects_ >= n; });
+}
+
 RequestRecord& current_record() {
   thread_local RequestRecord record;
   return record;
@@ -58,7 +76,7 @@ std::unique_ptr<WatchGuard> watch_client(ServerState& st, int local_port, int re
   const int fd = DisconnectWatch::find_connection(local_port, remote_port);
   HttpCounters* counters = &st.counters;
   const uint64_t h = st.watch.watch(fd, [tasks, counters] {
-    ++counters->disconnects;
+    counters->note_disconnect();
     for (const auto& t : tasks) t->cancel();
   });
   return std::make_unique<WatchGuard>(st.watch, h);

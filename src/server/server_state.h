@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,7 +60,17 @@ struct HttpCounters {
   std::atomic<uint64_t> errors{0};        // 4xx and 5xx
   std::atomic<uint64_t> unauthorized{0};
   std::atomic<uint64_t> busy{0};          // 503
-  std::atomic<uint64_t> disconnects{0};   // clients that hung up mid-request
+
+  // Clients that hung up mid-request.
+  void note_disconnect();
+  uint64_t disconnects() const;
+  // Blocks until at least `n` disconnects were noticed.
+  void wait_disconnects(uint64_t n) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  uint64_t disconnects_ = 0;
 };
 
 struct ServerState {
