@@ -58,26 +58,54 @@ IqGrid::IqGrid(const uint8_t* bytes, int n_entries, int group, const float* leve
     key_entry_[static_cast<size_t>(key)] = e;
   }
 
-  // Neighbour lists of the off-grid tuples, by squared distance in values.
-  std::vector<std::pair<float, int>> dist(static_cast<size_t>(n_entries));
-  float tuple[kMaxGroup];
+  // Neighbour lists of the off-grid tuples, by squared distance in values
+  // (all grid values are integers, so distances are exact integers). Plain
+  // loops over raw arrays: this runs for every tuple of every grid once.
+  std::vector<int> ivalues(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) ivalues[i] = static_cast<int>(values_[i]);
+  std::vector<int> dist_buf(static_cast<size_t>(n_entries));
+  int* dist = dist_buf.data();
+  const int* iv = ivalues.data();
+  int tuple[kMaxGroup];
+  int nearest[kMinNeighbours];             // the kMinNeighbours smallest distances, ascending
+  int chosen[kMaxNeighbours], chosen_d[kMaxNeighbours];
   for (int key = 0; key < n_keys; ++key) {
     if (key_entry_[static_cast<size_t>(key)] >= 0) continue;
-    for (int j = 0, k = key; j < group; ++j, k /= n_levels) tuple[j] = level_[k % n_levels];
+    for (int j = 0, k = key; j < group; ++j, k /= n_levels) tuple[j] = static_cast<int>(level_[k % n_levels]);
+    int n_near = 0;
     for (int e = 0; e < n_entries; ++e) {
-      const float* v = values(e);
-      float d = 0.0f;
+      const int* v = iv + static_cast<ptrdiff_t>(e) * group;
+      int d = 0;
       for (int j = 0; j < group; ++j) d += (tuple[j] - v[j]) * (tuple[j] - v[j]);
-      dist[static_cast<size_t>(e)] = {d, e};
+      dist[e] = d;
+      if (n_near < kMinNeighbours || d < nearest[n_near - 1]) {  // insert into the sorted shortlist
+        int pos = n_near < kMinNeighbours ? n_near++ : n_near - 1;
+        while (pos > 0 && nearest[pos - 1] > d) {
+          nearest[pos] = nearest[pos - 1];
+          --pos;
+        }
+        nearest[pos] = d;
+      }
     }
-    std::nth_element(dist.begin(), dist.begin() + (kMinNeighbours - 1), dist.end());
-    const float limit = dist[kMinNeighbours - 1].first;
-    const auto end = std::partition(dist.begin(), dist.end(), [&](const auto& p) { return p.first <= limit; });
-    std::sort(dist.begin(), end);
-    const int count = static_cast<int>(std::min<ptrdiff_t>(kMaxNeighbours, end - dist.begin()));
+    const int limit = nearest[n_near - 1];
+    // Every entry within the limit (ties included), nearest first, capped.
+    int count = 0;
+    for (int e = 0; e < n_entries; ++e) {
+      if (dist[e] > limit) continue;
+      int pos = count < kMaxNeighbours ? count++ : kMaxNeighbours;
+      if (pos == kMaxNeighbours && dist[e] >= chosen_d[kMaxNeighbours - 1]) continue;
+      if (pos == kMaxNeighbours) pos = kMaxNeighbours - 1;
+      while (pos > 0 && chosen_d[pos - 1] > dist[e]) {
+        chosen_d[pos] = chosen_d[pos - 1];
+        chosen[pos] = chosen[pos - 1];
+        --pos;
+      }
+      chosen_d[pos] = dist[e];
+      chosen[pos] = e;
+    }
     key_entry_[static_cast<size_t>(key)] = -1 - static_cast<int32_t>(neighbours_.size());
     neighbours_.push_back(static_cast<uint16_t>(count));
-    for (int i = 0; i < count; ++i) neighbours_.push_back(static_cast<uint16_t>(dist[static_cast<size_t>(i)].second));
+    for (int i = 0; i < count; ++i) neighbours_.push_back(static_cast<uint16_t>(chosen[i]));
   }
 }
 
