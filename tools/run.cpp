@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "model_path.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "sampling/sampler.h"
 #include "sampling_options.h"
 #include "tokenizer/stream_decoder.h"
@@ -38,6 +39,7 @@ struct RunOptions {
   int64_t n_ctx = 0;
   int64_t n_batch = 512;
   int n_threads = 0;
+  std::string n_gpu_layers = "0";  // -ngl: layers on the GPU, a number or "all"
   bool echo = false;
   bool no_bos = false;
   std::vector<std::string> stops;
@@ -117,7 +119,21 @@ int run_generate(RunOptions& opt) {
   const std::string path = resolve_model_argument(opt.model);
   std::shared_ptr<const model::Model> model = model::Model::load(path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
-  runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
+  int ngl = 0;
+  if (opt.n_gpu_layers == "all") {
+    ngl = runtime::kAllLayers;
+  } else {
+    try {
+      ngl = std::stoi(opt.n_gpu_layers);
+    } catch (const std::exception&) {
+      throw InvalidArgument("--n-gpu-layers takes a number of layers or 'all', not '" + opt.n_gpu_layers + "'");
+    }
+    if (ngl < 0) throw InvalidArgument("--n-gpu-layers must not be negative");
+  }
+  runtime::Context ctx(model, {.n_ctx = opt.n_ctx,
+                               .n_batch = opt.n_batch,
+                               .n_threads = opt.n_threads,
+                               .n_gpu_layers = ngl});
   const double load_s = seconds_since(t_load);
 
   std::vector<int32_t> tokens = tok.encode(prompt, !opt.no_bos, /*parse_special=*/true);
@@ -184,6 +200,8 @@ const CommandRegistrar kRun({"run", "Generate text from a prompt",
                                sub.add_option("-c,--ctx-size", opt->n_ctx, "Context size (0: the model's, up to 4096)");
                                sub.add_option("-b,--batch-size", opt->n_batch, "Prompt tokens per forward pass");
                                sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
+                               sub.add_option("--ngl,--n-gpu-layers", opt->n_gpu_layers,
+                                              "Layers on the GPU: a number or all (needs a CUDA build)");
                                sub.add_flag("--echo", opt->echo, "Print the prompt too");
                                sub.add_flag("--no-bos", opt->no_bos, "Do not add the BOS token");
                                sub.add_option("--stop", opt->stops, "Stop when this text is generated (repeatable)");

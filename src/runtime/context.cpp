@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "runtime/offload.h"
 
 namespace ferrite::runtime {
 namespace {
@@ -35,6 +36,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type),
       pool_(thread_count(params.n_threads)) {
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
+  if (params_.n_gpu_layers != 0) gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers);
 }
 
 std::span<const float> Context::logits(int64_t i) const {
@@ -108,7 +110,8 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.mask = mask_.data();
   kv.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
   try {
-    model_->forward(fb, kv, pool_, ws_, logits_.data() + n_out_ * n_vocab());
+    const model::Architecture& arch = gpu_ ? *gpu_ : model_->arch();
+    arch.forward(fb, kv, pool_, ws_, logits_.data() + n_out_ * n_vocab());
   } catch (...) {
     for (int64_t t = 0; t < n; ++t) {
       cache_.remove(batch.seq[begin + t], batch.pos[begin + t], batch.pos[begin + t] + 1);

@@ -26,6 +26,7 @@ struct ContextParams {
   int64_t n_batch = 512;   // tokens per forward pass (longer batches are split)
   int n_threads = 0;       // 0: all logical CPUs
   TensorType cache_type = TensorType::F16;
+  int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -70,6 +71,7 @@ class Context {
   void encode(const Batch& batch);  // context_encode.cpp
 
   std::shared_ptr<const model::Model> model_;
+  std::unique_ptr<model::Architecture> gpu_;  // the offloaded model (-ngl), or null
   ContextParams params_;
   KvCache cache_;
   cpu::ThreadPool pool_;

@@ -1,0 +1,79 @@
+// Device helpers shared by the kernels: warp/block reductions and exp as
+// the CPU kernels compute it (cpu/fast_exp.h: the same polynomial, constants
+// and fused multiply-adds, so softmax and SiLU give the same floats).
+#pragma once
+
+#include <cstdint>
+
+namespace ferrite::cuda {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+// CPU SiLU/softmax use the polynomial exp on whole groups of this many
+// elements and libm's exp on the tail of a row (cpu/vec_ops.h kExpGroup).
+constexpr int64_t kExpGroup = 16;
+
+__device__ __forceinline__ float fast_exp(float x) {
+  constexpr float kShift = 0x1.8p23f;
+  constexpr float kLog2e = 0x1.715476p+0f;
+  constexpr float kLn2Hi = 0x1.62e4p-1f;
+  constexpr float kLn2Lo = 0x1.7f7d1cp-20f;
+  constexpr float kP1 = 0x1.ffffecp-1f;
+  constexpr float kP2 = 0x1.fffdb6p-2f;
+  constexpr float kP3 = 0x1.555e66p-3f;
+  constexpr float kP4 = 0x1.573e2ep-5f;
+  constexpr float kP5 = 0x1.0e4020p-7f;
+  constexpr float kMaxExponent = 192.0f;
+  if (isnan(x)) return x;
+  const float z = __fmaf_rn(x, kLog2e, kShift);
+  const float n = z - kShift;
+  if (fabsf(n) > kMaxExponent) return n > 0 ? INFINITY : 0.0f;
+  const float b = __fmaf_rn(-n, kLn2Lo, __fmaf_rn(-n, kLn2Hi, x));
+  const float u = b * b;
+  const float j = __fmaf_rn(__fmaf_rn(__fmaf_rn(kP5, b, kP4), u, __fmaf_rn(kP3, b, kP2)), u,
+                            __fmaf_rn(kP1, b, 1.0f));
+  return ldexpf(j, static_cast<int>(n));
+}
+
+// exp of element i of a row of n as the CPU row kernels compute it.
+__device__ __forceinline__ float row_exp(float x, int64_t i, int64_t n) {
+  return i < n - n % kExpGroup ? fast_exp(x) : expf(x);
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every
+// thread gets the result. `scratch` holds 32 values.
+template <typename T>
+__device__ T block_sum(T v, T* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? scratch[lane] : T(0);
+  return warp_sum(v);
+}
+
+__device__ inline float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+}  // namespace ferrite::cuda

@@ -1,0 +1,279 @@
+#include "cuda/gpu_decoder.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "cpu/rope.h"
+#include "cuda/check.h"
+#include "cuda/ops.h"
+#include "model/weights.h"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+// Scratch allowance in the fit check, beyond weights and cache (activations
+// of a 512-token pass, cuBLAS workspace, CUDA context).
+constexpr uint64_t kScratchAllowance = 1024ull * 1024 * 1024;
+
+bool dense_decoder(const std::string& arch) { return arch == "llama" || arch == "qwen2" || arch == "qwen3"; }
+
+std::string layer_name(int64_t il, const char* s) { return model::WeightBinder::layer_name(il, s); }
+
+std::string mib(uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / kMiB))) + " MiB"; }
+
+template <typename T>
+T* carve(uint8_t*& p, int64_t n) {
+  T* out = reinterpret_cast<T*>(p);
+  p += (static_cast<size_t>(n) * sizeof(T) + 15) / 16 * 16;
+  return out;
+}
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+std::unique_ptr<model::Architecture> make_decoder(const model::Model& m, const OffloadParams& p) {
+  return std::make_unique<GpuDecoder>(m, p);
+}
+
+GpuMatrix GpuDecoder::upload(const std::string& name, bool required) {
+  const gguf::TensorInfo* t = model_.file().find_tensor(name);
+  if (t == nullptr) {
+    if (required) throw ModelError(model_.file().path() + ": required tensor " + name + " is missing");
+    return {};
+  }
+  const int64_t k = t->ne[0];
+  const int64_t n = t->n_dims > 1 ? t->ne[1] : 1;
+  buffers_.emplace_back();
+  const GpuMatrix g = upload_matrix(t->type, n, k, t->data, buffers_.back(), name);
+  weight_bytes_ += buffers_.back().size();
+  return g;
+}
+
+GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
+    : model_(m), hp_(m.hparams()), n_cells_(p.n_cells) {
+  const model::HParams& hp = hp_;
+  if (!dense_decoder(hp.arch)) {
+    throw InvalidArgument("GPU offload: architecture '" + hp.arch +
+                          "' is not supported on the GPU yet (llama, qwen2, qwen3 are)");
+  }
+  if (hp.n_expert > 0) throw InvalidArgument("GPU offload: mixture-of-experts models are not supported yet");
+  if (p.n_gpu_layers >= 0 && p.n_gpu_layers < hp.n_layer) {
+    throw InvalidArgument("GPU offload: partial offload (-ngl " + std::to_string(p.n_gpu_layers) + " of " +
+                          std::to_string(hp.n_layer) + " layers) is not supported yet; use -ngl all");
+  }
+  if (n_cells_ <= 0) throw InvalidArgument("GPU offload: the context size must be positive");
+  if (device_count() <= p.device) throw InvalidArgument("GPU offload: no CUDA device " + std::to_string(p.device));
+  FERRITE_CUDA_CHECK(cudaSetDevice(p.device));
+
+  // Fit check: weights + KV cache + scratch against the free device memory.
+  uint64_t weights = 0;
+  for (const gguf::TensorInfo& t : m.file().tensors()) weights += t.n_bytes;
+  const uint64_t cache = 2ull * static_cast<uint64_t>(hp.n_layer * n_cells_ * hp.n_embd_kv()) * sizeof(uint16_t);
+  size_t free_b = 0, total_b = 0;
+  FERRITE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (weights + cache + kScratchAllowance > free_b) {
+    throw ModelError("GPU offload: the model does not fit: weights " + mib(weights) + " + KV cache " + mib(cache) +
+                     " (" + std::to_string(n_cells_) + " cells) + scratch " + mib(kScratchAllowance) + " > " +
+                     mib(free_b) + " free of " + mib(total_b));
+  }
+
+  buffers_.reserve(static_cast<size_t>(hp.n_layer) * 16 + 8);
+  tok_embd_ = upload("token_embd.weight", true);
+  if (tok_embd_.k != hp.n_embd) throw ModelError("token_embd.weight: row length differs from n_embd");
+  output_norm_ = upload("output_norm.weight", true);
+  output_ = upload("output.weight", false);
+  if (output_.data == nullptr) output_ = tok_embd_;  // tied embeddings
+  if (const gguf::TensorInfo* rf = m.file().find_tensor("rope_freqs.weight")) {
+    const auto* f = reinterpret_cast<const float*>(rf->data);
+    rope_freqs_.assign(f, f + hp.rope.n_rot / 2);
+  }
+  layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    Layer& L = layers_[static_cast<size_t>(il)];
+    L.attn_norm = upload(layer_name(il, "attn_norm.weight"), true);
+    L.wq = upload(layer_name(il, "attn_q.weight"), true);
+    L.wk = upload(layer_name(il, "attn_k.weight"), true);
+    L.wv = upload(layer_name(il, "attn_v.weight"), true);
+    L.wo = upload(layer_name(il, "attn_output.weight"), true);
+    L.bq = upload(layer_name(il, "attn_q.bias"), false);
+    L.bk = upload(layer_name(il, "attn_k.bias"), false);
+    L.bv = upload(layer_name(il, "attn_v.bias"), false);
+    L.q_norm = upload(layer_name(il, "attn_q_norm.weight"), false);
+    L.k_norm = upload(layer_name(il, "attn_k_norm.weight"), false);
+    if (m.file().find_tensor(layer_name(il, "attn_output.bias")) != nullptr) {
+      throw InvalidArgument("GPU offload: attention output biases are not supported yet");
+    }
+    L.ffn_norm = upload(layer_name(il, "ffn_norm.weight"), true);
+    L.gate = upload(layer_name(il, "ffn_gate.weight"), true);
+    L.up = upload(layer_name(il, "ffn_up.weight"), true);
+    L.down = upload(layer_name(il, "ffn_down.weight"), true);
+  }
+  k_cache_.resize(static_cast<size_t>(hp.n_layer));
+  v_cache_.resize(static_cast<size_t>(hp.n_layer));
+  const size_t per_layer = static_cast<size_t>(n_cells_ * hp.n_embd_kv()) * sizeof(uint16_t);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    k_cache_[static_cast<size_t>(il)].resize(per_layer);
+    v_cache_[static_cast<size_t>(il)].resize(per_layer);
+    // Cells never written are masked, but keep them finite (0 * NaN would poison sums).
+    FERRITE_CUDA_CHECK(cudaMemset(k_cache_[static_cast<size_t>(il)].as(), 0, per_layer));
+    FERRITE_CUDA_CHECK(cudaMemset(v_cache_[static_cast<size_t>(il)].as(), 0, per_layer));
+  }
+  FERRITE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  linear_ = new LinearRunner(stream_);
+}
+
+GpuDecoder::~GpuDecoder() {
+  delete linear_;
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void GpuDecoder::ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv) {
+  const model::HParams& hp = hp_;
+  const int64_t n_ff = layers_.empty() ? 0 : layers_[0].up.n;
+  auto f32 = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
+  s_.x.reserve(f32(n * hp.n_embd));
+  s_.h.reserve(f32(n * hp.n_embd));
+  s_.q.reserve(f32(n * hp.n_embd_q()));
+  s_.k.reserve(f32(n * hp.n_embd_kv()));
+  s_.v.reserve(f32(n * hp.n_embd_kv()));
+  s_.attn.reserve(f32(n * hp.n_embd_q()));
+  s_.gate.reserve(f32(n * n_ff));
+  s_.up.reserve(f32(n * n_ff));
+  s_.rows.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_embd));
+  s_.logits.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_vocab));
+}
+
+void GpuDecoder::forward(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool&,
+                         model::Workspace&, float* logits) const {
+  // The decoder's device state (cache, scratch) changes with every pass;
+  // a context owns its decoder and runs one pass at a time.
+  const_cast<GpuDecoder*>(this)->forward_impl(batch, kv, logits);
+}
+
+void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, float* logits) {
+  const model::HParams& hp = hp_;
+  const int64_t n = batch.n_tokens, n_out = batch.n_out, n_kv = kv.n_kv;
+  const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_ekv = hp.n_embd_kv(), hd = hp.head_dim;
+  if (n <= 0) return;
+  if (kv.n_cells != n_cells_) throw InvalidArgument("GPU decoder: the cache size differs from the one allocated");
+  for (int64_t t = 0; t < n; ++t) {
+    if (batch.tokens[t] < 0 || batch.tokens[t] >= hp.n_vocab) {
+      throw InvalidArgument("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary (0.." +
+                            std::to_string(hp.n_vocab - 1) + ")");
+    }
+  }
+  ensure_workspace(n, n_out, n_kv);
+  cudaStream_t st = stream_;
+
+  // Host inputs, staged in one upload: tokens, slots, out rows, mask, RoPE tables.
+  cpu::RopeConfig rc;
+  rc.n_rot = hp.rope.n_rot;
+  rc.neox = hp.rope.neox;
+  rc.freq_base = hp.rope.freq_base;
+  rc.freq_scale = hp.rope.freq_scale;
+  rc.ext_factor = hp.rope.yarn_ext_factor;
+  rc.attn_factor = hp.rope.yarn_attn_factor;
+  rc.beta_fast = hp.rope.yarn_beta_fast;
+  rc.beta_slow = hp.rope.yarn_beta_slow;
+  rc.n_ctx_orig = hp.rope.n_ctx_orig;
+  rc.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  const int64_t half = rc.n_rot / 2;
+  const size_t staged_bytes = 16 * 6 + static_cast<size_t>(3 * n + n_out) * sizeof(int32_t) +
+                              static_cast<size_t>(n * n_kv + 2 * n * half) * sizeof(float);
+  host_staged_.resize(staged_bytes);
+  s_.staged.reserve(staged_bytes);
+  uint8_t* hp_ptr = host_staged_.data();
+  int32_t* h_tokens = carve<int32_t>(hp_ptr, n);
+  int32_t* h_slots = carve<int32_t>(hp_ptr, n);
+  int32_t* h_rows = carve<int32_t>(hp_ptr, std::max<int64_t>(n_out, 1));
+  float* h_mask = carve<float>(hp_ptr, n * n_kv);
+  float* h_cos = carve<float>(hp_ptr, n * half);
+  float* h_sin = carve<float>(hp_ptr, n * half);
+  std::memcpy(h_tokens, batch.tokens, static_cast<size_t>(n) * sizeof(int32_t));
+  std::memcpy(h_slots, kv.slots, static_cast<size_t>(n) * sizeof(int32_t));
+  if (n_out > 0) std::memcpy(h_rows, batch.out_rows, static_cast<size_t>(n_out) * sizeof(int32_t));
+  std::memcpy(h_mask, kv.mask, static_cast<size_t>(n * n_kv) * sizeof(float));
+  cpu::rope_table(rc, batch.pos, n, h_cos, h_sin);
+  const size_t used = static_cast<size_t>(hp_ptr - host_staged_.data());
+  FERRITE_CUDA_CHECK(cudaMemcpyAsync(s_.staged.as(), host_staged_.data(), used, cudaMemcpyHostToDevice, st));
+  uint8_t* dp = s_.staged.as<uint8_t>();
+  const int32_t* d_tokens = carve<int32_t>(dp, n);
+  const int32_t* d_slots = carve<int32_t>(dp, n);
+  const int32_t* d_rows = carve<int32_t>(dp, std::max<int64_t>(n_out, 1));
+  const float* d_mask = carve<float>(dp, n * n_kv);
+  const float* d_cos = carve<float>(dp, n * half);
+  const float* d_sin = carve<float>(dp, n * half);
+
+  float* x = s_.x.as<float>();
+  float* h = s_.h.as<float>();
+  float* q = s_.q.as<float>();
+  float* k = s_.k.as<float>();
+  float* v = s_.v.as<float>();
+  float* attn = s_.attn.as<float>();
+  float* gate = s_.gate.as<float>();
+  float* up = s_.up.as<float>();
+  const float eps = hp.norm_rms_eps;
+  get_rows(tok_embd_, d_tokens, n, x, st);
+
+  AttentionParams ap;
+  ap.mask = d_mask;
+  ap.n_kv = n_kv;
+  ap.n_tokens = n;
+  ap.n_head = hp.n_head;
+  ap.n_head_kv = hp.n_head_kv;
+  ap.head_dim = hd;
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  ap.softcap = hp.attn_softcap;
+  ap.q = q;
+  ap.out = attn;
+  LinearRunner& lin = *linear_;
+  auto f32 = [](const GpuMatrix& g) { return reinterpret_cast<const float*>(g.data); };
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    const Layer& L = layers_[il];
+    rms_norm(x, f32(L.attn_norm), eps, n, n_embd, h, st);
+    s_.act_h.set(h, n, n_embd);
+    lin.run(L.wq, s_.act_h, q, false, L.bq.data ? f32(L.bq) : nullptr);
+    lin.run(L.wk, s_.act_h, k, false, L.bk.data ? f32(L.bk) : nullptr);
+    lin.run(L.wv, s_.act_h, v, false, L.bv.data ? f32(L.bv) : nullptr);
+    if (L.q_norm.data) rms_norm(q, f32(L.q_norm), eps, n * hp.n_head, hd, q, st);
+    if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
+    rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
+    rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
+    uint16_t* kc = k_cache_[il].as<uint16_t>();
+    uint16_t* vc = v_cache_[il].as<uint16_t>();
+    store_kv(k, v, d_slots, n, n_ekv, kc, vc, st);
+    ap.k = kc;
+    ap.v = vc;
+    attention(ap, st);
+    s_.act_attn.set(attn, n, n_q);
+    lin.run(L.wo, s_.act_attn, x, true);  // x += attn · Wo^T
+
+    rms_norm(x, f32(L.ffn_norm), eps, n, n_embd, h, st);
+    s_.act_h.set(h, n, n_embd);
+    lin.run(L.gate, s_.act_h, gate);
+    lin.run(L.up, s_.act_h, up);
+    swiglu(gate, up, n, L.up.n, up, st);
+    s_.act_ffn.set(up, n, L.up.n);
+    lin.run(L.down, s_.act_ffn, x, true);  // x += ffn
+  }
+
+  if (n_out > 0) {
+    float* rows = s_.rows.as<float>();
+    gather_rows(x, d_rows, n_out, n_embd, rows, st);
+    rms_norm(rows, f32(output_norm_), eps, n_out, n_embd, rows, st);
+    s_.act_rows.set(rows, n_out, n_embd);
+    lin.run(output_, s_.act_rows, s_.logits.as<float>());
+    FERRITE_CUDA_CHECK(cudaMemcpyAsync(logits, s_.logits.as(), static_cast<size_t>(n_out * hp.n_vocab) * sizeof(float),
+                                       cudaMemcpyDeviceToHost, st));
+  }
+  FERRITE_CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+}  // namespace ferrite::cuda

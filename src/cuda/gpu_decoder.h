@@ -1,0 +1,65 @@
+// The pre-norm decoder (model/decoder.h: llama, mistral, qwen2, qwen3; dense
+// feed-forward) with every layer on the GPU:
+//   x = embed(tokens); per layer: x += attn(rms_norm(x)); x += ffn(rms_norm(x))
+//   logits = output(rms_norm(x[out_rows]))
+// The KV cache lives on the device (K and V [n_cells, n_embd_kv] f16, V not
+// transposed); the runtime's cache still decides cells and masks, which
+// each forward pass uploads with the tokens and the RoPE tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda/backend.h"
+#include "cuda/device_buffer.h"
+#include "cuda/gpu_matrix.h"
+#include "cuda/linear.h"
+
+namespace ferrite::cuda {
+
+class GpuDecoder : public model::Architecture {
+ public:
+  GpuDecoder(const model::Model& m, const OffloadParams& p);
+  ~GpuDecoder() override;
+
+  void forward(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool& pool,
+               model::Workspace& ws, float* logits) const override;
+
+  // Bytes of weights uploaded (for reports).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  struct Layer {
+    GpuMatrix attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm, gate, up, down;
+  };
+  // Uploads tensor `name` (null when optional and absent).
+  GpuMatrix upload(const std::string& name, bool required);
+  void forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, float* logits);
+  void ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv);
+
+  const model::Model& model_;
+  model::HParams hp_;
+  int64_t n_cells_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::vector<DeviceBuffer> buffers_;  // every uploaded tensor
+  uint64_t weight_bytes_ = 0;
+  GpuMatrix tok_embd_, output_norm_, output_;
+  std::vector<float> rope_freqs_;      // host copy (RoPE tables are built on the host)
+  std::vector<Layer> layers_;
+  std::vector<DeviceBuffer> k_cache_, v_cache_;  // [n_layer] of [n_cells, n_embd_kv] f16
+
+  // Per-pass scratch (grown on demand).
+  struct Scratch {
+    DeviceBuffer x, h, q, k, v, attn, gate, up, rows, logits, staged;
+    Activation act_h, act_attn, act_ffn, act_rows;
+    int64_t n = 0, n_out = 0, n_kv = 0;
+  };
+  Scratch s_;
+  std::vector<uint8_t> host_staged_;
+  LinearRunner* linear_ = nullptr;
+};
+
+}  // namespace ferrite::cuda

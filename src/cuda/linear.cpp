@@ -1,0 +1,92 @@
+#include "cuda/linear.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+#include "cuda/check.h"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr int64_t kChunk = 32;
+// cuBLAS (when enabled) takes float products of more rows than this.
+constexpr int64_t kCublasMinRows = 8;
+
+int64_t format_block(ActFormat f) { return f == ActFormat::Q8_0 ? 32 : 256; }
+
+}  // namespace
+
+QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
+  const int i = f == ActFormat::Q8_0 ? 0 : 1;
+  if (k_ % format_block(f) != 0) {
+    throw InvalidArgument("GPU linear: row length " + std::to_string(k_) + " does not fit the activation blocks");
+  }
+  qs_[i].reserve(static_cast<size_t>(m_ * k_));
+  d_[i].reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(float));
+  sums_[i].reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(int32_t));
+  const QuantAct q{qs_[i].as<int8_t>(), d_[i].as<float>(), sums_[i].as<int32_t>()};
+  if (!have_q_[i]) {
+    quantize_act(f, x_, m_, k_, q, s);
+    have_q_[i] = true;
+  }
+  return q;
+}
+
+const uint16_t* Activation::f16(cudaStream_t s) {
+  f16_.reserve(static_cast<size_t>(m_ * k_) * sizeof(uint16_t));
+  if (!have_f16_) {
+    to_f16(x_, f16_.as<uint16_t>(), m_ * k_, s);
+    have_f16_ = true;
+  }
+  return f16_.as<uint16_t>();
+}
+
+LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream) {
+  const char* env = std::getenv("FERRITE_CUDA_CUBLAS");
+  use_cublas_ = env != nullptr && std::string(env) == "1";
+  FERRITE_CUBLAS_CHECK(cublasCreate(&handle_));
+  FERRITE_CUBLAS_CHECK(cublasSetStream(handle_, stream_));
+  FERRITE_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+}
+
+LinearRunner::~LinearRunner() {
+  if (handle_ != nullptr) cublasDestroy(handle_);
+}
+
+void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumulate, const float* bias) {
+  if (a.k() != w.k) {
+    throw InvalidArgument("GPU linear: input width " + std::to_string(a.k()) + " != weight row length " +
+                          std::to_string(w.k));
+  }
+  const int64_t m = a.m();
+  if (m == 0) return;
+  if (bias != nullptr && accumulate) throw InvalidArgument("GPU linear: bias with accumulate is not supported");
+  switch (w.type) {
+    case TensorType::F32:
+    case TensorType::F16: {
+      const bool f16 = w.type == TensorType::F16;
+      const void* x = f16 ? static_cast<const void*>(a.f16(stream_)) : static_cast<const void*>(a.x());
+      if (use_cublas_ && m > kCublasMinRows) {
+        // Column-major view: Y^T [n, m] = W [n, k] (stored as W^T [k, n]) · X^T [k, m].
+        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        const cudaDataType_t t = f16 ? CUDA_R_16F : CUDA_R_32F;
+        FERRITE_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.n),
+                                          static_cast<int>(m), static_cast<int>(w.k), &alpha, w.data, t,
+                                          static_cast<int>(w.k), x, t, static_cast<int>(w.k), &beta, y, CUDA_R_32F,
+                                          static_cast<int>(w.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      } else {
+        matmul_float(w, x, m, y, accumulate, stream_);
+      }
+      break;
+    }
+    default: {
+      const QuantAct q = a.quantized(act_format_for(w.type), stream_);
+      matmul_quant(w, q, m, y, accumulate, stream_);
+      break;
+    }
+  }
+  if (bias != nullptr) add_bias(y, bias, m, w.n, stream_);
+}
+
+}  // namespace ferrite::cuda

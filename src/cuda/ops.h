@@ -1,0 +1,88 @@
+// Host entry points of the CUDA kernels (all asynchronous on `stream`).
+// Shapes are row-major, innermost last: [rows, cols]. Each kernel mirrors a
+// CPU reference (src/cpu) and is tested against it in tests/cuda.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda/gpu_matrix.h"
+
+namespace ferrite::cuda {
+
+// ---- activations for quantized products (cpu/act_quant.h) ----------------
+
+enum class ActFormat { Q8_0, Q8_K };
+
+// The activation format of a quantized weight type (Q4_0/Q8_0: Q8_0; K types: Q8_K).
+ActFormat act_format_for(TensorType weight_type);
+
+// Quantized activations [m, k]: int8 values, and per 32 values the f32 scale
+// (Q8_0: f16-rounded d; Q8_K: the 256-block's d, repeated) and the sum of the 32 ints.
+struct QuantAct {
+  int8_t* qs = nullptr;     // [m, k]
+  float* d = nullptr;       // [m, k / 32]
+  int32_t* sums = nullptr;  // [m, k / 32]
+};
+
+// k must be a multiple of 32 (Q8_0) or 256 (Q8_K).
+void quantize_act(ActFormat f, const float* x, int64_t m, int64_t k, const QuantAct& out, cudaStream_t s);
+
+// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q4_K, Q6_K) with the
+// activations already quantized in act_format_for(w.type); accumulate: y +=.
+void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s);
+
+// y [m, w.n] = x · W^T for F16 weights (x: f16 [m, k]) or F32 weights (x: f32 [m, k]).
+void matmul_float(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
+
+// ---- element-wise and row kernels ------------------------------------------
+
+// y = x / sqrt(mean(x^2) + eps) * w per row of n (w may be null; x, y may alias).
+void rms_norm(const float* x, const float* w, float eps, int64_t rows, int64_t n, float* y, cudaStream_t s);
+
+// Rotates x [n_tokens, n_heads, head_dim] in place with the tables cos/sin
+// [n_tokens, n_rot/2] (cpu/rope.h): NeoX pairs (i, i + n_rot/2) or adjacent pairs.
+void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+          int n_rot, bool neox, cudaStream_t s);
+
+// y [rows, n] = silu(gate) * up (y may alias up).
+void swiglu(const float* gate, const float* up, int64_t rows, int64_t n, float* y, cudaStream_t s);
+
+// y [rows, n] += b [n].
+void add_bias(float* y, const float* b, int64_t rows, int64_t n, cudaStream_t s);
+
+// x [n] += y [n].
+void add(float* x, const float* y, int64_t n, cudaStream_t s);
+
+// y = f16(x), n elements.
+void to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
+
+// x [n_ids, table.k] = rows ids[i] of the table (dequantized; ids already checked).
+void get_rows(const GpuMatrix& table, const int32_t* ids, int64_t n_ids, float* x, cudaStream_t s);
+
+// dst [n, cols] = src rows idx[i] of [?, cols].
+void gather_rows(const float* src, const int32_t* idx, int64_t n, int64_t cols, float* dst, cudaStream_t s);
+
+// Writes k, v [n_tokens, n_embd_kv] (f32) as f16 into cache rows slots[t] of
+// k_cache, v_cache [n_cells, n_embd_kv].
+void store_kv(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
+              uint16_t* k_cache, uint16_t* v_cache, cudaStream_t s);
+
+// ---- attention over the f16 cache (cpu/attention.h semantics) --------------
+
+struct AttentionParams {
+  const float* q = nullptr;         // [n_tokens, n_head, head_dim]
+  const uint16_t* k = nullptr;      // [n_cells, n_head_kv * head_dim] f16
+  const uint16_t* v = nullptr;      // [n_cells, n_head_kv * head_dim] f16 (not transposed)
+  const float* mask = nullptr;      // [n_tokens, n_kv]: 0 or -inf
+  int64_t n_kv = 0, n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 1.0f, softcap = 0.0f;
+  float* out = nullptr;             // [n_tokens, n_head, head_dim]
+};
+
+// Cells one launch can attend over (scores live in shared memory).
+int64_t attention_max_kv();
+void attention(const AttentionParams& p, cudaStream_t s);
+
+}  // namespace ferrite::cuda

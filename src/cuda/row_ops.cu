@@ -1,0 +1,213 @@
+// Row and element-wise kernels of the decoder: RMSNorm, RoPE, SwiGLU, bias
+// and residual adds, f16 conversion, embedding rows, row gathers, KV writes.
+// Arithmetic follows the CPU kernels (cpu/norm.cpp: f32 squares summed in
+// double; cpu/vec_ops: RoPE with fused multiply-adds, SiLU with fast_exp).
+#include <cuda_fp16.h>
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/device_math.cuh"
+#include "cuda/ops.h"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kQ4KBlockBytes = 144;
+constexpr int kQ6KBlockBytes = 210;
+
+unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float eps, int64_t n,
+                                float* __restrict__ y) {
+  __shared__ double scratch[kWarp];
+  const float* xr = x + blockIdx.x * n;
+  float* yr = y + blockIdx.x * n;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(xr[i] * xr[i]);
+  sum = block_sum(sum, scratch);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / sqrtf(mean + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = w != nullptr ? (xr[i] * scale) * w[i] : xr[i] * scale;
+}
+
+// One thread per rotated pair.
+__global__ void rope_kernel(float* __restrict__ x, const float* __restrict__ cos_t, const float* __restrict__ sin_t,
+                            int64_t n_tokens, int64_t n_heads, int64_t head_dim, int half, bool neox) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n_tokens * n_heads * half) return;
+  const int i = static_cast<int>(idx % half);
+  const int64_t th = idx / half;  // token * n_heads + head
+  const int64_t t = th / n_heads;
+  float* v = x + th * head_dim;
+  float* a = neox ? v + i : v + 2 * i;
+  float* b = neox ? v + i + half : v + 2 * i + 1;
+  const float c = cos_t[t * half + i], s = sin_t[t * half + i];
+  const float x0 = *a, x1 = *b;
+  *a = __fmaf_rn(x0, c, -(x1 * s));
+  *b = __fmaf_rn(x0, s, x1 * c);
+}
+
+__global__ void swiglu_kernel(const float* __restrict__ gate, const float* up, int64_t rows, int64_t n, float* y) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= rows * n) return;
+  const float g = gate[idx];
+  const float silu = g / (1.0f + row_exp(-g, idx % n, n));
+  y[idx] = silu * up[idx];
+}
+
+__global__ void add_bias_kernel(float* y, const float* __restrict__ b, int64_t rows, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < rows * n) y[idx] += b[idx % n];
+}
+
+__global__ void add_kernel(float* x, const float* __restrict__ y, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n) x[idx] += y[idx];
+}
+
+__global__ void to_f16_kernel(const float* __restrict__ x, uint16_t* __restrict__ y, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n) y[idx] = __half_as_ushort(__float2half_rn(x[idx]));
+}
+
+// Element e of row r of a GPU matrix, dequantized as quant/dequant_*.cpp do.
+__device__ float element(const GpuMatrix& m, int64_t r, int64_t e) {
+  switch (m.type) {
+    case TensorType::F32:
+      return reinterpret_cast<const float*>(m.data + r * m.row_bytes)[e];
+    case TensorType::F16:
+      return __half2float(reinterpret_cast<const half*>(m.data + r * m.row_bytes)[e]);
+    case TensorType::Q4_0: {
+      const int64_t b = r * (m.k / 32) + e / 32;
+      const int j = static_cast<int>(e % 32);
+      const uint8_t byte = m.data[b * 16 + j % 16];
+      const int q = j < 16 ? (byte & 0xF) : (byte >> 4);
+      return __half2float(__ushort_as_half(m.scales[b])) * static_cast<float>(q - 8);
+    }
+    case TensorType::Q8_0: {
+      const int64_t b = r * (m.k / 32) + e / 32;
+      const auto q = static_cast<int8_t>(m.data[b * 32 + e % 32]);
+      return __half2float(__ushort_as_half(m.scales[b])) * static_cast<float>(q);
+    }
+    case TensorType::Q4_K: {
+      const uint8_t* blk = m.data + r * m.row_bytes + (e / 256) * kQ4KBlockBytes;
+      const int i = static_cast<int>(e % 256);
+      const int chunk = i / 64, within = i % 64, sub = 2 * chunk + (within >= 32 ? 1 : 0);
+      const uint8_t byte = blk[16 + 32 * chunk + within % 32];
+      const int q = within < 32 ? (byte & 0xF) : (byte >> 4);
+      const uint8_t* sc = blk + 4;
+      int s, mn;
+      if (sub < 4) {
+        s = sc[sub] & 63;
+        mn = sc[sub + 4] & 63;
+      } else {
+        s = (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4);
+        mn = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+      }
+      const float d = __half2float(*reinterpret_cast<const half*>(blk));
+      const float dmin = __half2float(*reinterpret_cast<const half*>(blk + 2));
+      return d * static_cast<float>(s) * static_cast<float>(q) - dmin * static_cast<float>(mn);
+    }
+    case TensorType::Q6_K: {
+      const uint8_t* blk = m.data + r * m.row_bytes + (e / 256) * kQ6KBlockBytes;
+      const int i = static_cast<int>(e % 256);
+      const int h = i / 128, rr = i % 128, qtr = rr / 32, l = rr % 32;
+      const uint8_t lb = blk[64 * h + l + (qtr & 1) * 32];
+      const int lo = (qtr >> 1) ? (lb >> 4) : (lb & 0xF);
+      const int hi = (blk[128 + 32 * h + l] >> (2 * qtr)) & 3;
+      const auto sc = static_cast<int8_t>(blk[192 + 8 * h + l / 16 + 2 * qtr]);
+      const float d = __half2float(*reinterpret_cast<const half*>(blk + 208));
+      return d * static_cast<float>(sc) * static_cast<float>((lo | (hi << 4)) - 32);
+    }
+    default:
+      return 0.0f;
+  }
+}
+
+__global__ void get_rows_kernel(const GpuMatrix m, const int32_t* __restrict__ ids, int64_t n_ids,
+                                float* __restrict__ x) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n_ids * m.k) return;
+  x[idx] = element(m, ids[idx / m.k], idx % m.k);
+}
+
+__global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t* __restrict__ idx_in, int64_t n,
+                                   int64_t cols, float* __restrict__ dst) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n * cols) dst[idx] = src[idx_in[idx / cols] * cols + idx % cols];
+}
+
+__global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v,
+                                const int32_t* __restrict__ slots, int64_t n_tokens, int64_t n_embd_kv,
+                                uint16_t* __restrict__ k_cache, uint16_t* __restrict__ v_cache) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n_tokens * n_embd_kv) return;
+  const int64_t t = idx / n_embd_kv, d = idx % n_embd_kv;
+  const int64_t cell = slots[t];
+  k_cache[cell * n_embd_kv + d] = __half_as_ushort(__float2half_rn(k[idx]));
+  v_cache[cell * n_embd_kv + d] = __half_as_ushort(__float2half_rn(v[idx]));
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float eps, int64_t rows, int64_t n, float* y, cudaStream_t s) {
+  if (rows == 0) return;
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, w, eps, n, y);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+          int n_rot, bool neox, cudaStream_t s) {
+  const int half = n_rot / 2;
+  const int64_t n = n_tokens * n_heads * half;
+  if (n == 0) return;
+  rope_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, cos_t, sin_t, n_tokens, n_heads, head_dim, half, neox);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void swiglu(const float* gate, const float* up, int64_t rows, int64_t n, float* y, cudaStream_t s) {
+  if (rows * n == 0) return;
+  swiglu_kernel<<<blocks_for(rows * n), kThreads, 0, s>>>(gate, up, rows, n, y);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void add_bias(float* y, const float* b, int64_t rows, int64_t n, cudaStream_t s) {
+  if (rows * n == 0) return;
+  add_bias_kernel<<<blocks_for(rows * n), kThreads, 0, s>>>(y, b, rows, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void add(float* x, const float* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  to_f16_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void get_rows(const GpuMatrix& table, const int32_t* ids, int64_t n_ids, float* x, cudaStream_t s) {
+  if (n_ids == 0) return;
+  get_rows_kernel<<<blocks_for(n_ids * table.k), kThreads, 0, s>>>(table, ids, n_ids, x);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void gather_rows(const float* src, const int32_t* idx, int64_t n, int64_t cols, float* dst, cudaStream_t s) {
+  if (n * cols == 0) return;
+  gather_rows_kernel<<<blocks_for(n * cols), kThreads, 0, s>>>(src, idx, n, cols, dst);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void store_kv(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
+              uint16_t* k_cache, uint16_t* v_cache, cudaStream_t s) {
+  if (n_tokens * n_embd_kv == 0) return;
+  store_kv_kernel<<<blocks_for(n_tokens * n_embd_kv), kThreads, 0, s>>>(k, v, slots, n_tokens, n_embd_kv, k_cache,
+                                                                         v_cache);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+}  // namespace ferrite::cuda

@@ -1,0 +1,60 @@
+// Helpers of the CUDA tests: device copies of host vectors, and skipping
+// (locally) or failing (CI) when no GPU is present.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda/backend.h"
+#include "cuda/check.h"
+#include "cuda/device_buffer.h"
+#include "support/test_data.h"
+
+namespace ferrite::cuda::test {
+
+template <typename T>
+DeviceBuffer to_device(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T));
+  FERRITE_CUDA_CHECK(cudaMemcpy(b.as(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  FERRITE_CUDA_CHECK(cudaDeviceSynchronize());
+  FERRITE_CUDA_CHECK(cudaMemcpy(v.data(), b.as(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// A device buffer of n floats poisoned with NaN (unwritten outputs show).
+inline DeviceBuffer poisoned(size_t n) {
+  DeviceBuffer b(n * sizeof(float));
+  FERRITE_CUDA_CHECK(cudaMemset(b.as(), 0xFF, n * sizeof(float)));
+  return b;
+}
+
+inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Fresh inputs each run; the seed is printed so that a failure reproduces.
+inline std::mt19937 fresh_rng() {
+  const uint32_t seed = std::random_device{}();
+  std::printf("  seed %u\n", seed);
+  return std::mt19937(seed);
+}
+
+}  // namespace ferrite::cuda::test
+
+// Skips the test without a GPU (the CUDA tests run on the device machine).
+#define FERRITE_REQUIRE_GPU()                                        \
+  do {                                                               \
+    if (::ferrite::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)

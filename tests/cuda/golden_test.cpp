@@ -1,0 +1,131 @@
+// llama.cpp's golden logits through the GPU path (runtime::Context with
+// every layer offloaded), with the CPU golden tests' tolerances
+// (tests/model/golden_quant_test.cpp, golden_f32_test.cpp): whole prompts in
+// one pass (prefill kernels) and one token per pass (decode kernels).
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "device_util.h"
+#include "model/golden.h"
+#include "runtime/context.h"
+#include "runtime/offload.h"
+
+namespace ferrite {
+namespace {
+
+enum class Kind { F32, Float16, Quantized };
+
+constexpr double kF32AbsTol = 1e-3;  // F32 models, every position (absolute)
+constexpr double kFloatTol = 1e-4;   // F16 models, every position (relative to the logit scale)
+constexpr double kExactTol = 1e-5;   // quantized models, position 0
+constexpr double kFlipTol = 5e-2;    // quantized models, every position
+constexpr double kMeanTol = 1.5e-2;  // quantized models, mean over positions
+
+struct Case {
+  std::string model, golden;
+  Kind kind;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.golden; }
+
+void check(const Case& c, int64_t n_batch) {
+  FERRITE_REQUIRE_GPU();
+  FERRITE_SHARED_FILE(model_path, c.model);
+  FERRITE_SHARED_FILE(golden_path, c.golden);
+  const test::Golden g = test::load_golden(golden_path);
+  auto model = model::Model::load(model_path.string());
+  runtime::ContextParams cp;
+  cp.n_ctx = 1024;
+  cp.n_batch = n_batch;
+  cp.n_threads = 1;
+  cp.n_gpu_layers = runtime::kAllLayers;
+  runtime::Context ctx(model, cp);
+  const std::span<const float> all = ctx.eval(g.tokens, 0, true);
+  const size_t nv = static_cast<size_t>(model->hparams().n_vocab);
+  ASSERT_EQ(all.size(), g.tokens.size() * nv);
+  double worst = 0, total = 0;
+  for (size_t i = 0; i < g.positions.size(); ++i) {
+    const double err = test::max_logit_error(all.subspan(i * nv, nv), g.positions[i]);
+    const double rel = c.kind == Kind::F32 ? err : err / test::logit_scale(g.positions[i]);
+    worst = std::max(worst, rel);
+    total += rel;
+    const double tol = c.kind == Kind::F32       ? kF32AbsTol
+                       : c.kind == Kind::Float16 ? kFloatTol
+                       : i == 0                  ? kExactTol
+                                                 : kFlipTol;
+    EXPECT_LE(rel, tol) << c.golden << " position " << i;
+  }
+  const double mean = total / static_cast<double>(g.positions.size());
+  if (c.kind == Kind::Quantized) {
+    EXPECT_LE(mean, kMeanTol) << c.golden;
+  }
+  std::printf("  %s (batch %lld): max error %.3g, mean %.3g\n", c.golden.c_str(), static_cast<long long>(n_batch),
+              worst, mean);
+}
+
+std::vector<Case> cases(const char* prompt) {
+  std::vector<Case> out;
+  out.push_back({"models/synth/synth-llama-F16.gguf", std::string("golden/logits/synth-llama-F16.") + prompt + ".json",
+                 Kind::Float16});
+  for (const char* t : {"Q8_0", "Q4_0", "Q4_K_M", "Q6_K"}) {
+    out.push_back({std::string("models/synth/synth-llama-") + t + ".gguf",
+                   std::string("golden/logits/synth-llama-") + t + "." + prompt + ".json", Kind::Quantized});
+  }
+  out.push_back({"models/synth/synth-llama-f32.gguf", std::string("golden/logits/synth-llama-f32.") + prompt + ".json",
+                 Kind::F32});
+  out.push_back({"models/synth/synth-qwen2-f32.gguf", std::string("golden/logits/synth-qwen2-f32.") + prompt + ".json",
+                 Kind::F32});
+  return out;
+}
+
+class GpuGolden : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGolden, Prefill) { check(GetParam(), 512); }
+TEST_P(GpuGolden, OneTokenPerPass) { check(GetParam(), 1); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGolden, ::testing::ValuesIn(cases("p1")));
+
+class GpuGoldenSlow : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGoldenSlow, Prefill) { check(GetParam(), 512); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenSlow, ::testing::ValuesIn(cases("p2")));
+
+TEST(GpuGoldenStories, PrefillAndSmallBatches) {
+  for (int64_t b : {512, 7, 1}) check({"models/stories260K.gguf", "golden/logits/stories260K.p0.json", Kind::F32}, b);
+}
+
+// Greedy decoding one token at a time from the prompt reproduces llama.cpp's
+// 200 tokens (stories260K is trained: its top-2 margins are wide).
+TEST(GpuGoldenStories, Greedy) {
+  FERRITE_REQUIRE_GPU();
+  FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
+  FERRITE_SHARED_FILE(golden_path, "golden/logits/stories260K.p0.json");
+  const test::Golden g = test::load_golden(golden_path);
+  ASSERT_EQ(g.greedy.size(), 200u);
+  auto model = model::Model::load(model_path.string());
+  runtime::ContextParams cp;
+  cp.n_ctx = 1024;
+  cp.n_threads = 1;
+  cp.n_gpu_layers = runtime::kAllLayers;
+  runtime::Context ctx(model, cp);
+  std::span<const float> last = ctx.eval(g.tokens);
+  for (size_t i = 0; i < g.greedy.size(); ++i) {
+    const int32_t next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+    ASSERT_EQ(next, g.greedy[i]) << "greedy token " << i;
+    last = ctx.eval({&next, 1});
+  }
+}
+
+// Offload refusals are typed errors: partial offload, unsupported architectures.
+TEST(GpuOffload, RefusesWhatItCannotRun) {
+  FERRITE_REQUIRE_GPU();
+  FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
+  auto model = model::Model::load(model_path.string());
+  runtime::ContextParams cp;
+  cp.n_ctx = 64;
+  cp.n_threads = 1;
+  cp.n_gpu_layers = 1;
+  EXPECT_THROW(runtime::Context(model, cp), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace ferrite

@@ -1,0 +1,156 @@
+// Quantized and float linear layers on the GPU against the CPU reference
+// (cpu::matmul_ref: the same 8-bit activation rounding, dequantized rows,
+// sums in double), on fresh random inputs.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/fp16.h"
+#include "cpu/act_quant.h"
+#include "cpu/matmul.h"
+#include "cuda/linear.h"
+#include "device_util.h"
+#include "quant/type_traits.h"
+
+namespace ferrite::cuda {
+namespace {
+
+using test::fresh_rng;
+using test::random_floats;
+using test::to_device;
+using test::to_host;
+
+struct Quantized {
+  std::vector<uint8_t> bytes;
+  uint64_t row_bytes;
+};
+
+Quantized quantize(TensorType t, const std::vector<float>& w, int64_t n, int64_t k) {
+  Quantized q;
+  q.row_bytes = tensor_row_bytes(t, static_cast<uint64_t>(k));
+  q.bytes.resize(q.row_bytes * static_cast<uint64_t>(n));
+  if (t == TensorType::F32) {
+    std::memcpy(q.bytes.data(), w.data(), q.bytes.size());
+  } else if (t == TensorType::F16) {
+    auto* h = reinterpret_cast<uint16_t*>(q.bytes.data());
+    for (size_t i = 0; i < w.size(); ++i) h[i] = fp32_to_fp16(w[i]);
+  } else {
+    const quant::TypeTraits& tr = quant::type_traits(t);
+    for (int64_t r = 0; r < n; ++r) tr.from_float(w.data() + r * k, q.bytes.data() + r * q.row_bytes, k, nullptr);
+  }
+  return q;
+}
+
+// Largest |gpu - ref| over the largest |ref|.
+double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(gpu[i])) return INFINITY;
+    err = std::max(err, static_cast<double>(std::fabs(gpu[i] - ref[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(ref[i])));
+  }
+  return err / scale;
+}
+
+struct Case {
+  TensorType type;
+  int64_t n, k, m;
+  double tol;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << tensor_type_name(c.type) << " n=" << c.n << " k=" << c.k << " m=" << c.m;
+}
+
+class GpuLinear : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuLinear, MatchesCpuReference) {
+  FERRITE_REQUIRE_GPU();
+  const Case c = GetParam();
+  std::mt19937 rng = fresh_rng();
+  const std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng);
+  const std::vector<float> x = random_floats(static_cast<size_t>(c.m * c.k), rng, -2.0f, 2.0f);
+  const Quantized q = quantize(c.type, w, c.n, c.k);
+
+  std::vector<float> ref(static_cast<size_t>(c.m * c.n));
+  const cpu::MatView view{c.type, q.bytes.data(), c.k, c.n, q.row_bytes};
+  // F16 products take f16-rounded activations (as the CPU's fast path does).
+  std::vector<float> x_ref = x;
+  if (c.type == TensorType::F16) {
+    for (auto& v : x_ref) v = fp16_to_fp32(fp32_to_fp16(v));
+  }
+  cpu::matmul_ref(view, x_ref.data(), c.m, ref.data());
+
+  DeviceBuffer wbuf;
+  const GpuMatrix g = upload_matrix(c.type, c.n, c.k, q.bytes.data(), wbuf, "w");
+  DeviceBuffer xd = to_device(x);
+  DeviceBuffer yd = test::poisoned(ref.size());
+  Activation act;
+  act.set(xd.as<float>(), c.m, c.k);
+  LinearRunner lin(nullptr);
+  lin.run(g, act, yd.as<float>());
+  const std::vector<float> y = to_host<float>(yd, ref.size());
+  EXPECT_LE(relative_error(y, ref), c.tol);
+
+  // Accumulating into the result adds the same product again.
+  lin.run(g, act, yd.as<float>(), true);
+  std::vector<float> twice = to_host<float>(yd, ref.size());
+  for (auto& v : twice) v *= 0.5f;
+  EXPECT_LE(relative_error(twice, ref), c.tol);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  // Integer dot products against double sums of the same rounded operands.
+  constexpr double kQuantTol = 2e-6;
+  // f16 operands (exact products) and f32 sums against double sums.
+  constexpr double kFloatTol = 2e-6;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    for (int64_t m : {1, 2, 3, 8, 13}) out.push_back({t, 67, 1024, m, kQuantTol});
+    out.push_back({t, 4096, 256, 1, kQuantTol});
+  }
+  for (TensorType t : {TensorType::F16, TensorType::F32}) {
+    for (int64_t m : {1, 5, 40}) out.push_back({t, 129, 172, m, kFloatTol});
+    for (int64_t m : {1, 20}) out.push_back({t, 300, 4096, m, kFloatTol});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuLinear, ::testing::ValuesIn(cases()));
+
+// The 8-bit activation blocks the GPU forms dequantize to the CPU's round trip.
+TEST(GpuActQuant, RoundTripMatchesCpu) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kM = 3, kK = 1024;
+  std::vector<float> x = random_floats(static_cast<size_t>(kM * kK), rng, -3.0f, 3.0f);
+  for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(256 + i)] = 0.0f;  // an all-zero block
+  x[7] = 4.0f;  // a tie of magnitudes: the first wins
+  x[9] = -4.0f;
+  DeviceBuffer xd = to_device(x);
+  for (ActFormat f : {ActFormat::Q8_0, ActFormat::Q8_K}) {
+    DeviceBuffer qs(static_cast<size_t>(kM * kK)), d(static_cast<size_t>(kM * kK / 32) * 4),
+        sums(static_cast<size_t>(kM * kK / 32) * 4);
+    const QuantAct q{qs.as<int8_t>(), d.as<float>(), sums.as<int32_t>()};
+    quantize_act(f, xd.as<float>(), kM, kK, q, nullptr);
+    const auto hq = to_host<int8_t>(qs, static_cast<size_t>(kM * kK));
+    const auto hd = to_host<float>(d, static_cast<size_t>(kM * kK / 32));
+    const auto hs = to_host<int32_t>(sums, static_cast<size_t>(kM * kK / 32));
+    std::vector<float> ref(x.size());
+    cpu::act_quant_round_trip(f == ActFormat::Q8_0 ? cpu::ActQuant::Q8_0 : cpu::ActQuant::Q8_K, x.data(), ref.data(),
+                              static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(hd[i / 32] * static_cast<float>(hq[i]), ref[i]) << "element " << i;
+    }
+    for (size_t b = 0; b < hs.size(); ++b) {
+      int32_t s = 0;
+      for (size_t j = 0; j < 32; ++j) s += hq[b * 32 + j];
+      ASSERT_EQ(hs[b], s) << "block " << b;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cuda

@@ -1,0 +1,185 @@
+// Row kernels and attention on the GPU against the CPU kernels (src/cpu)
+// on fresh random inputs.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "core/fp16.h"
+#include "cpu/activations.h"
+#include "cpu/attention.h"
+#include "cpu/norm.h"
+#include "cpu/rope.h"
+#include "cuda/ops.h"
+#include "device_util.h"
+#include "quant/type_traits.h"
+
+namespace ferrite::cuda {
+namespace {
+
+using test::fresh_rng;
+using test::random_floats;
+using test::to_device;
+using test::to_host;
+
+void expect_near_all(const std::vector<float>& gpu, const std::vector<float>& ref, double rel_tol) {
+  ASSERT_EQ(gpu.size(), ref.size());
+  double scale = 0;
+  for (float v : ref) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_FALSE(std::isnan(gpu[i])) << "element " << i << " unwritten";
+    ASSERT_LE(std::fabs(gpu[i] - ref[i]), rel_tol * scale) << "element " << i;
+  }
+}
+
+TEST(GpuOps, RmsNorm) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kRows = 7, kN = 1000;
+  const auto x = random_floats(kRows * kN, rng, -4.0f, 4.0f);
+  const auto w = random_floats(kN, rng);
+  std::vector<float> ref(x.size());
+  cpu::rms_norm(x.data(), w.data(), 1e-5f, kRows, kN, ref.data());
+  DeviceBuffer xd = to_device(x), wd = to_device(w), yd = test::poisoned(x.size());
+  rms_norm(xd.as<float>(), wd.as<float>(), 1e-5f, kRows, kN, yd.as<float>(), nullptr);
+  expect_near_all(to_host<float>(yd, x.size()), ref, 1e-6);
+}
+
+TEST(GpuOps, RopeNormalAndNeox) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kTokens = 5, kHeads = 3, kHeadDim = 64;
+  for (bool neox : {false, true}) {
+    cpu::RopeConfig cfg;
+    cfg.n_rot = 48;  // partial rotary: the last 16 dimensions pass through
+    cfg.neox = neox;
+    std::vector<int32_t> pos = {0, 3, 17, 100, 4095};
+    std::vector<float> cos_t(kTokens * cfg.n_rot / 2), sin_t(cos_t.size());
+    cpu::rope_table(cfg, pos.data(), kTokens, cos_t.data(), sin_t.data());
+    const auto x = random_floats(kTokens * kHeads * kHeadDim, rng);
+    std::vector<float> ref = x;
+    cpu::rope_apply(cfg, cos_t.data(), sin_t.data(), ref.data(), kTokens, kHeads, kHeadDim);
+    DeviceBuffer xd = to_device(x), cd = to_device(cos_t), sd = to_device(sin_t);
+    rope(xd.as<float>(), cd.as<float>(), sd.as<float>(), kTokens, kHeads, kHeadDim, cfg.n_rot, neox, nullptr);
+    expect_near_all(to_host<float>(xd, x.size()), ref, 1e-7);
+  }
+}
+
+TEST(GpuOps, SwiGlu) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kRows = 3, kN = 1000;  // 1000 % 16 != 0: the tail uses libm's exp
+  const auto g = random_floats(kRows * kN, rng, -8.0f, 8.0f), u = random_floats(kRows * kN, rng);
+  std::vector<float> ref(g.size());
+  cpu::swiglu(g.data(), u.data(), kRows, kN, ref.data());
+  DeviceBuffer gd = to_device(g), ud = to_device(u), yd = test::poisoned(g.size());
+  swiglu(gd.as<float>(), ud.as<float>(), kRows, kN, yd.as<float>(), nullptr);
+  expect_near_all(to_host<float>(yd, g.size()), ref, 1e-6);
+}
+
+TEST(GpuOps, GetRowsEveryType) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kRows = 9, kK = 512;
+  const auto w = random_floats(kRows * kK, rng);
+  const std::vector<int32_t> ids = {8, 0, 3, 3};
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K,
+                       TensorType::Q6_K}) {
+    SCOPED_TRACE(tensor_type_name(t));
+    const uint64_t rb = tensor_row_bytes(t, kK);
+    std::vector<uint8_t> bytes(rb * kRows);
+    const quant::TypeTraits& tr = quant::type_traits(t);
+    if (t == TensorType::F32) {
+      std::memcpy(bytes.data(), w.data(), bytes.size());
+    } else if (t == TensorType::F16) {
+      for (size_t i = 0; i < w.size(); ++i) reinterpret_cast<uint16_t*>(bytes.data())[i] = fp32_to_fp16(w[i]);
+    } else {
+      for (int64_t r = 0; r < kRows; ++r) tr.from_float(w.data() + r * kK, bytes.data() + r * rb, kK, nullptr);
+    }
+    std::vector<float> ref(ids.size() * kK);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (t == TensorType::F32) {
+        std::memcpy(ref.data() + i * kK, w.data() + ids[i] * kK, kK * sizeof(float));
+      } else {
+        tr.to_float_ref(bytes.data() + ids[i] * rb, ref.data() + i * kK, kK);
+      }
+    }
+    DeviceBuffer buf;
+    const GpuMatrix g = upload_matrix(t, kRows, kK, bytes.data(), buf, "table");
+    DeviceBuffer idd = to_device(ids), xd = test::poisoned(ref.size());
+    get_rows(g, idd.as<int32_t>(), static_cast<int64_t>(ids.size()), xd.as<float>(), nullptr);
+    expect_near_all(to_host<float>(xd, ref.size()), ref, 1e-7);
+  }
+}
+
+// Attention of several tokens (prefill, causal) and one token (decode) over
+// a cache with grouped heads, against cpu::attention_ref.
+void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng) {
+  constexpr int64_t kHeads = 8, kHeadsKv = 2;
+  const int64_t kv_w = kHeadsKv * head_dim;
+  const auto q = random_floats(n_tokens * kHeads * head_dim, rng, -2.0f, 2.0f);
+  const auto kf = random_floats(n_kv * kv_w, rng, -2.0f, 2.0f), vf = random_floats(n_kv * kv_w, rng);
+  std::vector<uint16_t> k(kf.size()), v(vf.size()), vt(vf.size());
+  for (size_t i = 0; i < kf.size(); ++i) k[i] = fp32_to_fp16(kf[i]);
+  for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t d = 0; d < kv_w; ++d) {
+      v[j * kv_w + d] = fp32_to_fp16(vf[j * kv_w + d]);
+      vt[d * n_kv + j] = v[j * kv_w + d];
+    }
+  }
+  // Token t sees cells [0, n_kv - n_tokens + t]; the rest is hidden.
+  std::vector<float> mask(n_tokens * n_kv, -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t j = 0; j <= n_kv - n_tokens + t; ++j) mask[t * n_kv + j] = 0.0f;
+  }
+  std::vector<float> ref(q.size());
+  cpu::AttentionArgs a;
+  a.q = q.data();
+  a.k = k.data();
+  a.vt = vt.data();
+  a.vt_stride = n_kv;
+  a.kv_stride = kv_w;
+  a.n_kv = n_kv;
+  a.mask = mask.data();
+  a.n_tokens = n_tokens;
+  a.n_head = kHeads;
+  a.n_head_kv = kHeadsKv;
+  a.head_dim = head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  a.softcap = softcap;
+  a.out = ref.data();
+  cpu::attention_ref(a);
+
+  DeviceBuffer qd = to_device(q), kd = to_device(k), vd = to_device(v), md = to_device(mask),
+               od = test::poisoned(q.size());
+  AttentionParams p;
+  p.q = qd.as<float>();
+  p.k = kd.as<uint16_t>();
+  p.v = vd.as<uint16_t>();
+  p.mask = md.as<float>();
+  p.n_kv = n_kv;
+  p.n_tokens = n_tokens;
+  p.n_head = kHeads;
+  p.n_head_kv = kHeadsKv;
+  p.head_dim = head_dim;
+  p.scale = a.scale;
+  p.softcap = softcap;
+  p.out = od.as<float>();
+  attention(p, nullptr);
+  // f16 probabilities may round differently after a last-bit difference in
+  // the softmax (an f16 ulp is 5e-4 relative).
+  expect_near_all(to_host<float>(od, q.size()), ref, 2e-3);
+}
+
+TEST(GpuAttention, PrefillAndDecode) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  check_attention(13, 64, 64, 0.0f, rng);
+  check_attention(1, 301, 128, 0.0f, rng);
+  check_attention(4, 1000, 256, 0.0f, rng);
+  check_attention(3, 50, 32, 30.0f, rng);
+}
+
+}  // namespace
+}  // namespace ferrite::cuda
