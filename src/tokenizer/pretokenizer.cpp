@@ -36,7 +36,8 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) : impl_(std:
     if (!code) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(err, msg, sizeof msg);
-      throw ModelError("pre-tokenizer regex does not compile at offset " + std::to_string(err_off) + ": " +
+      throw ModelError("pre-tokenizer regex does not compile at offset " + std::to_string(err_off) +
+                       " of its rewritten form: " +
                        reinterpret_cast<const char*>(msg) + " (" + src + ")");
     }
     Compiled c;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "tokenizer/pretokenizer.h"
 
 namespace ferrite::tokenizer {
@@ -120,6 +121,12 @@ TEST(PreTokenizer, CaseInsensitiveContractionsAsTheReferenceWritesThem) {
   const std::vector<std::string> expected = {"HE", "'S", " we", "'Re", " I", "'LL", " x", "'d"};
   EXPECT_EQ(got, expected);
   EXPECT_EQ(words("llama-bpe", text), expected);
+}
+
+TEST(PreTokenizer, BadExpressionsAreModelErrors) {
+  EXPECT_THROW(PreTokenizer(std::vector<std::string>{R"([\p{L})"}), ModelError);     // unterminated class
+  EXPECT_THROW(PreTokenizer(std::vector<std::string>{R"((?x)\p{L})"}), ModelError);  // not rewritable exactly
+  EXPECT_THROW(PreTokenizer(std::vector<std::string>{R"((?i)[^\s])"}), ModelError);
 }
 
 }  // namespace
