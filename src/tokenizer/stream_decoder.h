@@ -23,6 +23,9 @@ class StreamDecoder {
   std::string flush();
   // Forgets pending bytes and the start-of-text state.
   void reset();
+  // The tokens continue text already shown (a completion after its prompt):
+  // the first piece keeps its leading space.
+  void continue_text() { at_start_ = false; }
 
  private:
   // Moves the complete prefix of pending_ to `out`.

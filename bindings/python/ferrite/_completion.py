@@ -75,11 +75,14 @@ class LogprobsBuilder:
     def add_prompt(self, tokens: List[int], n_top: int) -> None:
         """The prompt's own tokens (echo): the first has no logprob."""
         scored = self.llama._session.prompt_logprobs(tokens, n_top)
+        # As detokenize(): with BOS first, the text loses one leading space.
+        strip = bool(tokens) and tokens[0] == self.llama.token_bos()
         for i, t in enumerate(tokens):
             piece = self.llama._session.detokenize([t], False)
+            if strip and piece:
+                piece = piece[1:] if piece.startswith(b" ") else piece
+                strip = False
             if i == 0:
-                if t == self.llama.token_bos() and piece.startswith(b" "):
-                    piece = piece[1:]
                 self.add(t, piece, None, None)
             else:
                 lp, top = scored[i - 1]

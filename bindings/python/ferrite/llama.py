@@ -53,7 +53,7 @@ _IGNORED_OPTIONS = (
 # Options that would change results and ferrite does not implement: refused
 # when set to anything but their default.
 _UNSUPPORTED_OPTIONS = {
-    "vocab_only": False, "kv_overrides": None, "rope_freq_base": 0.0, "rope_freq_scale": 0.0,
+    "kv_overrides": None, "rope_freq_base": 0.0, "rope_freq_scale": 0.0,
     "lora_base": None, "lora_path": None, "chat_handler": None, "draft_model": None, "tokenizer": None,
 }
 
@@ -79,6 +79,7 @@ class Llama(ChatMixin):
         n_batch: int = 512,
         n_threads: Optional[int] = None,
         embedding: bool = False,
+        vocab_only: bool = False,
         chat_format: Optional[str] = None,
         verbose: bool = True,
         **kwargs: Any,
@@ -111,11 +112,11 @@ class Llama(ChatMixin):
         self._seed = LLAMA_DEFAULT_SEED if seed == -1 else seed
         self._embedding = bool(embedding)
         self._session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
-                                         embedding=self._embedding)
+                                         embedding=self._embedding, vocab_only=bool(vocab_only))
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)
-        if verbose:
+        if verbose and not vocab_only:
             print(f"ferrite: loaded {model_path} ({self._session.arch}, n_ctx={self._session.n_ctx}, "
                   f"threads={self._session.n_threads})", file=sys.stderr)
 
@@ -208,6 +209,8 @@ class Llama(ChatMixin):
         return _check_int("seed", seed, 0)
 
     def _prompt_tokens(self, prompt: Union[str, bytes, Sequence[int]]) -> List[int]:
+        if self._session.vocab_only:
+            raise ValueError("this Llama was opened with vocab_only=True: it can only tokenize")
         if isinstance(prompt, (str, bytes)):
             tokens = self.tokenize(prompt, add_bos=True, special=True)
         elif isinstance(prompt, Sequence):

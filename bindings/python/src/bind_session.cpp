@@ -80,11 +80,12 @@ sampling::SamplerParams sampler_params(const py::dict& d) {
 
 void bind_session(py::module_& m) {
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
-      .def(py::init([](const std::string& path, int64_t n_ctx, int64_t n_batch, int n_threads, bool embedding) {
-             return std::make_shared<Session>(SessionParams{path, n_ctx, n_batch, n_threads, embedding});
+      .def(py::init([](const std::string& path, int64_t n_ctx, int64_t n_batch, int n_threads, bool embedding,
+                       bool vocab_only) {
+             return std::make_shared<Session>(SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only});
            }),
            py::arg("model_path"), py::arg("n_ctx") = 512, py::arg("n_batch") = 512, py::arg("n_threads") = 0,
-           py::arg("embedding") = false)
+           py::arg("embedding") = false, py::arg("vocab_only") = false)
       .def(
           "tokenize",
           [](const Session& s, const py::bytes& text, bool add_bos, bool special) {
@@ -97,11 +98,12 @@ void bind_session(py::module_& m) {
             return py::bytes(s.detokenize(tokens, special));
           },
           py::arg("tokens"), py::arg("special") = false)
-      .def_property_readonly("n_ctx", [](Session& s) { return s.context().n_ctx(); })
+      .def_property_readonly("n_ctx", [](Session& s) { return s.vocab_only() ? int64_t{0} : s.context().n_ctx(); })
       .def_property_readonly("n_vocab", [](const Session& s) { return s.tokenizer().n_vocab(); })
       .def_property_readonly("n_embd", [](const Session& s) { return s.model().hparams().n_embd; })
       .def_property_readonly("n_ctx_train", [](const Session& s) { return s.model().hparams().n_ctx_train; })
-      .def_property_readonly("n_threads", [](Session& s) { return s.context().n_threads(); })
+      .def_property_readonly("n_threads", [](Session& s) { return s.vocab_only() ? 0 : s.context().n_threads(); })
+      .def_property_readonly("vocab_only", &Session::vocab_only)
       .def_property_readonly("arch", [](const Session& s) { return s.model().hparams().arch; })
       .def_property_readonly("is_encoder", &Session::is_encoder)
       .def_property_readonly("pooling", [](const Session& s) { return pooling_name(s.model().hparams().pooling); })
@@ -113,7 +115,7 @@ void bind_session(py::module_& m) {
       .def("metadata",
            [](const Session& s) {
              py::dict d;
-             for (const gguf::KeyValue& kv : s.model().file().metadata()) {
+             for (const gguf::KeyValue& kv : s.file().metadata()) {
                if (!kv.value.is_array()) d[py::str(kv.key)] = utf8(metadata_text(kv.value));
              }
              return d;

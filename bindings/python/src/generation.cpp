@@ -26,6 +26,7 @@ Generation::Generation(std::shared_ptr<Session> session, const std::vector<int32
       sampler_(params_.sampling, model_info(*session_)),
       decoder_(session_->tokenizer()),
       stops_(params_.stop) {
+  decoder_.continue_text();  // as llama-cpp-python: the completion's first piece keeps its space
   if (!params_.grammar.empty()) {
     constraint_ = std::make_shared<server::GrammarConstraint>(params_.grammar, session_->vocab_pieces());
     sampler_.set_constraint(constraint_);

@@ -44,7 +44,7 @@ void bind_text_tools(py::module_& m) {
 
   py::class_<server::ChatFormatter>(m, "ChatFormatter")
       .def(py::init([](Session& s, const std::string& override_name, const std::string& fallback) {
-             return std::make_unique<server::ChatFormatter>(s.model().file(), override_name, fallback);
+             return std::make_unique<server::ChatFormatter>(s.file(), override_name, fallback);
            }),
            py::arg("session"), py::arg("override") = "", py::arg("fallback") = "llama2")
       .def(

@@ -26,14 +26,31 @@ Session::Session(const SessionParams& params) : params_(params) {
   }
   {
     py::gil_scoped_release nogil;  // mapping and binding a large model takes a while
-    model_ = model::Model::load(params_.model_path);
-    tok_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model_->file()));
+    if (params_.vocab_only) {
+      own_file_ = std::make_unique<gguf::File>(gguf::File::open(params_.model_path));
+      file_ = own_file_.get();
+    } else {
+      model_ = model::Model::load(params_.model_path);
+      file_ = &model_->file();
+    }
+    tok_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(*file_));
   }
+  if (params_.vocab_only) return;
   runtime::ContextParams cp;
   cp.n_ctx = params_.n_ctx;
   cp.n_batch = params_.n_batch;
   cp.n_threads = params_.n_threads;
   ctx_ = std::make_unique<runtime::Context>(model_, cp);
+}
+
+const model::Model& Session::model() const {
+  if (!model_) throw InvalidArgument("this Llama was opened with vocab_only=True: it has no weights");
+  return *model_;
+}
+
+runtime::Context& Session::context() {
+  if (!ctx_) throw InvalidArgument("this Llama was opened with vocab_only=True: it has no context");
+  return *ctx_;
 }
 
 std::vector<int32_t> Session::tokenize(const std::string& text, bool add_bos, bool special) const {
@@ -59,6 +76,7 @@ std::span<const float> Session::evaluate(std::span<const int32_t> tokens, bool a
 
 std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool all_logits) {
   if (is_encoder()) throw InvalidArgument("this model is an encoder: it computes embeddings, not text");
+  context();  // vocab only: no
   if (tokens.empty()) throw InvalidArgument("the prompt has no tokens");
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n > ctx_->n_ctx()) {
@@ -99,7 +117,7 @@ std::span<const float> Session::feed(int32_t token) {
 }
 
 void Session::reset() {
-  ctx_->clear();
+  if (ctx_) ctx_->clear();
   cached_.clear();
   prompt_logits_.clear();
   ++epoch_;
@@ -112,13 +130,13 @@ void Session::restore(const std::vector<int32_t>& tokens) {
 }
 
 int64_t Session::max_embed_tokens() const {
-  const int64_t train = model_->hparams().n_ctx_train;
+  const int64_t train = model().hparams().n_ctx_train;
   return train > 0 ? std::min(train, params_.n_batch) : params_.n_batch;
 }
 
 std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int32_t>>& inputs, bool* per_token) {
   if (!is_encoder()) {
-    throw InvalidArgument("embeddings need an encoder model (bert); " + model_->hparams().arch +
+    throw InvalidArgument("embeddings need an encoder model (bert); " + model().hparams().arch +
                           " is a decoder");
   }
   const int64_t limit = max_embed_tokens();

@@ -27,6 +27,7 @@ struct SessionParams {
   int64_t n_batch = 512;
   int n_threads = 0;       // 0: all CPUs
   bool embedding = false;  // the caller means to compute embeddings
+  bool vocab_only = false; // the tokenizer alone (no weights, no context)
 };
 
 class Session {
@@ -34,11 +35,14 @@ class Session {
   // Throws IoError / FormatError / ModelError / InvalidArgument.
   explicit Session(const SessionParams& params);
 
-  const model::Model& model() const { return *model_; }
+  // model() and context() throw InvalidArgument for a vocab-only session.
+  const model::Model& model() const;
+  const gguf::File& file() const { return *file_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
-  runtime::Context& context() { return *ctx_; }
+  runtime::Context& context();
   const SessionParams& params() const { return params_; }
-  bool is_encoder() const { return model_->arch().is_encoder(); }
+  bool vocab_only() const { return !model_; }
+  bool is_encoder() const { return model_ && model_->arch().is_encoder(); }
 
   std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool special) const;
   std::string detokenize(const std::vector<int32_t>& tokens, bool special) const;
@@ -93,7 +97,9 @@ class Session {
   std::span<const float> evaluate(std::span<const int32_t> tokens, bool all_logits);
 
   SessionParams params_;
-  std::shared_ptr<const model::Model> model_;
+  std::shared_ptr<const model::Model> model_;  // null: vocab only
+  std::unique_ptr<gguf::File> own_file_;       // vocab only: the opened file
+  const gguf::File* file_ = nullptr;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<runtime::Context> ctx_;
   std::vector<int32_t> cached_;
