@@ -213,13 +213,13 @@ RequestOptions parse_generation_fields(const json& body, Engine& engine, bool ch
   return r;
 }
 
-void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx) {
+void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx, const char* prompt_param) {
   const int64_t n_prompt = static_cast<int64_t>(gen.prompt.size());
-  if (n_prompt == 0) throw bad_request("the prompt is empty", "prompt");
+  if (n_prompt == 0) throw bad_request("the prompt is empty", prompt_param);
   if (n_prompt >= slot_ctx) {
     throw bad_request("This model's maximum context length is " + std::to_string(slot_ctx) +
                           " tokens per slot, but the prompt has " + std::to_string(n_prompt) + " tokens",
-                      "messages", "context_length_exceeded");
+                      prompt_param, "context_length_exceeded");
   }
   if (max_tokens_given && n_prompt + gen.n_predict > slot_ctx) {
     throw bad_request("This model's maximum context length is " + std::to_string(slot_ctx) +

@@ -41,7 +41,8 @@ void check_model(const nlohmann::ordered_json& body, const std::string& model_id
 
 // 400 when the prompt plus the requested tokens do not fit a slot; resolves
 // n_predict -1 to what is left of the slot's context.
-void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx);
+void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx,
+                  const char* prompt_param = "prompt");
 
 // Typed field access: nullopt when absent or null; ApiError for a wrong type
 // or a value outside [lo, hi].

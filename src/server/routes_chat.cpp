@@ -57,7 +57,7 @@ ChatRequest parse_chat(ServerState& st, const Json& body) {
   c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);
   const std::string prompt = st.chat.render(body["messages"], c.tools, /*add_generation_prompt=*/true);
   c.ro.gen.prompt = prompt_tokens(st, Json(prompt), "messages");
-  check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine.slot_ctx());
+  check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine.slot_ctx(), "messages");
   c.id = new_id("chatcmpl-");
   c.created = unix_time();
   return c;

@@ -61,6 +61,7 @@ TEST(ServerErrors, ContextOverflowAndTooManyTokens) {
   auto r = srv.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 4}});
   expect_error(r, 400);
   EXPECT_EQ(r.second["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(r.second["error"]["param"], "prompt");
   EXPECT_NE(r.second["error"]["message"].get<std::string>().find("512"), std::string::npos);
 
   auto big = srv.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 100000}});
