@@ -1,0 +1,108 @@
+"""Interruption (KeyboardInterrupt between tokens), the GIL released while
+the model runs, reset, and save_state/load_state."""
+
+from __future__ import annotations
+
+import _thread
+import threading
+
+import pytest
+
+
+def _long_request(llm):
+    # EOS banned so the generation runs until the context is full.
+    return dict(max_tokens=None, temperature=0.0, logit_bias={llm.token_eos(): float("-inf")})
+
+
+def test_keyboard_interrupt_stops_generation(stories_path):
+    from ferrite import Llama
+
+    llm = Llama(model_path=stories_path, n_ctx=4096, n_threads=1, verbose=False)
+    n_prompt = len(llm.tokenize(b"Once upon a time"))
+    started = threading.Event()
+
+    def interrupter():
+        # Wait (by polling the engine, no sleeps) until generation is under way.
+        while llm.n_tokens <= n_prompt + 8:
+            pass
+        started.set()
+        _thread.interrupt_main()
+
+    t = threading.Thread(target=interrupter)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        llm("Once upon a time", **_long_request(llm))
+    t.join()
+    assert started.is_set()
+    assert n_prompt + 8 < llm.n_tokens < 4096
+    # The Llama stays usable and deterministic afterwards.
+    a = llm("Once upon a time", max_tokens=10, temperature=0.0)["choices"][0]["text"]
+    llm.reset()
+    b = llm("Once upon a time", max_tokens=10, temperature=0.0)["choices"][0]["text"]
+    assert a == b
+
+
+def test_breaking_out_of_a_stream(llm):
+    stream = llm("Once upon a time", max_tokens=50, temperature=0.0, stream=True)
+    for i, _ in enumerate(stream):
+        if i == 3:
+            break
+    out = llm("Once upon a time", max_tokens=5, temperature=0.0)
+    assert out["usage"]["completion_tokens"] == 5
+    # The abandoned stream was superseded: stepping it again is an error, not a crash.
+    with pytest.raises(ValueError, match="another call"):
+        next(stream)
+
+
+def test_gil_is_released_while_evaluating(stories_path):
+    from ferrite import Llama
+
+    llm = Llama(model_path=stories_path, n_ctx=512, n_threads=1, verbose=False)
+    done = threading.Event()
+
+    def generate():
+        llm("Once upon a time", **_long_request(llm))
+        done.set()
+
+    t = threading.Thread(target=generate)
+    t.start()
+    # The cache grows one token per step inside the engine's loop. Holding the
+    # GIL throughout, that loop would let this thread see at most the empty
+    # cache, the prompt and the final length; released around evaluation, this
+    # thread sees the length grow step by step.
+    seen = set()
+    while not done.is_set() and len(seen) < 5:
+        seen.add(llm.n_tokens)
+    t.join()
+    assert len(seen) >= 5
+
+
+def test_reset_forgets_the_context(llm):
+    llm("Once upon a time", max_tokens=3, temperature=0.0)
+    assert llm.n_tokens > 0
+    llm.reset()
+    assert llm.n_tokens == 0 and llm.input_ids == []
+
+
+def test_save_and_load_state(llm):
+    llm.reset()
+    llm("Once upon a time", max_tokens=12, temperature=0.0)
+    state = llm.save_state()
+    assert state.n_tokens == llm.n_tokens == len(state.input_ids)
+    cont = llm(state.input_ids, max_tokens=8, temperature=0.0)["choices"][0]["text"]
+    llm.reset()
+    llm.load_state(state)
+    assert llm.input_ids == state.input_ids
+    again = llm(state.input_ids, max_tokens=8, temperature=0.0)["choices"][0]["text"]
+    assert cont == again
+    with pytest.raises(TypeError):
+        llm.load_state("not a state")
+
+
+def test_prefix_reuse_gives_the_same_text(llm):
+    llm.reset()
+    cold = llm("Once upon a time there", max_tokens=10, temperature=0.0)["choices"][0]["text"]
+    llm.reset()
+    llm("Once upon a time", max_tokens=2, temperature=0.0)
+    warm = llm("Once upon a time there", max_tokens=10, temperature=0.0)["choices"][0]["text"]
+    assert cold == warm
