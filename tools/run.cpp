@@ -189,10 +189,13 @@ int run_generate(RunOptions& opt) {
   return g_interrupted.load() ? 130 : 0;
 }
 
+// llama.cpp spells it -ngl, which CLI11 cannot declare.
+const OptionAliasRegistrar kNglAlias({"run", "-ngl", "--ngl"});
+
 const CommandRegistrar kRun({"run", "Generate text from a prompt",
                              [](CLI::App& sub) -> std::function<int()> {
                                auto opt = std::make_shared<RunOptions>();
-                               sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                               sub.add_option("-m,--model,model", opt->model, "Model file or name (also as the first argument)")->required();
                                sub.add_option("-p,--prompt", opt->prompt, "Prompt text")
                                    ->each([opt](const std::string&) { opt->prompt_set = true; });
                                sub.add_option("-f,--file", opt->file, "Read the prompt from a file");
