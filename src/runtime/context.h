@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cpu/thread_pool.h"
@@ -65,6 +66,17 @@ class Context {
 
   // Forgets sequence `seq` (or everything for seq < 0).
   void clear(int seq = -1) { cache_.remove(seq, 0, -1); }
+  // Forgets positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: all).
+  void remove_range(int seq, int32_t p0, int32_t p1) { cache_.remove(seq, p0, p1); }
+  // Context shift: positions [p0, p1) of `seq` move by `delta`, their cached
+  // keys re-rotated (KvCache::shift; context_shift.cpp).
+  void shift_sequence(int seq, int32_t p0, int32_t p1, int32_t delta);
+
+  // Saves sequence `seq` (its cells, and the caller's `tokens` of it) to a
+  // file, and restores one into `seq` of a context of the same model,
+  // returning the saved tokens (context_state.h has the format and errors).
+  void save_sequence(int seq, const std::string& path, std::span<const int32_t> tokens = {});
+  std::vector<int32_t> load_sequence(int seq, const std::string& path);
 
  private:
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);

@@ -7,7 +7,7 @@
 namespace ferrite::runtime {
 
 KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type)
-    : type_(type), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()) {
+    : type_(type), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
   if (n_cells <= 0) throw InvalidArgument("KV cache size must be positive, got " + std::to_string(n_cells));
   if (type != TensorType::F16) {
     throw InvalidArgument("KV cache type " + tensor_type_name(type) + " is not supported (f16 only)");

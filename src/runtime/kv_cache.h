@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/rope.h"
 #include "gguf/tensor_type.h"
 #include "model/forward.h"
 #include "model/hparams.h"
@@ -48,6 +49,22 @@ class KvCache {
   // Highest position of `seq`, or -1 when it has none.
   int32_t max_pos(int seq) const;
 
+  // Adds `delta` to the positions in [p0, p1) of `seq` (p1 < 0: to the end;
+  // seq < 0: every sequence) and rotates their cached keys by the RoPE angle
+  // of `delta` (rope.n_rot == 0: positions only, for models without RoPE).
+  // Cells whose position would become negative are removed. Shared cells
+  // move for every sequence using them. kv_cache_shift.cpp.
+  void shift(int seq, int32_t p0, int32_t p1, int32_t delta, const cpu::RopeConfig& rope);
+
+  // Raw access for saving and restoring (context_state.cpp).
+  int64_t n_layer() const { return n_layer_; }
+  int64_t n_embd_kv() const { return n_embd_kv_; }
+  int64_t head_dim() const { return head_dim_; }
+  uint16_t* k_row(int64_t il, int64_t cell) {
+    return k_[static_cast<size_t>(il)].data() + cell * n_embd_kv_;  // [n_embd_kv]
+  }
+  uint16_t* vt(int64_t il) { return v_[static_cast<size_t>(il)].data(); }  // [n_embd_kv, n_cells]
+
   // The view of the cache a forward pass uses (layers only; the caller adds
   // slots, n_kv and masks).
   model::KvView view();
@@ -56,6 +73,7 @@ class KvCache {
   TensorType type_;
   int64_t n_layer_;
   int64_t n_embd_kv_;
+  int64_t head_dim_;
   std::vector<Cell> cells_;
   int64_t used_ = 0;
   std::vector<std::vector<uint16_t>> k_, v_;  // [n_layer][n_cells * n_embd_kv], V transposed

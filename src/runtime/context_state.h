@@ -1,0 +1,37 @@
+// Saving one sequence of a KV cache to a file and restoring it, possibly into
+// another context of the same model (Context::save_sequence/load_sequence).
+//
+// File layout (little-endian):
+//   header  u32 magic "FRSQ", u32 version, u32 n_layer, u32 n_embd_k,
+//           u32 n_embd_v, u32 type_k, u32 type_v (TensorType), u32 n_vocab,
+//           u32 n_tokens, u32 n_cells
+//   i32 tokens[n_tokens]          the caller's tokens of the sequence (may be empty)
+//   i32 pos[n_cells]              positions of the sequence's cells, in cache order
+//   per layer: u16 K[n_cells, n_embd_k] (f16), u16 V[n_cells, n_embd_v] (f16)
+// The size of the file must be exactly what the header implies; everything
+// read is checked before anything is allocated or written to the cache.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/kv_cache.h"
+
+namespace ferrite::runtime {
+
+constexpr uint32_t kSequenceStateMagic = 0x51535246;  // "FRSQ"
+constexpr uint32_t kSequenceStateVersion = 1;
+
+// Writes the cells of `seq` (and `tokens`) to `path`. Throws IoError.
+void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,
+                         std::span<const int32_t> tokens);
+
+// Replaces sequence `seq` by the one saved in `path` and returns its saved
+// tokens. Throws IoError, FormatError (not such a file, truncated, bad
+// values), InvalidArgument (another model or cache type, too few free cells).
+// On failure the sequence is left empty.
+std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path);
+
+}  // namespace ferrite::runtime
