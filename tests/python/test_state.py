@@ -20,19 +20,24 @@ def test_keyboard_interrupt_stops_generation(stories_path):
     llm = Llama(model_path=stories_path, n_ctx=4096, n_threads=1, verbose=False)
     n_prompt = len(llm.tokenize(b"Once upon a time"))
     started = threading.Event()
+    finished = threading.Event()
 
     def interrupter():
         # Wait (by polling the engine, no sleeps) until generation is under way.
-        while llm.n_tokens <= n_prompt + 8:
+        while llm.n_tokens <= n_prompt + 8 and not finished.is_set():
             pass
-        started.set()
-        _thread.interrupt_main()
+        if not finished.is_set():
+            started.set()
+            _thread.interrupt_main()
 
     t = threading.Thread(target=interrupter)
     t.start()
-    with pytest.raises(KeyboardInterrupt):
-        llm("Once upon a time", **_long_request(llm))
-    t.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            llm("Once upon a time", **_long_request(llm))
+    finally:
+        finished.set()
+        t.join()
     assert started.is_set()
     assert n_prompt + 8 < llm.n_tokens < 4096
     # The Llama stays usable and deterministic afterwards.

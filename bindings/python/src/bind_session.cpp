@@ -121,7 +121,11 @@ void bind_session(py::module_& m) {
              return d;
            })
       .def_property_readonly("cached_tokens", &Session::cached_tokens)
-      .def("reset", &Session::reset)
+      .def("reset",
+           [](Session& s) {
+             Session::Busy busy(s);
+             s.reset();
+           })
       .def(
           "restore",
           [](Session& s, const std::vector<int32_t>& tokens) {
