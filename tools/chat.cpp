@@ -144,7 +144,8 @@ int run_chat(ChatOptions& opt) {
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
   runtime::ChatSession session(ctx, tok,
                                {.template_source = template_source(opt, model->file()),
-                                .system_prompt = opt.system_prompt});
+                                .system_prompt = opt.system_prompt,
+                                .prefill_chunk = opt.n_batch});
   sampling::Sampler sampler(opt.sampling, sampling_model_info(tok, static_cast<int32_t>(ctx.n_ctx()),
                                                                static_cast<int32_t>(model->hparams().n_ctx_train)));
 
@@ -185,7 +186,7 @@ int run_chat(ChatOptions& opt) {
       note(std::string("error: ") + e.what() + " (/reset to start over, or restart with a larger -c)");
       continue;
     }
-    std::fputs("\n", stdout);
+    if (ans.text.empty() || ans.text.back() != '\n') std::fputs("\n", stdout);
     if (opt.verbose) print_prefill(ans.prefill);
     const double prompt_tps = ans.prefill.seconds > 0 ? ans.prefill.n_evaluated / ans.prefill.seconds : 0.0;
     const double gen_tps = ans.seconds > 0 ? ans.n_tokens / ans.seconds : 0.0;

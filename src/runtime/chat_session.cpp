@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "chat/chat_template.h"
 #include "core/error.h"
@@ -75,9 +76,8 @@ ChatSession::ChatSession(Context& ctx, const tokenizer::Tokenizer& tok, ChatSess
   if (params_.seq < 0 || params_.seq >= kMaxSequences) {
     throw InvalidArgument("chat sequence id " + std::to_string(params_.seq) + " out of range");
   }
-  // The session owns its sequence: whatever it held before is not ours.
-  ctx_.cache().remove(params_.seq, 0, -1);
-  reset();
+  if (params_.prefill_chunk <= 0) throw InvalidArgument("prefill chunk must be positive");
+  reset();  // the session owns its sequence: whatever it held is dropped
 }
 
 void ChatSession::add_message(std::string role, std::string content) {
@@ -108,7 +108,8 @@ std::vector<int32_t> ChatSession::tokenize(const std::string& text) const {
 
 int64_t ChatSession::space_left() const { return ctx_.n_ctx() - ctx_.cache().used(); }
 
-std::span<const float> ChatSession::prefill(std::span<const int32_t> tokens, PrefillStats* stats) {
+std::span<const float> ChatSession::prefill(std::span<const int32_t> tokens, PrefillStats* stats,
+                                            const std::atomic<bool>* interrupt) {
   if (tokens.empty()) throw InvalidArgument("nothing to prefill");
   const auto t0 = Clock::now();
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -122,22 +123,28 @@ std::span<const float> ChatSession::prefill(std::span<const int32_t> tokens, Pre
   ctx_.cache().remove(params_.seq, static_cast<int32_t>(keep), -1);
   cached_.resize(static_cast<size_t>(keep));
   std::span<const float> logits;
+  int64_t done = keep;
   try {
-    logits = ctx_.eval(tokens.subspan(static_cast<size_t>(keep)), params_.seq);
+    while (done < n) {
+      if (interrupt != nullptr && interrupt->load()) break;
+      const int64_t len = std::min(params_.prefill_chunk, n - done);
+      logits = ctx_.eval(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(len)), params_.seq);
+      cached_.insert(cached_.end(), tokens.begin() + done, tokens.begin() + done + len);
+      done += len;
+    }
   } catch (...) {
     // Passes that went through stay in the cache.
     const int64_t held = ctx_.cache().max_pos(params_.seq) + 1;
     cached_.assign(tokens.begin(), tokens.begin() + std::clamp<int64_t>(held, keep, n));
     throw;
   }
-  cached_.assign(tokens.begin(), tokens.end());
   if (stats != nullptr) {
     stats->n_prompt = n;
     stats->n_reused = keep;
-    stats->n_evaluated = n - keep;
+    stats->n_evaluated = done - keep;
     stats->seconds = seconds_since(t0);
   }
-  return logits;
+  return done == n ? logits : std::span<const float>();
 }
 
 std::span<const float> ChatSession::feed(int32_t token) {
@@ -154,13 +161,19 @@ ChatAnswer ChatSession::respond(const std::string& user_text, sampling::Sampler&
   std::span<const float> logits;
   try {
     const std::vector<int32_t> prompt = tokenize(render(/*add_generation_prompt=*/true));
-    logits = prefill(prompt, &ans.prefill);
-    for (int64_t i = ans.prefill.n_reused; i < ans.prefill.n_prompt; ++i) {
+    logits = prefill(prompt, &ans.prefill, params.interrupt);
+    const int64_t end = ans.prefill.n_reused + ans.prefill.n_evaluated;
+    for (int64_t i = ans.prefill.n_reused; i < end; ++i) {
       sampler.accept(prompt[static_cast<size_t>(i)], /*advance_constraint=*/false);
     }
   } catch (...) {
     pop_message();
     throw;
+  }
+  if (logits.empty()) {  // interrupted during the prefill
+    pop_message();
+    ans.stop = StopReason::kInterrupted;
+    return ans;
   }
 
   const auto t0 = Clock::now();

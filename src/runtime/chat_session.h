@@ -36,6 +36,7 @@ struct ChatSessionParams {
   std::string template_source;  // Jinja source (chat::load_chat_template or the model's)
   std::string system_prompt;    // empty: none
   int seq = 0;                  // the cache sequence the session uses
+  int64_t prefill_chunk = 512;  // prompt tokens per eval() between interrupt checks
 };
 
 // How many leading tokens of `wanted` can stay in a cache holding `cached`:
@@ -83,8 +84,11 @@ class ChatSession {
 
   // Makes the cache hold exactly `tokens` (reusing the common prefix) and
   // returns the logits after the last one. Throws InvalidArgument for no
-  // tokens or more than the context holds (the cache then holds a prefix).
-  std::span<const float> prefill(std::span<const int32_t> tokens, PrefillStats* stats = nullptr);
+  // tokens or more than the context holds (the cache is then unchanged).
+  // When `interrupt` becomes set between chunks, returns an empty span (the
+  // cache holds a prefix of `tokens`; stats count what was evaluated).
+  std::span<const float> prefill(std::span<const int32_t> tokens, PrefillStats* stats = nullptr,
+                                 const std::atomic<bool>* interrupt = nullptr);
   // Appends one token to the cache; returns the logits after it.
   std::span<const float> feed(int32_t token);
   // Tokens the cache holds for this session, in order.
@@ -94,7 +98,8 @@ class ChatSession {
 
   // One turn: adds the user message, prefills, samples the answer (text goes
   // to `on_text` as it is decoded) and adds it as the assistant message (also
-  // when interrupted). A conversation that no longer fits the context throws
+  // when interrupted; an interrupt during the prefill drops the user message
+  // instead). A conversation that no longer fits the context throws
   // InvalidArgument and leaves the messages as they were.
   ChatAnswer respond(const std::string& user_text, sampling::Sampler& sampler, const GenerateParams& params,
                      const std::function<void(std::string_view)>& on_text = {});

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -245,7 +247,7 @@ TEST_F(ChatSessionTest, StopsWhenTheContextIsFull) {
   EXPECT_EQ(a.prefill.n_prompt + a.n_tokens, ctx_->n_ctx() + 1);  // the last sampled token is not evaluated
 }
 
-TEST_F(ChatSessionTest, InterruptStopsBeforeTheNextToken) {
+TEST_F(ChatSessionTest, InterruptDuringThePrefillDropsTheTurn) {
   open(256);
   auto s = session();
   sampling::Sampler sampler(greedy());
@@ -253,8 +255,39 @@ TEST_F(ChatSessionTest, InterruptStopsBeforeTheNextToken) {
   const ChatAnswer a = s->respond("Hi", sampler, {.interrupt = &stop});
   EXPECT_EQ(a.stop, StopReason::kInterrupted);
   EXPECT_EQ(a.n_tokens, 0);
+  EXPECT_EQ(a.prefill.n_evaluated, 0);
+  EXPECT_TRUE(s->messages().empty());
+}
+
+TEST_F(ChatSessionTest, InterruptDuringTheAnswerKeepsWhatWasSaid) {
+  open(256);
+  auto s = session();
+  sampling::Sampler sampler(greedy());
+  std::atomic<bool> stop{false};
+  std::string streamed;
+  const ChatAnswer a = s->respond("Hi", sampler, {.ignore_eos = true, .interrupt = &stop},
+                                  [&](std::string_view text) {
+                                    streamed += text;
+                                    stop.store(true);  // as a Ctrl-C would, once text has appeared
+                                  });
+  EXPECT_EQ(a.stop, StopReason::kInterrupted);
+  EXPECT_GE(a.n_tokens, 1);
+  EXPECT_LT(a.n_tokens, 256);
+  EXPECT_EQ(a.text, streamed);
   ASSERT_EQ(s->messages().size(), 2u);
-  EXPECT_EQ(s->messages()[1].content, "");
+  EXPECT_EQ(s->messages()[1].content, a.text);
+}
+
+TEST_F(ChatSessionTest, ChunkedPrefillMatchesOnePass) {
+  open(256);
+  const ChatSessionParams params{
+      .template_source = chat::builtin_template("chatml"), .system_prompt = "", .prefill_chunk = 3};
+  auto s = std::make_unique<ChatSession>(*ctx_, *tok_, params);
+  const std::vector<int32_t> a = tokens_of("Once upon a time there was a little girl named Lily.");
+  PrefillStats st;
+  const std::span<const float> logits = s->prefill(a, &st);
+  EXPECT_EQ(st.n_evaluated, static_cast<int64_t>(a.size()));
+  expect_close(logits, fresh_logits(a));
 }
 
 }  // namespace
