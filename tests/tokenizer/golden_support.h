@@ -22,6 +22,15 @@ inline const std::vector<std::string>& vocab_names() {
   return names;
 }
 
+// The vocabularies with a corpus golden in golden/tokenizer/ (shared/README.md;
+// deepseek-llm and starcoder have none).
+inline const std::vector<std::string>& corpus_vocab_names() {
+  static const std::vector<std::string> names = {"baichuan", "bert-bge", "deepseek-coder", "falcon",
+                                                 "gpt-2",    "gpt-neox", "llama-bpe",      "llama-spm",
+                                                 "mpt",      "phi-3",    "qwen2",          "refact"};
+  return names;
+}
+
 inline std::string vocab_rel(const std::string& name) { return "vocab/ggml-vocab-" + name + ".gguf"; }
 
 // Loads each vocabulary once per test binary.

@@ -79,7 +79,7 @@ TEST_P(CorpusIds, MatchReferenceAndRoundTrip) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, CorpusIds, ::testing::ValuesIn(vocab_names()), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Shared, CorpusIds, ::testing::ValuesIn(corpus_vocab_names()), [](const auto& info) {
   std::string n = info.param;
   for (char& c : n) {
     if (c == '-') c = '_';
