@@ -12,6 +12,8 @@
 #include "cpu/matmul.h"
 #include "cpu/norm.h"
 #include "cpu/vec_ops.h"
+#include "model/kv_q8.h"
+#include "quant/quantize_ref.h"
 #include "quant/type_traits.h"
 
 namespace ferrite::model {
@@ -120,20 +122,44 @@ void self_attention(Step& s, int64_t layer, const AttentionWeights& w, const flo
   // 3. Keys and values into their cache cells (f16).
   const KvLayer& cache = s.kv.layers[static_cast<size_t>(layer)];
   const cpu::VecOps& ops = cpu::vec_ops();
+  const int64_t q8_row = n_kv / kQ8Block * kQ8BlockBytes;
   for (int64_t t = 0; t < n; ++t) {
     const int64_t cell = s.kv.slots[t];
-    ops.f32_to_f16(k + t * n_kv, cache.k + cell * n_kv, n_kv);
+    if (cache.k_q8 != nullptr) {
+      quant::ref::quantize_q8_0(k + t * n_kv, cache.k_q8 + cell * q8_row, n_kv, nullptr);
+    } else {
+      ops.f32_to_f16(k + t * n_kv, cache.k + cell * n_kv, n_kv);
+    }
     const float* vr = v + t * n_kv;
-    for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * s.kv.n_cells + cell] = fp32_to_fp16(vr[d]);
+    if (cache.v_q8 != nullptr) {
+      quant::ref::quantize_q8_0(vr, cache.v_q8 + cell * q8_row, n_kv, nullptr);
+    } else {
+      for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * s.kv.n_cells + cell] = fp32_to_fp16(vr[d]);
+    }
+  }
+  // A q8_0 cache is read back as f16 for the attention kernel.
+  const uint16_t* k16 = cache.k;
+  const uint16_t* vt16 = cache.vt;
+  int64_t vt_stride = s.kv.n_cells;
+  if (cache.k_q8 != nullptr) {
+    uint16_t* dst = grow(s.ws.kv_k16, s.kv.n_kv * n_kv);
+    for (int64_t j = 0; j < s.kv.n_kv; ++j) q8_0_row_to_f16(cache.k_q8 + j * q8_row, n_kv, dst + j * n_kv, 1);
+    k16 = dst;
+  }
+  if (cache.v_q8 != nullptr) {
+    uint16_t* dst = grow(s.ws.kv_vt16, n_kv * s.kv.n_kv);
+    for (int64_t j = 0; j < s.kv.n_kv; ++j) q8_0_row_to_f16(cache.v_q8 + j * q8_row, n_kv, dst + j, s.kv.n_kv);
+    vt16 = dst;
+    vt_stride = s.kv.n_kv;
   }
 
   // 4. Attention over the cache: [n, n_q].
   float* attn = grow(s.ws.attn, n * n_q);
   cpu::AttentionArgs a;
   a.q = q;
-  a.k = cache.k;
-  a.vt = cache.vt;
-  a.vt_stride = s.kv.n_cells;
+  a.k = k16;
+  a.vt = vt16;
+  a.vt_stride = vt_stride;
   a.kv_stride = n_kv;
   a.n_kv = s.kv.n_kv;
   a.mask = sliding && s.kv.mask_swa != nullptr ? s.kv.mask_swa : s.kv.mask;

@@ -18,9 +18,13 @@ struct ForwardBatch {
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].
+// A q8_0 cache instead holds K (k_q8) and/or V (v_q8, not transposed) as
+// q8_0 rows [n_cells, n_embd_kv / 32 blocks]; the f16 pointer is then null.
 struct KvLayer {
   uint16_t* k = nullptr;
   uint16_t* vt = nullptr;
+  uint8_t* k_q8 = nullptr;
+  uint8_t* v_q8 = nullptr;
 };
 
 struct KvView {

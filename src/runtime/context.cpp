@@ -33,9 +33,13 @@ constexpr int64_t kKvPad = 32;
 Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
     : model_(std::move(model)),
       params_(params),
-      cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type),
+      cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
+             params.cache_type_v),
       pool_(thread_count(params.n_threads)) {
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
+  if (params_.n_gpu_layers != 0 && (params_.cache_type != TensorType::F16 || params_.cache_type_v != TensorType::F16)) {
+    throw InvalidArgument("GPU offload needs an f16 KV cache");
+  }
   if (params_.n_gpu_layers != 0) gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers);
 }
 

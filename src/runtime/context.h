@@ -26,7 +26,8 @@ struct ContextParams {
   int64_t n_ctx = 0;       // cache cells; 0: the model's training context, capped at kDefaultMaxCtx
   int64_t n_batch = 512;   // tokens per forward pass (longer batches are split)
   int n_threads = 0;       // 0: all logical CPUs
-  TensorType cache_type = TensorType::F16;
+  TensorType cache_type = TensorType::F16;    // K cache: f16 or q8_0
+  TensorType cache_type_v = TensorType::F16;  // V cache: f16 or q8_0
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
 };
 

@@ -26,8 +26,13 @@ void check_seq(int seq) {
   }
 }
 
-uint64_t expected_size(const Header& h) {
-  const uint64_t per_layer = uint64_t{h[kNCells]} * (uint64_t{h[kNEmbdK]} + h[kNEmbdV]) * sizeof(uint16_t);
+// Bytes of one cell's K and V row in the file.
+uint64_t k_bytes(const KvCache& c) { return tensor_row_bytes(c.type_k(), static_cast<uint64_t>(c.n_embd_kv())); }
+uint64_t v_bytes(const KvCache& c) { return tensor_row_bytes(c.type_v(), static_cast<uint64_t>(c.n_embd_kv())); }
+
+// File size for a header whose model fields match `c`.
+uint64_t expected_size(const Header& h, const KvCache& c) {
+  const uint64_t per_layer = uint64_t{h[kNCells]} * (k_bytes(c) + v_bytes(c));
   return kHeaderBytes + uint64_t{h[kNTokens]} * sizeof(int32_t) + uint64_t{h[kNCells]} * sizeof(int32_t) +
          uint64_t{h[kNLayer]} * per_layer;
 }
@@ -60,9 +65,9 @@ void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::st
     if (cache.cell(i).pos >= 0 && cache.cell(i).has(seq)) cells.push_back(i);
   }
   const int64_t nk = cache.n_embd_kv(), n_cells = cache.size();
-  const auto type = static_cast<uint32_t>(cache.type());
   Header h{kSequenceStateMagic, kSequenceStateVersion, static_cast<uint32_t>(cache.n_layer()),
-           static_cast<uint32_t>(nk), static_cast<uint32_t>(nk), type, type, static_cast<uint32_t>(n_vocab),
+           static_cast<uint32_t>(nk), static_cast<uint32_t>(nk), static_cast<uint32_t>(cache.type_k()),
+           static_cast<uint32_t>(cache.type_v()), static_cast<uint32_t>(n_vocab),
            static_cast<uint32_t>(tokens.size()), static_cast<uint32_t>(cells.size())};
 
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -75,11 +80,21 @@ void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::st
   for (int64_t c : cells) write(&cache.cell(c).pos, sizeof(int32_t));
   std::vector<uint16_t> v(static_cast<size_t>(nk));  // [n_embd_v] of one cell
   for (int64_t il = 0; il < cache.n_layer(); ++il) {
-    for (int64_t c : cells) write(cache.k_row(il, c), static_cast<size_t>(nk) * sizeof(uint16_t));
-    const uint16_t* vt = cache.vt(il);
     for (int64_t c : cells) {
-      for (int64_t d = 0; d < nk; ++d) v[static_cast<size_t>(d)] = vt[d * n_cells + c];
-      write(v.data(), v.size() * sizeof(uint16_t));
+      if (cache.type_k() == TensorType::F16) {
+        write(cache.k_row(il, c), static_cast<size_t>(nk) * sizeof(uint16_t));
+      } else {
+        write(cache.k_q8_row(il, c), static_cast<size_t>(cache.q8_row_bytes()));
+      }
+    }
+    for (int64_t c : cells) {
+      if (cache.type_v() == TensorType::F16) {
+        const uint16_t* vt = cache.vt(il);
+        for (int64_t d = 0; d < nk; ++d) v[static_cast<size_t>(d)] = vt[d * n_cells + c];
+        write(v.data(), v.size() * sizeof(uint16_t));
+      } else {
+        write(cache.v_q8_row(il, c), static_cast<size_t>(cache.q8_row_bytes()));
+      }
     }
   }
   out.flush();
@@ -98,9 +113,9 @@ std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int se
     throw FormatError(path, 4, "version", "unsupported version " + std::to_string(h[kVersion]));
   }
   const auto nk = static_cast<uint64_t>(cache.n_embd_kv());
-  const auto type = static_cast<uint32_t>(cache.type());
   const Header want{kSequenceStateMagic, kSequenceStateVersion, static_cast<uint32_t>(cache.n_layer()),
-                    static_cast<uint32_t>(nk), static_cast<uint32_t>(nk), type, type,
+                    static_cast<uint32_t>(nk), static_cast<uint32_t>(nk), static_cast<uint32_t>(cache.type_k()),
+                    static_cast<uint32_t>(cache.type_v()),
                     static_cast<uint32_t>(n_vocab), 0, 0};
   for (size_t f = kNLayer; f <= kNVocab; ++f) {
     if (h[f] != want[f]) {
@@ -111,10 +126,10 @@ std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int se
   std::error_code ec;
   const uint64_t file_size = std::filesystem::file_size(path, ec);
   if (ec) throw IoError(path, "cannot read size: " + ec.message());
-  if (file_size != expected_size(h)) {
+  if (file_size != expected_size(h, cache)) {
     throw FormatError(path, kHeaderBytes, "n_tokens/n_cells",
                       "file has " + std::to_string(file_size) + " bytes, the header implies " +
-                          std::to_string(expected_size(h)));
+                          std::to_string(expected_size(h, cache)));
   }
   const int64_t n = h[kNCells];
 
@@ -143,11 +158,21 @@ std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int se
     std::vector<uint16_t> v(static_cast<size_t>(nk));
     const int64_t n_cells = cache.size();
     for (int64_t il = 0; il < cache.n_layer(); ++il) {
-      for (int32_t c : slots) in.read(cache.k_row(il, c), nk * sizeof(uint16_t), "K");
-      uint16_t* vt = cache.vt(il);
       for (int32_t c : slots) {
-        in.read(v.data(), nk * sizeof(uint16_t), "V");
-        for (uint64_t d = 0; d < nk; ++d) vt[d * n_cells + c] = v[d];
+        if (cache.type_k() == TensorType::F16) {
+          in.read(cache.k_row(il, c), nk * sizeof(uint16_t), "K");
+        } else {
+          in.read(cache.k_q8_row(il, c), static_cast<uint64_t>(cache.q8_row_bytes()), "K");
+        }
+      }
+      for (int32_t c : slots) {
+        if (cache.type_v() == TensorType::F16) {
+          in.read(v.data(), nk * sizeof(uint16_t), "V");
+          uint16_t* vt = cache.vt(il);
+          for (uint64_t d = 0; d < nk; ++d) vt[d * n_cells + c] = v[d];
+        } else {
+          in.read(cache.v_q8_row(il, c), static_cast<uint64_t>(cache.q8_row_bytes()), "V");
+        }
       }
     }
   } catch (...) {

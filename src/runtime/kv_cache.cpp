@@ -3,24 +3,43 @@
 #include <string>
 
 #include "core/error.h"
+#include "model/kv_q8.h"
 
 namespace ferrite::runtime {
 
-KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type)
-    : type_(type), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
+namespace {
+
+bool supported(TensorType t) { return t == TensorType::F16 || t == TensorType::Q8_0; }
+
+}  // namespace
+
+KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v)
+    : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
   if (n_cells <= 0) throw InvalidArgument("KV cache size must be positive, got " + std::to_string(n_cells));
-  if (type != TensorType::F16) {
-    throw InvalidArgument("KV cache type " + tensor_type_name(type) + " is not supported (f16 only)");
+  for (TensorType t : {type_k, type_v}) {
+    if (!supported(t)) {
+      throw InvalidArgument("KV cache type " + tensor_type_name(t) + " is not supported (f16, q8_0)");
+    }
+    if (t == TensorType::Q8_0 && n_embd_kv_ % model::kQ8Block != 0) {
+      throw InvalidArgument("a q8_0 KV cache needs a K/V width that is a multiple of 32, this model has " +
+                            std::to_string(n_embd_kv_));
+    }
   }
   cells_.resize(static_cast<size_t>(n_cells));
   const size_t per_layer = static_cast<size_t>(n_cells) * static_cast<size_t>(n_embd_kv_);
-  k_.resize(static_cast<size_t>(n_layer_));
-  v_.resize(static_cast<size_t>(n_layer_));
-  for (int64_t il = 0; il < n_layer_; ++il) {
-    k_[static_cast<size_t>(il)].assign(per_layer, 0);
-    v_[static_cast<size_t>(il)].assign(per_layer, 0);
-  }
+  const size_t per_layer_q8 = static_cast<size_t>(n_cells) * static_cast<size_t>(q8_row_bytes());
+  auto alloc = [&](TensorType t, std::vector<std::vector<uint16_t>>& f16, std::vector<std::vector<uint8_t>>& q8) {
+    if (t == TensorType::F16) {
+      f16.assign(static_cast<size_t>(n_layer_), std::vector<uint16_t>(per_layer, 0));
+    } else {
+      q8.assign(static_cast<size_t>(n_layer_), std::vector<uint8_t>(per_layer_q8, 0));
+    }
+  };
+  alloc(type_k, k_, kq_);
+  alloc(type_v, v_, vq_);
 }
+
+int64_t KvCache::q8_row_bytes() const { return n_embd_kv_ / model::kQ8Block * model::kQ8BlockBytes; }
 
 int64_t KvCache::end() const {
   for (int64_t i = size(); i > 0; --i) {
@@ -96,8 +115,17 @@ model::KvView KvCache::view() {
   v.n_cells = size();
   v.layers.resize(static_cast<size_t>(n_layer_));
   for (int64_t il = 0; il < n_layer_; ++il) {
-    v.layers[static_cast<size_t>(il)].k = k_[static_cast<size_t>(il)].data();
-    v.layers[static_cast<size_t>(il)].vt = v_[static_cast<size_t>(il)].data();
+    model::KvLayer& l = v.layers[static_cast<size_t>(il)];
+    if (type_k_ == TensorType::F16) {
+      l.k = k_[static_cast<size_t>(il)].data();
+    } else {
+      l.k_q8 = kq_[static_cast<size_t>(il)].data();
+    }
+    if (type_v_ == TensorType::F16) {
+      l.vt = v_[static_cast<size_t>(il)].data();
+    } else {
+      l.v_q8 = vq_[static_cast<size_t>(il)].data();
+    }
   }
   return v;
 }

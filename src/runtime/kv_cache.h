@@ -25,12 +25,16 @@ class KvCache {
     bool has(int seq) const { return (seqs >> seq) & 1u; }
   };
 
-  // Throws InvalidArgument for a non-positive size or an unsupported type
-  // (f16 only for now).
-  KvCache(const model::HParams& hp, int64_t n_cells, TensorType type = TensorType::F16);
+  // Types: f16, or q8_0 (rows of K / V quantized when written, read back
+  // as f16 by attention; needs n_embd_kv a multiple of 32). Throws
+  // InvalidArgument for a non-positive size or an unsupported type.
+  KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k = TensorType::F16,
+          TensorType type_v = TensorType::F16);
 
   int64_t size() const { return static_cast<int64_t>(cells_.size()); }
-  TensorType type() const { return type_; }
+  TensorType type() const { return type_k_; }
+  TensorType type_k() const { return type_k_; }
+  TensorType type_v() const { return type_v_; }
   const Cell& cell(int64_t i) const { return cells_[static_cast<size_t>(i)]; }
   // Cells in use.
   int64_t used() const { return used_; }
@@ -60,23 +64,29 @@ class KvCache {
   int64_t n_layer() const { return n_layer_; }
   int64_t n_embd_kv() const { return n_embd_kv_; }
   int64_t head_dim() const { return head_dim_; }
+  // f16 cache: K row of a cell [n_embd_kv], V transposed [n_embd_kv, n_cells].
   uint16_t* k_row(int64_t il, int64_t cell) {
-    return k_[static_cast<size_t>(il)].data() + cell * n_embd_kv_;  // [n_embd_kv]
+    return k_[static_cast<size_t>(il)].data() + cell * n_embd_kv_;
   }
-  uint16_t* vt(int64_t il) { return v_[static_cast<size_t>(il)].data(); }  // [n_embd_kv, n_cells]
+  uint16_t* vt(int64_t il) { return v_[static_cast<size_t>(il)].data(); }
+  // q8_0 cache: bytes of a row, and the K / V row of a cell.
+  int64_t q8_row_bytes() const;
+  uint8_t* k_q8_row(int64_t il, int64_t cell) { return kq_[static_cast<size_t>(il)].data() + cell * q8_row_bytes(); }
+  uint8_t* v_q8_row(int64_t il, int64_t cell) { return vq_[static_cast<size_t>(il)].data() + cell * q8_row_bytes(); }
 
   // The view of the cache a forward pass uses (layers only; the caller adds
   // slots, n_kv and masks).
   model::KvView view();
 
  private:
-  TensorType type_;
+  TensorType type_k_, type_v_;
   int64_t n_layer_;
   int64_t n_embd_kv_;
   int64_t head_dim_;
   std::vector<Cell> cells_;
   int64_t used_ = 0;
-  std::vector<std::vector<uint16_t>> k_, v_;  // [n_layer][n_cells * n_embd_kv], V transposed
+  std::vector<std::vector<uint16_t>> k_, v_;  // f16: [n_layer][n_cells * n_embd_kv], V transposed
+  std::vector<std::vector<uint8_t>> kq_, vq_;  // q8_0: [n_layer][n_cells * q8_row_bytes()]
 };
 
 }  // namespace ferrite::runtime
