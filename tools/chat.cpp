@@ -35,8 +35,8 @@ constexpr const char* kFallbackTemplate = "chatml";
 constexpr const char* kCommandsHelp =
     "commands:\n"
     "  /reset        start over (keeps the system prompt)\n"
-    "  /save FILE    write the conversation to FILE (JSON messages)\n"
-    "  /load FILE    replace the conversation with FILE's and re-evaluate it\n"
+    "  /save FILE    write the conversation to FILE (JSON messages) and its KV cache to FILE.kv\n"
+    "  /load FILE    replace the conversation with FILE's, restoring FILE.kv when it fits this model\n"
     "  /help         this list\n"
     "  /quit         leave (also Ctrl-D on an empty line, or Ctrl-C twice)\n"
     "a line ending in \\ continues on the next; \"\"\" on its own line opens and closes a block\n";
@@ -119,14 +119,16 @@ bool run_command(const std::string& line, runtime::ChatSession& session, samplin
     }
     try {
       if (name == "/save") {
-        session.save(arg);
-        note("[saved " + std::to_string(session.messages().size()) + " messages to " + arg + "]");
+        const bool with_kv = session.save(arg);
+        note("[saved " + std::to_string(session.messages().size()) + " messages to " + arg +
+             (with_kv ? "" : " (without the KV state: this context cannot save it)") + "]");
       } else {
         const runtime::PrefillStats p = session.load(arg);
         sampler.reset();
         for (int32_t t : session.cached_tokens()) sampler.accept(t, /*advance_constraint=*/false);
         if (opt.verbose) print_prefill(p);
-        note("[loaded " + std::to_string(session.messages().size()) + " messages from " + arg + "]");
+        note("[loaded " + std::to_string(session.messages().size()) + " messages from " + arg + "; " + p.kv_note +
+             "]");
       }
     } catch (const Error& e) {
       note(std::string("error: ") + e.what());
@@ -211,8 +213,9 @@ const CommandRegistrar kChat(
      [](CLI::App& sub) -> std::function<int()> {
        auto opt = std::make_shared<ChatOptions>();
        sub.footer(std::string(kCommandsHelp) +
-                  "/save keeps the messages only (the runtime has no KV-cache state I/O); /load evaluates them "
-                  "again.\nOnly the tokens of each turn that the KV cache lacks are evaluated.");
+                  "/load restores the saved KV state (no re-evaluation) when FILE.kv exists and comes from the same "
+                  "model;\notherwise the conversation is evaluated again. Each turn evaluates only the tokens the "
+                  "KV cache lacks.");
        sub.add_option("-m,--model", opt->model, "Model file or name")->required();
        sub.add_option("--system-prompt", opt->system_prompt, "System prompt (also -sys TEXT)");
        sub.add_option("--chat-template", opt->chat_template,

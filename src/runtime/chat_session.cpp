@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -18,6 +19,8 @@ constexpr std::streamoff kMaxSavedChatBytes = 64 << 20;
 // The "format" field of a saved conversation.
 constexpr const char* kSavedChatFormat = "ferrite-chat";
 constexpr int kSavedChatVersion = 1;
+// The KV state is saved next to the messages, under this suffix.
+constexpr const char* kKvSuffix = ".kv";
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -27,7 +30,12 @@ std::string special_text(const tokenizer::Tokenizer& tok, int32_t id) {
   return tok.token_to_piece(id, /*special=*/true);
 }
 
-std::vector<ChatMessage> parse_saved_chat(const std::string& path) {
+struct SavedChat {
+  std::vector<ChatMessage> messages;
+  std::string kv_path;  // "" when the save has no KV state
+};
+
+SavedChat parse_saved_chat(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw IoError(path, "cannot open");
   if (in.tellg() > kMaxSavedChatBytes) throw IoError(path, "file larger than 64 MiB");
@@ -45,13 +53,18 @@ std::vector<ChatMessage> parse_saved_chat(const std::string& path) {
     throw bad("no \"format\": \"" + std::string(kSavedChatFormat) + "\"");
   }
   if (!doc.contains("messages") || !doc["messages"].is_array()) throw bad("no \"messages\" array");
-  std::vector<ChatMessage> out;
+  SavedChat out;
   for (const chat::Json& m : doc["messages"]) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
         !m["content"].is_string()) {
       throw bad("each message needs string \"role\" and \"content\"");
     }
-    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    out.messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  if (doc.contains("kv_state")) {
+    if (!doc["kv_state"].is_string()) throw bad("\"kv_state\" must be a file name");
+    // Relative to the messages file.
+    out.kv_path = (std::filesystem::path(path).parent_path() / doc["kv_state"].get<std::string>()).string();
   }
   return out;
 }
@@ -222,29 +235,72 @@ void ChatSession::reset() {
   cached_.clear();
 }
 
-void ChatSession::save(const std::string& path) const {
+bool ChatSession::save(const std::string& path) const {
+  const std::string kv_path = path + kKvSuffix;
+  bool kv_saved = false;
+  if (!cached_.empty()) {
+    try {
+      ctx_.save_sequence(params_.seq, kv_path, cached_);
+      kv_saved = true;
+    } catch (const InvalidArgument&) {
+      // This context cannot save its cache: the messages alone are saved.
+    }
+  }
   chat::Json msgs = chat::Json::array();
   for (const ChatMessage& m : messages_) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  const chat::Json doc = {{"format", kSavedChatFormat}, {"version", kSavedChatVersion}, {"messages", msgs}};
+  chat::Json doc = {{"format", kSavedChatFormat}, {"version", kSavedChatVersion}, {"messages", msgs}};
+  if (kv_saved) doc["kv_state"] = std::filesystem::path(kv_path).filename().string();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw IoError(path, "cannot open for writing");
   out << doc.dump(2) << '\n';
   out.close();
   if (!out) throw IoError(path, "write failed");
+  return kv_saved || cached_.empty();
 }
 
 PrefillStats ChatSession::load(const std::string& path) {
-  std::vector<ChatMessage> loaded = parse_saved_chat(path);
+  SavedChat saved = parse_saved_chat(path);
   std::vector<ChatMessage> previous = std::move(messages_);
-  messages_ = std::move(loaded);
+  messages_ = std::move(saved.messages);
   PrefillStats stats;
   try {
     const std::vector<int32_t> prompt = messages_.empty() ? std::vector<int32_t>{} : tokenize(render(false));
-    if (prompt.empty()) {
+    if (static_cast<int64_t>(prompt.size()) > ctx_.n_ctx()) {
+      throw InvalidArgument("the conversation (" + std::to_string(prompt.size()) +
+                            " tokens) does not fit in the context (" + std::to_string(ctx_.n_ctx()) + " tokens)");
+    }
+    stats.kv_note = "no KV state saved; evaluated again";
+    if (!saved.kv_path.empty()) {
+      try {
+        std::vector<int32_t> restored = ctx_.load_sequence(params_.seq, saved.kv_path);
+        if (static_cast<int64_t>(restored.size()) != ctx_.cache().max_pos(params_.seq) + 1) {
+          throw InvalidArgument("its tokens do not match its cells");
+        }
+        cached_ = std::move(restored);
+        stats.kv_note = "KV state restored";
+      } catch (const Error& e) {
+        ctx_.cache().remove(params_.seq, 0, -1);  // left empty (or inconsistent) by the failure
+        cached_.clear();
+        stats.kv_note = std::string("KV state not restored (") + e.what() + "); evaluated again";
+      }
+    }
+    // Whatever of the conversation the cache lacks (at least the tail the
+    // template closes the last message with) is evaluated; what it holds
+    // past the conversation is dropped.
+    const int64_t n = static_cast<int64_t>(prompt.size());
+    const bool all_cached =
+        n > 0 && static_cast<int64_t>(cached_.size()) >= n && std::equal(prompt.begin(), prompt.end(), cached_.begin());
+    if (all_cached) {
+      ctx_.cache().remove(params_.seq, static_cast<int32_t>(n), -1);
+      cached_.resize(static_cast<size_t>(n));
+      stats.n_prompt = stats.n_reused = n;
+    } else if (!prompt.empty()) {
+      const std::string note = stats.kv_note;
+      prefill(prompt, &stats);
+      stats.kv_note = note;
+    } else {
       ctx_.cache().remove(params_.seq, 0, -1);
       cached_.clear();
-    } else {
-      prefill(prompt, &stats);
     }
   } catch (...) {
     messages_ = std::move(previous);

@@ -5,8 +5,9 @@
 //
 //   runtime::ChatSession chat(ctx, tok, {.template_source = src, .system_prompt = "Be brief."});
 //   auto answer = chat.respond("Hello", sampler, {}, [](std::string_view s) { print(s); });
-//   chat.save("talk.json");     // messages only: the runtime has no KV state I/O,
-//   chat.load("talk.json");     // so loading re-prefills the conversation
+//   chat.save("talk.json");     // messages, and the KV cache in talk.json.kv
+//   chat.load("talk.json");     // restores both (re-evaluates if the KV file
+//                               // is missing or from another model)
 //
 // The context and tokenizer must outlive the session; nothing else may use the
 // session's sequence meanwhile.
@@ -49,6 +50,7 @@ struct PrefillStats {
   int64_t n_reused = 0;     // of those, kept from the cache
   int64_t n_evaluated = 0;  // of those, evaluated now (n_prompt - n_reused)
   double seconds = 0;
+  std::string kv_note;      // load(): how the KV state was restored, or why not
 };
 
 enum class StopReason { kEndOfGeneration, kLength, kContextFull, kInterrupted };
@@ -106,11 +108,15 @@ class ChatSession {
 
   // Back to the system prompt alone; the cache sequence is cleared.
   void reset();
-  // Writes the messages as JSON. Throws IoError.
-  void save(const std::string& path) const;
-  // Replaces the messages with a saved conversation and prefills it. Throws
-  // IoError, InvalidArgument (not a saved chat, or too long for the context;
-  // the session is then unchanged apart from its cache).
+  // Writes the messages as JSON to `path` and the session's KV cells (with
+  // their tokens) to `path`.kv; returns false when the context cannot save
+  // its cache (GPU offload), leaving the messages alone saved. Throws IoError.
+  bool save(const std::string& path) const;
+  // Replaces the messages with a saved conversation. Its KV file, when
+  // present and made by the same model, is restored; the conversation's
+  // tokens the cache still lacks are then evaluated. Throws IoError,
+  // InvalidArgument (not a saved chat, or too long for the context; the
+  // messages are then unchanged, the cache holds what it says it holds).
   PrefillStats load(const std::string& path);
 
  private:

@@ -184,19 +184,22 @@ TEST_F(ChatSessionTest, ResetKeepsTheSystemPromptAndClearsTheCache) {
   EXPECT_TRUE(s->cached_tokens().empty());
 }
 
-TEST_F(ChatSessionTest, SaveLoadRoundTrip) {
+TEST_F(ChatSessionTest, SaveLoadRoundTripRestoresTheKvState) {
   open(512);
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("ferrite-chat-session-" + std::to_string(::getpid()) + ".json");
+  const std::string kv = file.string() + ".kv";
   auto s = session("Be kind.");
   sampling::Sampler sampler(greedy());
   s->respond("Hello", sampler, {.n_predict = 6});
-  s->save(file.string());
+  EXPECT_TRUE(s->save(file.string()));
+  ASSERT_TRUE(std::filesystem::exists(kv));
   const std::vector<ChatMessage> saved = s->messages();
 
-  auto other = session();
+  auto other = session();  // takes over sequence 0 (cleared)
+  ASSERT_EQ(ctx_->cache().used(), 0);
   const PrefillStats st = other->load(file.string());
-  std::filesystem::remove(file);
+  EXPECT_EQ(st.kv_note, "KV state restored");
   ASSERT_EQ(other->messages().size(), saved.size());
   for (size_t i = 0; i < saved.size(); ++i) {
     EXPECT_EQ(other->messages()[i].role, saved[i].role);
@@ -205,6 +208,43 @@ TEST_F(ChatSessionTest, SaveLoadRoundTrip) {
   const std::vector<int32_t> want = tokens_of(chatml(saved, false));
   EXPECT_EQ(other->cached_tokens(), want);
   EXPECT_EQ(st.n_prompt, static_cast<int64_t>(want.size()));
+  EXPECT_LT(st.n_evaluated, st.n_prompt);  // only the closing tail of the last message
+  EXPECT_EQ(ctx_->cache().used(), static_cast<int64_t>(want.size()));
+  // The restored cache continues like one that evaluated everything.
+  std::vector<int32_t> more = want;
+  for (int32_t t : tokens_of("<|im_start|>user\nAgain<|im_end|>\n")) {
+    if (t != tok_->bos()) more.push_back(t);
+  }
+  expect_close(other->prefill(more), fresh_logits(more));
+
+  // Without its KV file the conversation is evaluated again.
+  std::filesystem::remove(kv);
+  auto third = session();
+  const PrefillStats st3 = third->load(file.string());
+  EXPECT_NE(st3.kv_note.find("evaluated again"), std::string::npos) << st3.kv_note;
+  EXPECT_EQ(st3.n_evaluated, static_cast<int64_t>(want.size()));
+  EXPECT_EQ(third->cached_tokens(), want);
+  std::filesystem::remove(file);
+}
+
+TEST_F(ChatSessionTest, CorruptKvStateFallsBackToEvaluation) {
+  open(256);
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("ferrite-chat-corrupt-" + std::to_string(::getpid()) + ".json");
+  const std::string kv = file.string() + ".kv";
+  auto s = session();
+  sampling::Sampler sampler(greedy());
+  s->respond("Hello", sampler, {.n_predict = 4});
+  ASSERT_TRUE(s->save(file.string()));
+  std::ofstream(kv, std::ios::binary | std::ios::trunc) << "not a KV state";
+  const std::vector<int32_t> want = tokens_of(chatml(s->messages(), false));
+  auto other = session();
+  const PrefillStats st = other->load(file.string());
+  EXPECT_NE(st.kv_note.find("not restored"), std::string::npos) << st.kv_note;
+  EXPECT_EQ(other->cached_tokens(), want);
+  EXPECT_EQ(st.n_evaluated, static_cast<int64_t>(want.size()));
+  std::filesystem::remove(file);
+  std::filesystem::remove(kv);
 }
 
 TEST_F(ChatSessionTest, BadSavedChatsAreRefusedAndChangeNothing) {
@@ -216,7 +256,8 @@ TEST_F(ChatSessionTest, BadSavedChatsAreRefusedAndChangeNothing) {
   const std::vector<std::string> bad = {
       "not json", "[]", R"({"messages": []})", R"({"format": "ferrite-chat"})",
       R"({"format": "ferrite-chat", "messages": [{"role": "user"}]})",
-      R"({"format": "ferrite-chat", "messages": [{"role": 1, "content": "x"}]})"};
+      R"({"format": "ferrite-chat", "messages": [{"role": 1, "content": "x"}]})",
+      R"({"format": "ferrite-chat", "messages": [], "kv_state": 5})"};
   for (const std::string& text : bad) {
     SCOPED_TRACE(text);
     const std::filesystem::path f = dir / ("ferrite-bad-chat-" + pid + ".json");

@@ -229,11 +229,13 @@ TEST_F(ChatCommand, PtyTurnsReuseTheCacheAndCommandsWork) {
   // /load: the saved conversation is evaluated; the next turn extends it.
   chat.send("/load " + saved + "\r");
   ASSERT_TRUE(chat.read_until("[loaded 4 messages from ", &chunk)) << chat.all();
+  ASSERT_TRUE(chat.read_until("KV state restored]")) << chat.all();
   ASSERT_TRUE(chat.read_until(kPrompt)) << chat.all();
   p = prefills(chunk);
   ASSERT_EQ(p.size(), 1u) << chunk;
   const std::vector<int32_t> loaded = tokens_of(chatml(msgs, false));
   EXPECT_EQ(p[0].prompt, static_cast<int64_t>(loaded.size()));
+  EXPECT_LT(p[0].evaluated, p[0].prompt);  // the restored cache holds the rest
   chat.send("And then?\r");
   ASSERT_TRUE(chat.read_until(kPrompt, &chunk)) << chat.all();
   p = prefills(chunk);
@@ -247,6 +249,7 @@ TEST_F(ChatCommand, PtyTurnsReuseTheCacheAndCommandsWork) {
   chat.send("\x04");  // Ctrl-D on an empty line
   EXPECT_EQ(chat.wait_exit(), 0) << chat.all();
   std::filesystem::remove(saved);
+  std::filesystem::remove(saved + ".kv");
 }
 
 TEST_F(ChatCommand, PtyLineEditingReachesTheModel) {
