@@ -18,12 +18,14 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "grammar/json_schema.h"
 #include "model/model.h"
 #include "model_path.h"
 #include "runtime/context.h"
 #include "runtime/offload.h"
 #include "sampling/sampler.h"
 #include "sampling_options.h"
+#include "server/grammar_constraint.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,8 +45,34 @@ struct RunOptions {
   bool echo = false;
   bool no_bos = false;
   std::vector<std::string> stops;
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
+  std::string grammar;       // GBNF text
+  std::string grammar_file;  // GBNF file
+  std::string json_schema;   // JSON schema text
   sampling::SamplerParams sampling;
 };
+
+TensorType cache_type(const std::string& name, const char* option) {
+  const auto t = tensor_type_from_name(name);
+  if (!t) throw InvalidArgument(std::string(option) + ": unknown type '" + name + "' (f16 or q8_0)");
+  return *t;
+}
+
+// The GBNF of --grammar / --grammar-file / --json-schema (at most one), or "".
+std::string grammar_text(const RunOptions& opt) {
+  const int given = !opt.grammar.empty() + !opt.grammar_file.empty() + !opt.json_schema.empty();
+  if (given > 1) throw InvalidArgument("give only one of --grammar, --grammar-file and --json-schema");
+  if (!opt.grammar_file.empty()) {
+    std::ifstream in(opt.grammar_file, std::ios::binary);
+    if (!in) throw IoError(opt.grammar_file, "cannot read the grammar file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  if (!opt.json_schema.empty()) return grammar::json_schema_to_gbnf(std::string_view(opt.json_schema));
+  return opt.grammar;
+}
 
 std::atomic<bool> g_interrupted{false};
 
@@ -133,6 +161,8 @@ int run_generate(RunOptions& opt) {
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx,
                                .n_batch = opt.n_batch,
                                .n_threads = opt.n_threads,
+                               .cache_type = cache_type(opt.cache_type_k, "--cache-type-k"),
+                               .cache_type_v = cache_type(opt.cache_type_v, "--cache-type-v"),
                                .n_gpu_layers = ngl});
   const double load_s = seconds_since(t_load);
 
@@ -148,6 +178,11 @@ int run_generate(RunOptions& opt) {
   }
   sampling::Sampler sampler(opt.sampling, sampling_model_info(tok, static_cast<int32_t>(ctx.n_ctx()),
                                                                static_cast<int32_t>(model->hparams().n_ctx_train)));
+  std::shared_ptr<server::GrammarConstraint> constraint;
+  if (const std::string gbnf = grammar_text(opt); !gbnf.empty()) {
+    constraint = std::make_shared<server::GrammarConstraint>(gbnf, server::build_vocab_pieces(tok));
+    sampler.set_constraint(constraint);
+  }
   for (int32_t t : tokens) sampler.accept(t, /*advance_constraint=*/false);
 
   if (opt.echo) {
@@ -173,6 +208,7 @@ int run_generate(RunOptions& opt) {
     ++n_generated;
     if (filter.push(decoder.push(next))) break;
     if (n_generated == opt.n_predict) break;
+    if (constraint && constraint->finished()) break;  // the grammar admits nothing more
     const int32_t one[1] = {next};
     logits = ctx.eval(one);
   }
@@ -191,6 +227,8 @@ int run_generate(RunOptions& opt) {
 
 // llama.cpp spells it -ngl, which CLI11 cannot declare.
 const OptionAliasRegistrar kNglAlias({"run", "-ngl", "--ngl"});
+const OptionAliasRegistrar kCtkAlias({"run", "-ctk", "--cache-type-k"});
+const OptionAliasRegistrar kCtvAlias({"run", "-ctv", "--cache-type-v"});
 
 const CommandRegistrar kRun({"run", "Generate text from a prompt",
                              [](CLI::App& sub) -> std::function<int()> {
@@ -208,6 +246,12 @@ const CommandRegistrar kRun({"run", "Generate text from a prompt",
                                sub.add_flag("--echo", opt->echo, "Print the prompt too");
                                sub.add_flag("--no-bos", opt->no_bos, "Do not add the BOS token");
                                sub.add_option("--stop", opt->stops, "Stop when this text is generated (repeatable)");
+                               sub.add_option("--cache-type-k", opt->cache_type_k, "K cache type: f16 or q8_0");
+                               sub.add_option("--cache-type-v", opt->cache_type_v, "V cache type: f16 or q8_0");
+                               sub.add_option("--grammar", opt->grammar, "Constrain the output to this GBNF grammar");
+                               sub.add_option("--grammar-file", opt->grammar_file, "Read the GBNF grammar from a file");
+                               sub.add_option("-j,--json-schema", opt->json_schema,
+                                              "Constrain the output to JSON valid under this schema");
                                add_sampling_options(sub, opt->sampling);
                                return [opt] { return run_generate(*opt); };
                              }});

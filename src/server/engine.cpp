@@ -68,15 +68,7 @@ bool Engine::is_encoder() const { return model_->arch().is_encoder(); }
 std::shared_ptr<const VocabPieces> Engine::vocab_pieces() {
   std::lock_guard<std::mutex> lock(vocab_mu_);
   if (!vocab_) {
-    auto v = std::make_shared<VocabPieces>();
-    const int32_t n = tok_->n_vocab();
-    v->pieces.reserve(static_cast<size_t>(n));
-    for (int32_t id = 0; id < n; ++id) {
-      v->pieces.push_back(tok_->is_control(id) ? std::string() : tok_->token_to_piece(id, false));
-      if (tok_->is_eog(id)) v->eog.push_back(id);
-    }
-    v->trie = std::make_unique<grammar::TokenTrie>(v->pieces, v->eog);
-    vocab_ = std::move(v);
+    vocab_ = build_vocab_pieces(*tok_);
   }
   return vocab_;
 }

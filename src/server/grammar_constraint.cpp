@@ -5,6 +5,18 @@
 
 namespace ferrite::server {
 
+std::shared_ptr<const VocabPieces> build_vocab_pieces(const tokenizer::Tokenizer& tok) {
+  auto v = std::make_shared<VocabPieces>();
+  const int32_t n = tok.n_vocab();
+  v->pieces.reserve(static_cast<size_t>(n));
+  for (int32_t id = 0; id < n; ++id) {
+    v->pieces.push_back(tok.is_control(id) ? std::string() : tok.token_to_piece(id, false));
+    if (tok.is_eog(id)) v->eog.push_back(id);
+  }
+  v->trie = std::make_unique<grammar::TokenTrie>(v->pieces, v->eog);
+  return v;
+}
+
 GrammarConstraint::GrammarConstraint(const std::string& gbnf, std::shared_ptr<const VocabPieces> vocab)
     : vocab_(std::move(vocab)),
       matcher_(std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(gbnf))) {}

@@ -10,6 +10,7 @@
 #include "grammar/matcher.h"
 #include "grammar/token_trie.h"
 #include "sampling/constraint.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ferrite::server {
 
@@ -19,6 +20,10 @@ struct VocabPieces {
   std::vector<int32_t> eog;         // end-of-generation ids
   std::unique_ptr<grammar::TokenTrie> trie;
 };
+
+// Builds the pieces (control tokens empty), end-of-generation ids and trie
+// of a tokenizer's vocabulary.
+std::shared_ptr<const VocabPieces> build_vocab_pieces(const tokenizer::Tokenizer& tok);
 
 class GrammarConstraint : public sampling::Constraint {
  public:

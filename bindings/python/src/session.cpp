@@ -190,15 +190,7 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
 
 std::shared_ptr<const server::VocabPieces> Session::vocab_pieces() {
   if (!vocab_) {
-    auto v = std::make_shared<server::VocabPieces>();
-    const int32_t n = tok_->n_vocab();
-    v->pieces.reserve(static_cast<size_t>(n));
-    for (int32_t id = 0; id < n; ++id) {
-      v->pieces.push_back(tok_->is_control(id) ? std::string() : tok_->token_to_piece(id, false));
-      if (tok_->is_eog(id)) v->eog.push_back(id);
-    }
-    v->trie = std::make_unique<grammar::TokenTrie>(v->pieces, v->eog);
-    vocab_ = std::move(v);
+    vocab_ = server::build_vocab_pieces(*tok_);
   }
   return vocab_;
 }
