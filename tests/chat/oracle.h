@@ -35,7 +35,8 @@ struct OracleResult {
 };
 
 inline std::filesystem::path oracle_script() {
-  return std::filesystem::path(__FILE__).parent_path() / "jinja_oracle.py";
+  // Not __FILE__: with ccache's base directory it is relative to the build.
+  return std::filesystem::path(FERRITE_SOURCE_DIR) / "tests" / "chat" / "jinja_oracle.py";
 }
 
 // Renders every case with Python's jinja2. Returns false (and the reason)
