@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -18,6 +19,7 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "model/model.h"
 #include "model_path.h"
@@ -64,6 +66,14 @@ std::string grammar_text(const RunOptions& opt) {
   const int given = !opt.grammar.empty() + !opt.grammar_file.empty() + !opt.json_schema.empty();
   if (given > 1) throw InvalidArgument("give only one of --grammar, --grammar-file and --json-schema");
   if (!opt.grammar_file.empty()) {
+    // Refuse oversized files before reading them into memory.
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(opt.grammar_file, ec);
+    if (ec) throw IoError(opt.grammar_file, "cannot read the grammar file: " + ec.message());
+    if (size > grammar::Limits{}.max_text_bytes) {
+      throw InvalidArgument(opt.grammar_file + ": grammar file of " + std::to_string(size) + " bytes exceeds the " +
+                            std::to_string(grammar::Limits{}.max_text_bytes) + "-byte limit");
+    }
     std::ifstream in(opt.grammar_file, std::ios::binary);
     if (!in) throw IoError(opt.grammar_file, "cannot read the grammar file");
     std::ostringstream ss;
