@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "cpu/thread_pool.h"
 #include "gguf/file.h"
 #include "model/forward.h"
@@ -27,6 +28,16 @@ class Architecture {
   // Encoders (bert) attend over whole sequences within one batch, use no KV
   // cache, and write hidden states [n_out, n_embd] instead of logits.
   virtual bool is_encoder() const { return false; }
+
+  // Decoders that can hand back their final hidden states (embeddings, as
+  // llama.cpp's: after the output norm) say so here and implement
+  // forward_hidden(): forward() that also writes those states of the output
+  // rows, hidden [n_out, n_embd], and skips the logits when logits is null.
+  virtual bool has_hidden_states() const { return false; }
+  virtual void forward_hidden(const ForwardBatch& /*batch*/, const KvView& /*kv*/, cpu::ThreadPool& /*pool*/,
+                              Workspace& /*ws*/, float* /*logits*/, float* /*hidden*/) const {
+    throw InvalidArgument("this architecture does not give its hidden states");
+  }
 };
 
 // Builds an architecture from an opened file and its common hparams (which

@@ -1,9 +1,16 @@
 #include "model/decoder.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "cpu/norm.h"
+#include "gguf/metadata.h"
+#include "model/pooling.h"
 
 namespace ferrite::model {
+namespace {
+constexpr uint64_t kMaxPoolingType = 3;  // last; 4 (rank) is not supported
+}  // namespace
 
 Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt) {
   const WeightBinder b(file);
@@ -17,6 +24,11 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
   output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
   if (!output_) output_ = tok_embd_;  // tied embeddings
   rope_freqs_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
+  // Pooling of embeddings; a kind we do not pool (rank) must not keep the
+  // model from generating, so it reads as none here.
+  const gguf::Metadata md(file);
+  const uint64_t pooling = md.opt_uint(md.arch_key("pooling_type")).value_or(0);
+  hp.pooling = pooling <= kMaxPoolingType ? pooling_from_gguf(pooling, file.path()) : Pooling::None;
 
   const int64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv(), hd = hp.head_dim;
   layers_.resize(static_cast<size_t>(hp.n_layer));
@@ -65,6 +77,11 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
 
 void Decoder::forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
                       float* logits) const {
+  forward_hidden(batch, kv, pool, ws, logits, nullptr);
+}
+
+void Decoder::forward_hidden(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
+                             float* logits, float* hidden) const {
   Step s{hp_, batch, kv, pool, ws};
   const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
   float* x = grow(ws.x, n * n_embd);
@@ -90,8 +107,9 @@ void Decoder::forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPo
 
   if (batch.n_out == 0) return;
   float* rows = gather_output_rows(s, x);
-  cpu::rms_norm(rows, output_norm_.f32(), hp_.norm_rms_eps, batch.n_out, n_embd, rows);
-  linear(s, output_, Tensor{}, rows, batch.n_out, logits);
+  cpu::rms_norm(rows, output_norm_.f32(), hp_.norm_rms_eps, batch.n_out, n_embd, rows);  // [n_out, n_embd]
+  if (hidden != nullptr) std::copy_n(rows, batch.n_out * n_embd, hidden);
+  if (logits != nullptr) linear(s, output_, Tensor{}, rows, batch.n_out, logits);  // [n_out, n_vocab]
 }
 
 }  // namespace ferrite::model

@@ -28,6 +28,12 @@ class Decoder : public Architecture {
   void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
                float* logits) const override;
 
+  // Embeddings: the output rows after the output norm (pooling from
+  // <arch>.pooling_type, none when absent, in hp.pooling).
+  bool has_hidden_states() const override { return true; }
+  void forward_hidden(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
+                      float* logits, float* hidden) const override;
+
  private:
   struct Layer {
     Tensor attn_norm;

@@ -41,9 +41,11 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     throw InvalidArgument("GPU offload needs an f16 KV cache");
   }
   if (params_.n_gpu_layers != 0) gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers);
+  if (params_.embeddings) set_embeddings(true);
 }
 
 std::span<const float> Context::logits(int64_t i) const {
+  if (embeddings_) throw InvalidArgument("the context is in embeddings mode: it keeps hidden states, not logits");
   if (i < 0 || i >= n_out_) throw InvalidArgument("no logits for output " + std::to_string(i));
   const int64_t nv = n_vocab();
   return {logits_.data() + i * nv, static_cast<size_t>(nv)};
@@ -67,12 +69,14 @@ void Context::decode(const Batch& batch) {
     return;
   }
   int64_t total_out = 0;
-  for (uint8_t w : batch.want_logits) total_out += w ? 1 : 0;
-  logits_.resize(static_cast<size_t>(total_out * nv));
+  for (int64_t i = 0; i < n; ++i) total_out += is_output(batch, i) ? 1 : 0;
+  const int64_t row = embeddings_ ? model_->hparams().n_embd : nv;
+  (embeddings_ ? states_ : logits_).resize(static_cast<size_t>(total_out * row));
   n_out_ = 0;
   for (int64_t begin = 0; begin < n; begin += params_.n_batch) {
     decode_pass(batch, begin, std::min(n, begin + params_.n_batch));
   }
+  if (embeddings_) pool_sequences(batch);
 }
 
 void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
@@ -99,7 +103,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
 
   std::vector<int32_t> out_rows;
   for (int64_t t = 0; t < n; ++t) {
-    if (batch.want_logits[begin + t]) out_rows.push_back(static_cast<int32_t>(t));
+    if (is_output(batch, begin + t)) out_rows.push_back(static_cast<int32_t>(t));
   }
 
   model::ForwardBatch fb;
@@ -114,8 +118,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.mask = mask_.data();
   kv.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
   try {
-    const model::Architecture& arch = gpu_ ? *gpu_ : model_->arch();
-    arch.forward(fb, kv, pool_, ws_, logits_.data() + n_out_ * n_vocab());
+    forward_outputs(fb, kv);
   } catch (...) {
     for (int64_t t = 0; t < n; ++t) {
       cache_.remove(batch.seq[begin + t], batch.pos[begin + t], batch.pos[begin + t] + 1);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cpu/thread_pool.h"
@@ -29,6 +30,7 @@ struct ContextParams {
   TensorType cache_type = TensorType::F16;    // K cache: f16 or q8_0
   TensorType cache_type_v = TensorType::F16;  // V cache: f16 or q8_0
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
+  bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -62,8 +64,20 @@ class Context {
   // of a sequence of the last decode() ([n_embd], pooling from the model;
   // InvalidArgument for pooling none or a sequence not in the batch);
   // token_embeddings(i) the hidden state of the batch's i-th token.
+  //
+  // Decoders in embeddings mode (set_embeddings(true), or
+  // ContextParams::embeddings) evaluate through the cache as usual but keep,
+  // instead of logits, the final hidden states after the output norm (what
+  // multiplies the output matrix): token_embeddings(i) of the i-th output
+  // row, [n_embd]; with a pooling model every token is an output and
+  // embeddings(seq) pools the sequence's tokens of the last decode().
+  // logits() throws while the mode is on.
   std::span<const float> embeddings(int seq) const;
   std::span<const float> token_embeddings(int64_t i) const;
+  // Throws InvalidArgument when the architecture cannot give hidden states
+  // (or with GPU offload).
+  void set_embeddings(bool on);
+  bool embeddings_enabled() const { return embeddings_; }
 
   // Forgets sequence `seq` (or everything for seq < 0).
   void clear(int seq = -1) { cache_.remove(seq, 0, -1); }
@@ -78,10 +92,19 @@ class Context {
   // returning the saved tokens (context_state.h has the format and errors).
   void save_sequence(int seq, const std::string& path, std::span<const int32_t> tokens = {});
   std::vector<int32_t> load_sequence(int seq, const std::string& path);
+  // The same in memory: the bytes of such a file.
+  std::string save_sequence_bytes(int seq, std::span<const int32_t> tokens = {});
+  std::vector<int32_t> load_sequence_bytes(int seq, std::string_view bytes);
 
  private:
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);
   void encode(const Batch& batch);  // context_encode.cpp
+  // context_embed.cpp: whether batch row i is an output row; the forward
+  // pass of one decode_pass writing logits or hidden states at output
+  // n_out_; pooling of the kept states per sequence.
+  bool is_output(const Batch& batch, int64_t i) const;
+  void forward_outputs(const model::ForwardBatch& fb, const model::KvView& kv);
+  void pool_sequences(const Batch& batch);
 
   std::shared_ptr<const model::Model> model_;
   std::unique_ptr<model::Architecture> gpu_;  // the offloaded model (-ngl), or null
@@ -93,7 +116,8 @@ class Context {
   int64_t n_out_ = 0;
   Batch scratch_batch_;
   std::vector<float> mask_, mask_swa_;
-  std::vector<float> states_;                // encoders: [n_tokens, n_embd] of the last batch
+  std::vector<float> states_;                // encoders, embeddings mode: [n_out, n_embd] of the last decode
+  bool embeddings_ = false;                  // decoders: embeddings mode
   std::vector<std::vector<float>> pooled_;   // encoders: [kMaxSequences][n_embd or empty]
 };
 

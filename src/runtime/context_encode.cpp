@@ -33,27 +33,16 @@ void Context::encode(const Batch& batch) {
   fb.n_out = n;
   fb.seq = batch.seq.data();
   states_.resize(static_cast<size_t>(n * n_embd));
-  pooled_.assign(static_cast<size_t>(kMaxSequences), {});
+  pooled_.clear();
   n_out_ = 0;
-  model_->forward(fb, model::KvView{}, pool_, ws_, states_.data());
-  if (hp.pooling == model::Pooling::None) return;
-
-  // Each sequence's rows in position order, pooled.
-  for (int seq = 0; seq < kMaxSequences; ++seq) {
-    std::vector<int32_t> mine;
-    for (int64_t i = 0; i < n; ++i) {
-      if (batch.seq[i] == seq) mine.push_back(static_cast<int32_t>(i));
-    }
-    if (mine.empty()) continue;
-    std::stable_sort(mine.begin(), mine.end(), [&](int32_t a, int32_t b) { return batch.pos[a] < batch.pos[b]; });
-    std::vector<float>& out = pooled_[static_cast<size_t>(seq)];
-    out.resize(static_cast<size_t>(n_embd));
-    model::pool_sequence(hp.pooling, states_.data(), mine.data(), static_cast<int64_t>(mine.size()), n_embd,
-                         out.data());
-  }
+  model_->forward(fb, model::KvView{}, pool_, ws_, states_.data());  // [n, n_embd]
+  pool_sequences(batch);
 }
 
 std::span<const float> Context::embeddings(int seq) const {
+  if (!model_->arch().is_encoder() && !embeddings_) {
+    throw InvalidArgument("the context is not in embeddings mode (set_embeddings)");
+  }
   if (model_->hparams().pooling == model::Pooling::None) {
     throw InvalidArgument("the model has no pooling; use token_embeddings()");
   }

@@ -4,6 +4,9 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <streambuf>
+#include <string_view>
 
 #include "core/error.h"
 #include "runtime/context.h"
@@ -39,9 +42,7 @@ uint64_t expected_size(const Header& h, const KvCache& c) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-    if (!in_) throw IoError(path, "cannot open for reading");
-  }
+  Reader(std::istream& in, const std::string& path) : path_(path), in_(in) {}
   void read(void* dst, uint64_t n, const char* field) {
     in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
     if (static_cast<uint64_t>(in_.gcount()) != n) throw FormatError(path_, offset_, field, "file is truncated");
@@ -51,14 +52,26 @@ class Reader {
 
  private:
   std::string path_;
-  std::ifstream in_;
+  std::istream& in_;
   uint64_t offset_ = 0;
 };
 
+// Reads in place from memory the caller keeps alive (load_sequence_bytes).
+class ViewBuffer : public std::streambuf {
+ public:
+  explicit ViewBuffer(std::string_view bytes) {
+    char* p = const_cast<char*>(bytes.data());  // the get area is only read
+    setg(p, p, p + bytes.size());
+  }
+};
+
+// Name of the in-memory state in error messages.
+const std::string kMemoryName = "sequence state";
+
 }  // namespace
 
-void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,
-                         std::span<const int32_t> tokens) {
+void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream& out,
+                          std::span<const int32_t> tokens) {
   check_seq(seq);
   std::vector<int64_t> cells;
   for (int64_t i = 0; i < cache.size(); ++i) {
@@ -70,8 +83,6 @@ void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::st
            static_cast<uint32_t>(cache.type_v()), static_cast<uint32_t>(n_vocab),
            static_cast<uint32_t>(tokens.size()), static_cast<uint32_t>(cells.size())};
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(path, "cannot open for writing");
   auto write = [&out](const void* p, size_t n) {
     out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
   };
@@ -97,13 +108,32 @@ void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::st
       }
     }
   }
+}
+
+void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,
+                         std::span<const int32_t> tokens) {
+  check_seq(seq);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw IoError(path, "cannot open for writing");
+  write_sequence_state(cache, n_vocab, seq, out, tokens);
   out.flush();
   if (!out) throw IoError(path, "write failed");
 }
 
 std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path) {
   check_seq(seq);
-  Reader in(path);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw IoError(path, "cannot open for reading");
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(path, "cannot read size: " + ec.message());
+  return read_sequence_state(cache, n_vocab, seq, file, file_size, path);
+}
+
+std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::istream& stream,
+                                         uint64_t file_size, const std::string& path) {
+  check_seq(seq);
+  Reader in(stream, path);
   Header h{};
   in.read(h.data(), sizeof(h), "header");
   if (h[kMagic] != kSequenceStateMagic) {
@@ -123,9 +153,6 @@ std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int se
                             std::to_string(h[f]) + ", this context has " + std::to_string(want[f]));
     }
   }
-  std::error_code ec;
-  const uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) throw IoError(path, "cannot read size: " + ec.message());
   if (file_size != expected_size(h, cache)) {
     throw FormatError(path, kHeaderBytes, "n_tokens/n_cells",
                       "file has " + std::to_string(file_size) + " bytes, the header implies " +
@@ -192,6 +219,20 @@ void Context::save_sequence(int seq, const std::string& path, std::span<const in
 std::vector<int32_t> Context::load_sequence(int seq, const std::string& path) {
   if (gpu_) throw InvalidArgument("loading a sequence is not supported with GPU offload");
   return load_sequence_state(cache_, n_vocab(), seq, path);
+}
+
+std::string Context::save_sequence_bytes(int seq, std::span<const int32_t> tokens) {
+  if (gpu_) throw InvalidArgument("saving a sequence is not supported with GPU offload");
+  std::ostringstream out(std::ios::binary);
+  write_sequence_state(cache_, n_vocab(), seq, out, tokens);
+  return std::move(out).str();
+}
+
+std::vector<int32_t> Context::load_sequence_bytes(int seq, std::string_view bytes) {
+  if (gpu_) throw InvalidArgument("loading a sequence is not supported with GPU offload");
+  ViewBuffer buffer(bytes);
+  std::istream in(&buffer);
+  return read_sequence_state(cache_, n_vocab(), seq, in, bytes.size(), kMemoryName);
 }
 
 }  // namespace ferrite::runtime

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,5 +34,13 @@ void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::st
 // values), InvalidArgument (another model or cache type, too few free cells).
 // On failure the sequence is left empty.
 std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path);
+
+// The same over streams (in memory: Context::save_sequence_bytes and
+// load_sequence_bytes). `size` is the number of bytes `in` holds; `name`
+// stands for the source in errors.
+void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream& out,
+                          std::span<const int32_t> tokens);
+std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::istream& in, uint64_t size,
+                                         const std::string& name);
 
 }  // namespace ferrite::runtime

@@ -1,0 +1,66 @@
+// Context's embeddings for decoders (set_embeddings): output rows keep the
+// final hidden states instead of logits, pooled per sequence when the model
+// pools. Shared with the encoder path: pooling of the kept states.
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "model/pooling.h"
+#include "runtime/context.h"
+
+namespace ferrite::runtime {
+
+void Context::set_embeddings(bool on) {
+  if (on && !model_->arch().is_encoder()) {
+    if (!model_->arch().has_hidden_states()) {
+      throw InvalidArgument("embeddings are not supported for " + model_->hparams().arch +
+                            " models (their forward pass gives no hidden states)");
+    }
+    if (gpu_) throw InvalidArgument("embeddings are not supported with GPU offload");
+  }
+  embeddings_ = on;
+  n_out_ = 0;  // what the last decode kept is of the other kind
+  states_.clear();
+  pooled_.clear();
+}
+
+bool Context::is_output(const Batch& batch, int64_t i) const {
+  // A pooled embedding needs the state of every token.
+  return batch.want_logits[static_cast<size_t>(i)] != 0 ||
+         (embeddings_ && model_->hparams().pooling != model::Pooling::None);
+}
+
+void Context::forward_outputs(const model::ForwardBatch& fb, const model::KvView& kv) {
+  const model::Architecture& arch = gpu_ ? *gpu_ : model_->arch();
+  if (!embeddings_) {
+    arch.forward(fb, kv, pool_, ws_, logits_.data() + n_out_ * n_vocab());  // [n_out, n_vocab]
+    return;
+  }
+  const int64_t n_embd = model_->hparams().n_embd;
+  arch.forward_hidden(fb, kv, pool_, ws_, /*logits=*/nullptr, states_.data() + n_out_ * n_embd);  // [n_out, n_embd]
+}
+
+void Context::pool_sequences(const Batch& batch) {
+  const model::HParams& hp = model_->hparams();
+  const int64_t n = batch.size(), n_embd = hp.n_embd;
+  pooled_.assign(static_cast<size_t>(kMaxSequences), {});
+  if (hp.pooling == model::Pooling::None) return;
+  // Pooling makes every token an output, so state row i is batch token i.
+  // Each sequence's rows in position order, pooled.
+  for (int seq = 0; seq < kMaxSequences; ++seq) {
+    std::vector<int32_t> mine;
+    for (int64_t i = 0; i < n; ++i) {
+      if (batch.seq[static_cast<size_t>(i)] == seq) mine.push_back(static_cast<int32_t>(i));
+    }
+    if (mine.empty()) continue;
+    std::stable_sort(mine.begin(), mine.end(), [&](int32_t a, int32_t b) {
+      return batch.pos[static_cast<size_t>(a)] < batch.pos[static_cast<size_t>(b)];
+    });
+    std::vector<float>& out = pooled_[static_cast<size_t>(seq)];
+    out.resize(static_cast<size_t>(n_embd));
+    model::pool_sequence(hp.pooling, states_.data(), mine.data(), static_cast<int64_t>(mine.size()), n_embd,
+                         out.data());
+  }
+}
+
+}  // namespace ferrite::runtime
