@@ -6,6 +6,7 @@
 //           soft-capping, sliding-window attention on even layers.
 //   gemma3: the post-norms, per-head Q/K RMSNorm, five sliding layers to one
 //           global; sliding layers use RoPE base 10000 without scaling.
+//           A file without attention.sliding_window has only global layers.
 #include <cmath>
 #include <vector>
 
@@ -34,9 +35,12 @@ class Gemma : public Architecture {
       hp.n_swa = 0;
       hp.attn_softcap = hp.final_softcap = 0.0f;
     }
-    if (version >= 2 && hp.n_swa <= 0) {
+    if (version == 2 && hp.n_swa <= 0) {
       throw ModelError(file.path() + ": " + hp.arch + " needs attention.sliding_window");
     }
+    // gemma3 caps no attention logits; without a sliding window (absent or
+    // 0) every layer attends globally with the global RoPE, as llama.cpp.
+    if (version == 3) hp.attn_softcap = 0.0f;
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
     output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
@@ -66,7 +70,7 @@ class Gemma : public Architecture {
       if (version == 3) {
         L.attn.q_norm = b.require_vec(name("attn_q_norm.weight"), hd);
         L.attn.k_norm = b.require_vec(name("attn_k_norm.weight"), hd);
-        L.sliding = (il + 1) % kGemma3SlidingPattern != 0;
+        L.sliding = hp.n_swa > 0 && (il + 1) % kGemma3SlidingPattern != 0;
       }
     }
     hp_ = hp;

@@ -151,5 +151,13 @@ TEST(RefGemma3, ShortPromptWithinWindowMatchesReference) {
   check_model(tiny.path(), tokens, tiny.reference(tokens), 4, kDeepTolerance);
 }
 
+TEST(RefGemma3, WithoutSlidingWindowEveryLayerIsGlobal) {
+  test::GemmaConfig c = gemma3_config();
+  c.n_swa = 0;  // no attention.sliding_window key
+  test::TinyGemma tiny(c);
+  const std::vector<int32_t> tokens = prompt(12, c.n_vocab);
+  check_model(tiny.path(), tokens, tiny.reference(tokens), 5, kDeepTolerance);
+}
+
 }  // namespace
 }  // namespace ferrite

@@ -41,7 +41,7 @@ namespace ferrite::test {
 struct GemmaConfig {
   int version = 1;  // 1: gemma, 3: gemma3
   int64_t n_vocab = 40, n_embd = 32, n_layer = 2, n_head = 4, n_head_kv = 1, head_dim = 16, n_ff = 48;
-  int64_t n_swa = 0;             // gemma3: attention.sliding_window
+  int64_t n_swa = 0;             // gemma3: attention.sliding_window (0: key absent)
   double rope_linear = 0.0;      // gemma3: rope.scaling.factor (0: none)
   double eps = 1e-6, freq_base = 10000.0;
   int64_t n_ctx = 64;
@@ -66,7 +66,7 @@ class TinyGemma {
     g_.set_f32("attention.layer_norm_rms_epsilon", static_cast<float>(c.eps));
     g_.set_f32("rope.freq_base", static_cast<float>(c.freq_base));
     if (c.version == 3) {
-      g_.set_u32("attention.sliding_window", static_cast<uint32_t>(c.n_swa));
+      if (c.n_swa > 0) g_.set_u32("attention.sliding_window", static_cast<uint32_t>(c.n_swa));
       if (c.rope_linear > 0) {
         g_.set_str("rope.scaling.type", "linear");
         g_.set_f32("rope.scaling.factor", static_cast<float>(c.rope_linear));
@@ -101,7 +101,8 @@ class TinyGemma {
 
   const std::filesystem::path& path() const { return g_.path(); }
 
-  bool sliding(int64_t il) const { return c_.version == 3 && (il + 1) % kSlidingPattern != 0; }
+  // Without a window (gemma3 files may lack the key) no layer slides.
+  bool sliding(int64_t il) const { return c_.version == 3 && c_.n_swa > 0 && (il + 1) % kSlidingPattern != 0; }
 
   // Logits [n, n_vocab] of one sequence at positions 0..n-1.
   ref::Rows reference(const std::vector<int32_t>& tokens) const {
