@@ -56,9 +56,7 @@ struct RunOptions {
 };
 
 TensorType cache_type(const std::string& name, const char* option) {
-  const auto t = tensor_type_from_name(name);
-  if (!t) throw InvalidArgument(std::string(option) + ": unknown type '" + name + "' (f16 or q8_0)");
-  return *t;
+  return runtime::cache_type_from_name(name, option);
 }
 
 // The GBNF of --grammar / --grammar-file / --json-schema (at most one), or "".
@@ -256,8 +254,8 @@ const CommandRegistrar kRun({"run", "Generate text from a prompt",
                                sub.add_flag("--echo", opt->echo, "Print the prompt too");
                                sub.add_flag("--no-bos", opt->no_bos, "Do not add the BOS token");
                                sub.add_option("--stop", opt->stops, "Stop when this text is generated (repeatable)");
-                               sub.add_option("--cache-type-k", opt->cache_type_k, "K cache type: f16 or q8_0");
-                               sub.add_option("--cache-type-v", opt->cache_type_v, "V cache type: f16 or q8_0");
+                               sub.add_option("--cache-type-k", opt->cache_type_k, std::string("K cache type: ") + runtime::kCacheTypeNames);
+                               sub.add_option("--cache-type-v", opt->cache_type_v, std::string("V cache type: ") + runtime::kCacheTypeNames);
                                sub.add_option("--grammar", opt->grammar, "Constrain the output to this GBNF grammar");
                                sub.add_option("--grammar-file", opt->grammar_file, "Read the GBNF grammar from a file");
                                sub.add_option("-j,--json-schema", opt->json_schema,

@@ -37,6 +37,8 @@ struct ServeOptions {
   std::string chat_template;
   int read_timeout = server::kDefaultReadTimeoutSeconds;
   size_t max_body = server::kDefaultMaxBodyBytes;
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
 };
 
 std::string base_name(const std::string& path) {
@@ -71,7 +73,9 @@ int run_serve(const ServeOptions& opt) {
   auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model->file()));
   server::Engine engine(model, tok,
                         {.n_parallel = opt.parallel, .n_ctx = opt.n_ctx, .n_batch = opt.n_batch,
-                         .n_threads = opt.threads, .max_queue = opt.queue, .after_step = {}});
+                         .n_threads = opt.threads, .max_queue = opt.queue, .after_step = {},
+                         .cache_type_k = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k"),
+                         .cache_type_v = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v")});
   server::HttpServer http(engine, so);
   const int port = http.bind();
   std::fprintf(stderr, "serving %s on http://%s:%d (%d slots, %lld tokens of context each)\n", so.model_id.c_str(),
@@ -113,6 +117,8 @@ const CommandRegistrar kServe({"serve", "Serve a model over an OpenAI-compatible
                                  sub.add_option("--chat-template", opt->chat_template, "Built-in template name or file (default: the model's)");
                                  sub.add_option("--timeout", opt->read_timeout, "Seconds to wait on a slow client read");
                                  sub.add_option("--max-body", opt->max_body, "Largest request body in bytes");
+                                 sub.add_option("--cache-type-k", opt->cache_type_k, std::string("K cache type: ") + runtime::kCacheTypeNames);
+                                 sub.add_option("--cache-type-v", opt->cache_type_v, std::string("V cache type: ") + runtime::kCacheTypeNames);
                                  return [opt] { return run_serve(*opt); };
                                }});
 

@@ -1,5 +1,6 @@
 #include "cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,27 +19,35 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
   const int64_t group = a.n_head / a.n_head_kv;
   const int64_t g = h / group;
   const float* q = a.q + (t * a.n_head + h) * a.head_dim;
-  const float* mask = a.mask + t * a.n_kv;
+  const TokenRange r = token_range(a, t);
+  const float* mask = r.mask;
+  const uint16_t* kbase = a.k + r.begin * a.kv_stride;
   ops.f32_to_f16(q, q16, a.head_dim);
-  for (int64_t j = 0; j < a.n_kv; ++j) {
+  for (int64_t j = 0; j < r.len; ++j) {
     if (mask[j] == kNegInf) {
       scores[j] = kNegInf;
       continue;
     }
-    float s = ops.dot_f16(q16, a.k + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
+    float s = ops.dot_f16(q16, kbase + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
     // Soft-capping as llama.cpp orders it: scale by 1/cap, tanh, scale by cap.
     if (a.softcap > 0.0f) s = std::tanh(s * (1.0f / a.softcap)) * a.softcap;
     scores[j] = s + mask[j];
   }
-  softmax_inplace(scores, a.n_kv);
-  ops.f32_to_f16(scores, p16, a.n_kv);
+  softmax_inplace(scores, r.len);
+  ops.f32_to_f16(scores, p16, r.len);
   float* out = a.out + (t * a.n_head + h) * a.head_dim;
   for (int64_t d = 0; d < a.head_dim; ++d) {
-    out[d] = ops.dot_f16(p16, a.vt + (g * a.head_dim + d) * a.vt_stride, a.n_kv);
+    out[d] = ops.dot_f16(p16, a.vt + (g * a.head_dim + d) * a.vt_stride + r.begin, r.len);
   }
 }
 
 }  // namespace
+
+TokenRange token_range(const AttentionArgs& a, int64_t t) {
+  if (a.kv_begin == nullptr) return {0, a.n_kv, a.mask + t * a.n_kv};
+  const int64_t stride = a.mask_stride > 0 ? a.mask_stride : a.n_kv;
+  return {a.kv_begin[t], a.kv_len[t], a.mask + t * stride};
+}
 
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
   const size_t n_threads = static_cast<size_t>(pool.size());
@@ -59,7 +68,7 @@ void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scrat
     for (int64_t w = work.begin; w < work.end; ++w) {
       attend_one(a, ops, w / a.n_head, w % a.n_head, scores.data(), q16.data(), p16.data());
     }
-  }, 2 * a.n_tokens * a.n_head * a.n_kv * a.head_dim);
+  }, 2 * a.n_tokens * a.n_head * (a.kv_begin != nullptr ? std::max<int64_t>(a.mask_stride, 1) : a.n_kv) * a.head_dim);
 }
 
 void attention_ref(const AttentionArgs& a) {
@@ -67,18 +76,19 @@ void attention_ref(const AttentionArgs& a) {
   std::vector<double> scores(static_cast<size_t>(a.n_kv));
   std::vector<float> q16(static_cast<size_t>(a.head_dim));
   for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const float* mask = a.mask + t * a.n_kv;
+    const TokenRange r = token_range(a, t);
+    const float* mask = r.mask;
     for (int64_t h = 0; h < a.n_head; ++h) {
       const int64_t g = h / group;
       const float* q = a.q + (t * a.n_head + h) * a.head_dim;
       for (int64_t d = 0; d < a.head_dim; ++d) q16[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
       double max = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < a.n_kv; ++j) {
+      for (int64_t j = 0; j < r.len; ++j) {
         if (mask[j] == kNegInf) {
           scores[j] = -std::numeric_limits<double>::infinity();
           continue;
         }
-        const uint16_t* k = a.k + j * a.kv_stride + g * a.head_dim;
+        const uint16_t* k = a.k + (r.begin + j) * a.kv_stride + g * a.head_dim;
         double s = 0.0;
         for (int64_t d = 0; d < a.head_dim; ++d) s += static_cast<double>(q16[d]) * fp16_to_fp32(k[d]);
         s *= a.scale;
@@ -87,17 +97,17 @@ void attention_ref(const AttentionArgs& a) {
         max = std::max(max, scores[j]);
       }
       double sum = 0.0;
-      for (int64_t j = 0; j < a.n_kv; ++j) {
+      for (int64_t j = 0; j < r.len; ++j) {
         scores[j] = std::isinf(scores[j]) ? 0.0 : std::exp(scores[j] - max);
         sum += scores[j];
       }
       float* out = a.out + (t * a.n_head + h) * a.head_dim;
       for (int64_t d = 0; d < a.head_dim; ++d) {
         double acc = 0.0;
-        for (int64_t j = 0; j < a.n_kv; ++j) {
+        for (int64_t j = 0; j < r.len; ++j) {
           if (scores[j] == 0.0) continue;
           const float p = fp16_to_fp32(fp32_to_fp16(static_cast<float>(scores[j] / sum)));
-          acc += static_cast<double>(p) * fp16_to_fp32(a.vt[(g * a.head_dim + d) * a.vt_stride + j]);
+          acc += static_cast<double>(p) * fp16_to_fp32(a.vt[(g * a.head_dim + d) * a.vt_stride + r.begin + j]);
         }
         out[d] = static_cast<float>(acc);
       }

@@ -26,6 +26,11 @@ struct AttentionArgs {
   int64_t kv_stride = 0;         // elements between cache cells (n_head_kv * head_dim)
   int64_t n_kv = 0;              // cache cells considered
   const float* mask = nullptr;   // [n_tokens, n_kv]: 0 visible, -inf hidden
+  // Optional per-token ranges: token t reads cells [kv_begin[t], kv_begin[t] + kv_len[t])
+  // only (inside [0, n_kv)), and mask row t (at t * mask_stride) covers just those cells.
+  const int32_t* kv_begin = nullptr;  // [n_tokens], or nullptr: every token reads [0, n_kv)
+  const int32_t* kv_len = nullptr;    // [n_tokens]
+  int64_t mask_stride = 0;            // with kv_begin; 0: n_kv
   int64_t n_tokens = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
@@ -34,6 +39,14 @@ struct AttentionArgs {
   float softcap = 0.0f;          // 0: none
   float* out = nullptr;          // [n_tokens, n_head, head_dim]
 };
+
+// The cells token t reads: [begin, begin + len), and its mask row (len values).
+struct TokenRange {
+  int64_t begin = 0;
+  int64_t len = 0;
+  const float* mask = nullptr;
+};
+TokenRange token_range(const AttentionArgs& a, int64_t t);
 
 struct AttentionScratch {
   std::vector<std::vector<float>> scores;   // per thread [n_kv]

@@ -12,7 +12,7 @@
 #include "cpu/matmul.h"
 #include "cpu/norm.h"
 #include "cpu/vec_ops.h"
-#include "model/kv_q8.h"
+#include "model/kv_quant.h"
 #include "quant/quantize_ref.h"
 #include "quant/type_traits.h"
 
@@ -119,38 +119,54 @@ void self_attention(Step& s, int64_t layer, const AttentionWeights& w, const flo
   cpu::rope_apply(s.rope, s.ws.rope_cos.data(), s.ws.rope_sin.data(), q, n, hp.n_head, hd);
   cpu::rope_apply(s.rope, s.ws.rope_cos.data(), s.ws.rope_sin.data(), k, n, hp.n_head_kv, hd);
 
-  // 3. Keys and values into their cache cells (f16).
+  // 3. Keys and values into their cache cells (f16, or rows of a quantized type).
   const KvLayer& cache = s.kv.layers[static_cast<size_t>(layer)];
   const cpu::VecOps& ops = cpu::vec_ops();
-  const int64_t q8_row = n_kv / kQ8Block * kQ8BlockBytes;
+  const int64_t k_row = cache.k_q != nullptr ? kv_quant_row_bytes(cache.k_type, n_kv) : 0;
+  const int64_t v_row = cache.v_q != nullptr ? kv_quant_row_bytes(cache.v_type, n_kv) : 0;
   for (int64_t t = 0; t < n; ++t) {
     const int64_t cell = s.kv.slots[t];
-    if (cache.k_q8 != nullptr) {
-      quant::ref::quantize_q8_0(k + t * n_kv, cache.k_q8 + cell * q8_row, n_kv, nullptr);
+    if (cache.k_q != nullptr) {
+      kv_quantize_row(cache.k_type, k + t * n_kv, cache.k_q + cell * k_row, n_kv);
     } else {
       ops.f32_to_f16(k + t * n_kv, cache.k + cell * n_kv, n_kv);
     }
     const float* vr = v + t * n_kv;
-    if (cache.v_q8 != nullptr) {
-      quant::ref::quantize_q8_0(vr, cache.v_q8 + cell * q8_row, n_kv, nullptr);
+    if (cache.v_q != nullptr) {
+      kv_quantize_row(cache.v_type, vr, cache.v_q + cell * v_row, n_kv);
     } else {
       for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * s.kv.n_cells + cell] = fp32_to_fp16(vr[d]);
     }
   }
-  // A q8_0 cache is read back as f16 for the attention kernel.
+  // A quantized cache is read back as f16 for the attention kernel (the
+  // cells some token reads: [lo, hi)).
   const uint16_t* k16 = cache.k;
   const uint16_t* vt16 = cache.vt;
   int64_t vt_stride = s.kv.n_cells;
-  if (cache.k_q8 != nullptr) {
-    uint16_t* dst = grow(s.ws.kv_k16, s.kv.n_kv * n_kv);
-    for (int64_t j = 0; j < s.kv.n_kv; ++j) q8_0_row_to_f16(cache.k_q8 + j * q8_row, n_kv, dst + j * n_kv, 1);
-    k16 = dst;
-  }
-  if (cache.v_q8 != nullptr) {
-    uint16_t* dst = grow(s.ws.kv_vt16, n_kv * s.kv.n_kv);
-    for (int64_t j = 0; j < s.kv.n_kv; ++j) q8_0_row_to_f16(cache.v_q8 + j * q8_row, n_kv, dst + j, s.kv.n_kv);
-    vt16 = dst;
-    vt_stride = s.kv.n_kv;
+  if (cache.k_q != nullptr || cache.v_q != nullptr) {
+    int64_t lo = 0, hi = s.kv.n_kv;
+    if (s.kv.kv_begin != nullptr) {
+      lo = hi;
+      hi = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        lo = std::min<int64_t>(lo, s.kv.kv_begin[t]);
+        hi = std::max<int64_t>(hi, s.kv.kv_begin[t] + s.kv.kv_len[t]);
+      }
+    }
+    float* tmp = grow(s.ws.kv_row32, n_kv);
+    if (cache.k_q != nullptr) {
+      uint16_t* dst = grow(s.ws.kv_k16, s.kv.n_kv * n_kv);
+      for (int64_t j = lo; j < hi; ++j) kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
+      k16 = dst;
+    }
+    if (cache.v_q != nullptr) {
+      uint16_t* dst = grow(s.ws.kv_vt16, n_kv * s.kv.n_kv);
+      for (int64_t j = lo; j < hi; ++j) {
+        kv_row_to_f16(cache.v_type, cache.v_q + j * v_row, n_kv, dst + j, s.kv.n_kv, tmp);
+      }
+      vt16 = dst;
+      vt_stride = s.kv.n_kv;
+    }
   }
 
   // 4. Attention over the cache: [n, n_q].
@@ -163,6 +179,9 @@ void self_attention(Step& s, int64_t layer, const AttentionWeights& w, const flo
   a.kv_stride = n_kv;
   a.n_kv = s.kv.n_kv;
   a.mask = sliding && s.kv.mask_swa != nullptr ? s.kv.mask_swa : s.kv.mask;
+  a.kv_begin = s.kv.kv_begin;
+  a.kv_len = s.kv.kv_len;
+  a.mask_stride = s.kv.mask_stride;
   a.n_tokens = n;
   a.n_head = hp.n_head;
   a.n_head_kv = hp.n_head_kv;

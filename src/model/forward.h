@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gguf/tensor_type.h"
+
 namespace ferrite::model {
 
 struct ForwardBatch {
@@ -18,13 +20,16 @@ struct ForwardBatch {
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].
-// A q8_0 cache instead holds K (k_q8) and/or V (v_q8, not transposed) as
-// q8_0 rows [n_cells, n_embd_kv / 32 blocks]; the f16 pointer is then null.
+// A quantized cache (model/kv_quant.h) instead holds K (k_q) and/or V (v_q,
+// not transposed) as rows of blocks of k_type / v_type [n_cells, row bytes];
+// the f16 pointer is then null.
 struct KvLayer {
   uint16_t* k = nullptr;
   uint16_t* vt = nullptr;
-  uint8_t* k_q8 = nullptr;
-  uint8_t* v_q8 = nullptr;
+  uint8_t* k_q = nullptr;
+  uint8_t* v_q = nullptr;
+  TensorType k_type = TensorType::F16;
+  TensorType v_type = TensorType::F16;
 };
 
 struct KvView {
@@ -34,6 +39,13 @@ struct KvView {
   int64_t n_kv = 0;                  // attention reads cells [0, n_kv)
   const float* mask = nullptr;       // [n_tokens, n_kv]: 0 visible, -inf hidden (causal, per sequence)
   const float* mask_swa = nullptr;   // same with the sliding window applied, or nullptr
+  // Optional per-token cell ranges (several sequences in one cache): token t
+  // reads only cells [kv_begin[t], kv_begin[t] + kv_len[t]) (within [0, n_kv)),
+  // and row t of the masks then covers just that range: mask[t * mask_stride + j]
+  // is for cell kv_begin[t] + j. nullptr: every token reads [0, n_kv).
+  const int32_t* kv_begin = nullptr; // [n_tokens]
+  const int32_t* kv_len = nullptr;   // [n_tokens]
+  int64_t mask_stride = 0;           // with kv_begin: elements between mask rows
 };
 
 }  // namespace ferrite::model

@@ -14,7 +14,8 @@ struct Workspace {
   // Activations, row-major [n_tokens, width].
   std::vector<float> x, h, q, k, v, attn, ffn_a, ffn_b, ffn_out;
   std::vector<float> block_out;  // what a layer adds to the residual stream
-  std::vector<uint16_t> kv_k16, kv_vt16;  // q8_0 cache read back as f16: [n_kv, n_embd_kv], [n_embd_kv, n_kv]
+  std::vector<uint16_t> kv_k16, kv_vt16;  // quantized cache read back as f16: [n_kv, n_embd_kv], [n_embd_kv, n_kv]
+  std::vector<float> kv_row32;            // one quantized cache row as f32: [n_embd_kv]
   // Mixture of experts: router probabilities and per-expert gathered rows.
   std::vector<float> router, moe_in, moe_a, moe_b, moe_out, shexp_gate;
   std::vector<int32_t> moe_rows;

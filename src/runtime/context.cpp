@@ -1,6 +1,8 @@
 #include "runtime/context.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -41,6 +43,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     throw InvalidArgument("GPU offload needs an f16 KV cache");
   }
   if (params_.n_gpu_layers != 0) gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers);
+  if (gpu_) cache_.set_sequence_regions(false);  // the GPU reads [0, n_kv) with one full mask
   if (params_.embeddings) set_embeddings(true);
 }
 
@@ -84,20 +87,30 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   std::vector<int32_t> slots = cache_.allocate(batch.seq.data() + begin, batch.pos.data() + begin, n);
 
-  // Masks [n, n_kv]: a cell is visible to a token of sequence s at position p
-  // when it belongs to s and holds a position <= p (and, for sliding-window
-  // layers, one within the window).
   const int64_t n_kv = std::min(cache_.size(), (cache_.end() + kKvPad - 1) / kKvPad * kKvPad);
-  mask_.assign(static_cast<size_t>(n * n_kv), kHidden);
-  if (hp.n_swa > 0) mask_swa_.assign(static_cast<size_t>(n * n_kv), kHidden);
+  const bool ranges = gpu_ == nullptr;
+  if (ranges) {
+    token_ranges(batch, begin, n, n_kv);
+  } else {
+    kv_begin_.assign(static_cast<size_t>(n), 0);
+    kv_len_.assign(static_cast<size_t>(n), static_cast<int32_t>(n_kv));
+  }
+  const int64_t width = ranges ? *std::max_element(kv_len_.begin(), kv_len_.end()) : n_kv;
+
+  // Masks [n, width], row t over cells [kv_begin_[t], + kv_len_[t]): a cell is
+  // visible to a token of sequence s at position p when it belongs to s and
+  // holds a position <= p (and, for sliding-window layers, one within the window).
+  mask_.assign(static_cast<size_t>(n * width), kHidden);
+  if (hp.n_swa > 0) mask_swa_.assign(static_cast<size_t>(n * width), kHidden);
   for (int64_t t = 0; t < n; ++t) {
     const int seq = batch.seq[begin + t];
     const int32_t p = batch.pos[begin + t];
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const KvCache::Cell& c = cache_.cell(j);
+    const int64_t b = kv_begin_[static_cast<size_t>(t)];
+    for (int64_t j = 0; j < kv_len_[static_cast<size_t>(t)]; ++j) {
+      const KvCache::Cell& c = cache_.cell(b + j);
       if (c.pos < 0 || !c.has(seq) || c.pos > p) continue;
-      mask_[t * n_kv + j] = 0.0f;
-      if (hp.n_swa > 0 && p - c.pos < hp.n_swa) mask_swa_[t * n_kv + j] = 0.0f;
+      mask_[t * width + j] = 0.0f;
+      if (hp.n_swa > 0 && p - c.pos < hp.n_swa) mask_swa_[t * width + j] = 0.0f;
     }
   }
 
@@ -117,6 +130,11 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.n_kv = n_kv;
   kv.mask = mask_.data();
   kv.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
+  if (ranges) {
+    kv.kv_begin = kv_begin_.data();
+    kv.kv_len = kv_len_.data();
+    kv.mask_stride = width;
+  }
   try {
     forward_outputs(fb, kv);
   } catch (...) {
@@ -126,6 +144,34 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
     throw;
   }
   n_out_ += fb.n_out;
+}
+
+void Context::token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv) {
+  // The span of cells each sequence of the pass occupies: [lo, hi).
+  uint64_t batch_seqs = 0;
+  for (int64_t t = 0; t < n; ++t) batch_seqs |= uint64_t{1} << batch.seq[begin + t];
+  std::array<int64_t, kMaxSequences> lo, hi;
+  lo.fill(n_kv);
+  hi.fill(0);
+  for (int64_t i = 0; i < n_kv; ++i) {
+    const KvCache::Cell& c = cache_.cell(i);
+    for (uint64_t bits = c.pos >= 0 ? c.seqs & batch_seqs : 0; bits != 0; bits &= bits - 1) {
+      const auto s = static_cast<size_t>(std::countr_zero(bits));
+      lo[s] = std::min(lo[s], i);
+      hi[s] = i + 1;
+    }
+  }
+  // Token ranges: the span widened to kKvPad boundaries (one sequence alone
+  // at the start of the cache reads [0, n_kv) as without ranges).
+  kv_begin_.resize(static_cast<size_t>(n));
+  kv_len_.resize(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) {
+    const auto s = static_cast<size_t>(batch.seq[begin + t]);
+    const int64_t b = lo[s] / kKvPad * kKvPad;
+    const int64_t e = std::min(n_kv, (hi[s] + kKvPad - 1) / kKvPad * kKvPad);
+    kv_begin_[static_cast<size_t>(t)] = static_cast<int32_t>(b);
+    kv_len_[static_cast<size_t>(t)] = static_cast<int32_t>(e - b);
+  }
 }
 
 std::span<const float> Context::eval(std::span<const int32_t> tokens, int seq, bool all_logits) {

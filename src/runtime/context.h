@@ -27,8 +27,8 @@ struct ContextParams {
   int64_t n_ctx = 0;       // cache cells; 0: the model's training context, capped at kDefaultMaxCtx
   int64_t n_batch = 512;   // tokens per forward pass (longer batches are split)
   int n_threads = 0;       // 0: all logical CPUs
-  TensorType cache_type = TensorType::F16;    // K cache: f16 or q8_0
-  TensorType cache_type_v = TensorType::F16;  // V cache: f16 or q8_0
+  TensorType cache_type = TensorType::F16;    // K cache: f16, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl
+  TensorType cache_type_v = TensorType::F16;  // V cache: the same types
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)
 };
@@ -98,6 +98,8 @@ class Context {
 
  private:
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);
+  // kv_begin_ / kv_len_ of the pass's tokens: the cells their sequences occupy.
+  void token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv);
   void encode(const Batch& batch);  // context_encode.cpp
   // context_embed.cpp: whether batch row i is an output row; the forward
   // pass of one decode_pass writing logits or hidden states at output
@@ -115,7 +117,8 @@ class Context {
   std::vector<float> logits_;  // [n_out_, n_vocab]
   int64_t n_out_ = 0;
   Batch scratch_batch_;
-  std::vector<float> mask_, mask_swa_;
+  std::vector<float> mask_, mask_swa_;        // [n_tokens, widest token range]
+  std::vector<int32_t> kv_begin_, kv_len_;    // [n_tokens] cells each token reads
   std::vector<float> states_;                // encoders, embeddings mode: [n_out, n_embd] of the last decode
   bool embeddings_ = false;                  // decoders: embeddings mode
   std::vector<std::vector<float>> pooled_;   // encoders: [kMaxSequences][n_embd or empty]

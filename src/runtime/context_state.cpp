@@ -95,7 +95,7 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
       if (cache.type_k() == TensorType::F16) {
         write(cache.k_row(il, c), static_cast<size_t>(nk) * sizeof(uint16_t));
       } else {
-        write(cache.k_q8_row(il, c), static_cast<size_t>(cache.q8_row_bytes()));
+        write(cache.k_quant_row(il, c), static_cast<size_t>(cache.k_row_bytes()));
       }
     }
     for (int64_t c : cells) {
@@ -104,7 +104,7 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
         for (int64_t d = 0; d < nk; ++d) v[static_cast<size_t>(d)] = vt[d * n_cells + c];
         write(v.data(), v.size() * sizeof(uint16_t));
       } else {
-        write(cache.v_q8_row(il, c), static_cast<size_t>(cache.q8_row_bytes()));
+        write(cache.v_quant_row(il, c), static_cast<size_t>(cache.v_row_bytes()));
       }
     }
   }
@@ -189,7 +189,7 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
         if (cache.type_k() == TensorType::F16) {
           in.read(cache.k_row(il, c), nk * sizeof(uint16_t), "K");
         } else {
-          in.read(cache.k_q8_row(il, c), static_cast<uint64_t>(cache.q8_row_bytes()), "K");
+          in.read(cache.k_quant_row(il, c), static_cast<uint64_t>(cache.k_row_bytes()), "K");
         }
       }
       for (int32_t c : slots) {
@@ -198,7 +198,7 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
           uint16_t* vt = cache.vt(il);
           for (uint64_t d = 0; d < nk; ++d) vt[d * n_cells + c] = v[d];
         } else {
-          in.read(cache.v_q8_row(il, c), static_cast<uint64_t>(cache.q8_row_bytes()), "V");
+          in.read(cache.v_quant_row(il, c), static_cast<uint64_t>(cache.v_row_bytes()), "V");
         }
       }
     }

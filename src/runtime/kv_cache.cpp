@@ -1,45 +1,58 @@
 #include "runtime/kv_cache.h"
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <string>
 
 #include "core/error.h"
-#include "model/kv_q8.h"
+#include "model/kv_quant.h"
 
 namespace ferrite::runtime {
 
 namespace {
 
-bool supported(TensorType t) { return t == TensorType::F16 || t == TensorType::Q8_0; }
+bool supported(TensorType t) { return t == TensorType::F16 || model::kv_quant_supported(t); }
 
 }  // namespace
+
+TensorType cache_type_from_name(const std::string& name, const std::string& option) {
+  const auto t = tensor_type_from_name(name);
+  if (!t || !supported(*t)) {
+    throw InvalidArgument(option + ": unsupported KV cache type '" + name + "' (" + kCacheTypeNames + ")");
+  }
+  return *t;
+}
 
 KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v)
     : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
   if (n_cells <= 0) throw InvalidArgument("KV cache size must be positive, got " + std::to_string(n_cells));
   for (TensorType t : {type_k, type_v}) {
     if (!supported(t)) {
-      throw InvalidArgument("KV cache type " + tensor_type_name(t) + " is not supported (f16, q8_0)");
+      throw InvalidArgument("KV cache type " + tensor_type_name(t) + " is not supported (" + kCacheTypeNames + ")");
     }
-    if (t == TensorType::Q8_0 && n_embd_kv_ % model::kQ8Block != 0) {
-      throw InvalidArgument("a q8_0 KV cache needs a K/V width that is a multiple of 32, this model has " +
+    if (t != TensorType::F16 && n_embd_kv_ % model::kKvQuantBlock != 0) {
+      throw InvalidArgument("a " + tensor_type_name(t) +
+                            " KV cache needs a K/V width that is a multiple of 32, this model has " +
                             std::to_string(n_embd_kv_));
     }
   }
+  if (type_k != TensorType::F16) k_row_bytes_ = model::kv_quant_row_bytes(type_k, n_embd_kv_);
+  if (type_v != TensorType::F16) v_row_bytes_ = model::kv_quant_row_bytes(type_v, n_embd_kv_);
   cells_.resize(static_cast<size_t>(n_cells));
   const size_t per_layer = static_cast<size_t>(n_cells) * static_cast<size_t>(n_embd_kv_);
-  const size_t per_layer_q8 = static_cast<size_t>(n_cells) * static_cast<size_t>(q8_row_bytes());
-  auto alloc = [&](TensorType t, std::vector<std::vector<uint16_t>>& f16, std::vector<std::vector<uint8_t>>& q8) {
+  auto alloc = [&](TensorType t, int64_t row_bytes, std::vector<std::vector<uint16_t>>& f16,
+                   std::vector<std::vector<uint8_t>>& quantized) {
     if (t == TensorType::F16) {
       f16.assign(static_cast<size_t>(n_layer_), std::vector<uint16_t>(per_layer, 0));
     } else {
-      q8.assign(static_cast<size_t>(n_layer_), std::vector<uint8_t>(per_layer_q8, 0));
+      const size_t bytes = static_cast<size_t>(n_cells) * static_cast<size_t>(row_bytes);
+      quantized.assign(static_cast<size_t>(n_layer_), std::vector<uint8_t>(bytes, 0));
     }
   };
-  alloc(type_k, k_, kq_);
-  alloc(type_v, v_, vq_);
+  alloc(type_k, k_row_bytes_, k_, kq_);
+  alloc(type_v, v_row_bytes_, v_, vq_);
 }
-
-int64_t KvCache::q8_row_bytes() const { return n_embd_kv_ / model::kQ8Block * model::kQ8BlockBytes; }
 
 int64_t KvCache::end() const {
   for (int64_t i = size(); i > 0; --i) {
@@ -53,24 +66,77 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
     throw InvalidArgument("KV cache full: " + std::to_string(n) + " tokens do not fit in " +
                           std::to_string(size() - used_) + " free cells of " + std::to_string(size()));
   }
+  uint64_t batch_seqs = 0;
   for (int64_t t = 0; t < n; ++t) {
     if (seq[t] < 0 || seq[t] >= kMaxSequences) {
       throw InvalidArgument("sequence id " + std::to_string(seq[t]) + " out of range 0.." +
                             std::to_string(kMaxSequences - 1));
     }
     if (pos[t] < 0) throw InvalidArgument("negative position " + std::to_string(pos[t]));
+    batch_seqs |= uint64_t{1} << seq[t];
+  }
+  // One past the highest cell of each sequence of the batch (-1: none).
+  std::array<int64_t, kMaxSequences> next{};
+  next.fill(-1);
+  if (regions_) {
+    for (int64_t i = 0; i < size(); ++i) {
+      const Cell& c = cells_[static_cast<size_t>(i)];
+      for (uint64_t bits = c.pos >= 0 ? c.seqs & batch_seqs : 0; bits != 0; bits &= bits - 1) {
+        next[static_cast<size_t>(std::countr_zero(bits))] = i + 1;
+      }
+    }
   }
   std::vector<int32_t> slots(static_cast<size_t>(n));
-  int64_t next = 0;
+  int64_t first_free = 0;
   for (int64_t t = 0; t < n; ++t) {
-    while (cells_[static_cast<size_t>(next)].pos >= 0) ++next;
-    Cell& c = cells_[static_cast<size_t>(next)];
+    int64_t cell = -1;
+    if (regions_) {
+      int64_t& hint = next[static_cast<size_t>(seq[t])];
+      cell = hint >= 0 ? free_from(hint) : region_start();
+      hint = cell + 1;
+    } else {
+      while (cells_[static_cast<size_t>(first_free)].pos >= 0) ++first_free;
+      cell = first_free;
+    }
+    Cell& c = cells_[static_cast<size_t>(cell)];
     c.pos = pos[t];
     c.seqs = uint64_t{1} << seq[t];
-    slots[static_cast<size_t>(t)] = static_cast<int32_t>(next);
+    slots[static_cast<size_t>(t)] = static_cast<int32_t>(cell);
     ++used_;
   }
   return slots;
+}
+
+int64_t KvCache::free_from(int64_t i) const {
+  const int64_t n = size();
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t c = (i + k) % n;
+    if (cells_[static_cast<size_t>(c)].pos < 0) return c;
+  }
+  throw InvalidArgument("KV cache full");  // unreachable: allocate checked the free count
+}
+
+int64_t KvCache::region_start() const {
+  // The largest run of free cells; a new sequence starts at its beginning
+  // when it opens the cache, else in its middle (on a kRegionAlign boundary),
+  // so that the sequence before the run keeps room to grow.
+  int64_t best_begin = -1, best_len = 0;
+  for (int64_t i = 0; i < size();) {
+    if (cells_[static_cast<size_t>(i)].pos >= 0) {
+      ++i;
+      continue;
+    }
+    int64_t j = i;
+    while (j < size() && cells_[static_cast<size_t>(j)].pos < 0) ++j;
+    if (j - i > best_len) {
+      best_begin = i;
+      best_len = j - i;
+    }
+    i = j;
+  }
+  if (best_begin <= 0) return std::max<int64_t>(best_begin, 0);
+  const int64_t mid = (best_begin + best_len / 2) / kRegionAlign * kRegionAlign;
+  return mid >= best_begin ? mid : best_begin;
 }
 
 void KvCache::remove(int seq, int32_t p0, int32_t p1) {
@@ -116,15 +182,17 @@ model::KvView KvCache::view() {
   v.layers.resize(static_cast<size_t>(n_layer_));
   for (int64_t il = 0; il < n_layer_; ++il) {
     model::KvLayer& l = v.layers[static_cast<size_t>(il)];
+    l.k_type = type_k_;
+    l.v_type = type_v_;
     if (type_k_ == TensorType::F16) {
       l.k = k_[static_cast<size_t>(il)].data();
     } else {
-      l.k_q8 = kq_[static_cast<size_t>(il)].data();
+      l.k_q = kq_[static_cast<size_t>(il)].data();
     }
     if (type_v_ == TensorType::F16) {
       l.vt = v_[static_cast<size_t>(il)].data();
     } else {
-      l.v_q8 = vq_[static_cast<size_t>(il)].data();
+      l.v_q = vq_[static_cast<size_t>(il)].data();
     }
   }
   return v;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cpu/rope.h"
@@ -17,6 +18,13 @@ namespace ferrite::runtime {
 // Sequence ids are 0 .. kMaxSequences-1 (a cell's sequences are a bit set).
 constexpr int kMaxSequences = 64;
 
+// The cache types, as the command line names them.
+constexpr const char* kCacheTypeNames = "f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl";
+
+// A cache type from its name ("q4_0"); InvalidArgument naming `option` for
+// anything else.
+TensorType cache_type_from_name(const std::string& name, const std::string& option);
+
 class KvCache {
  public:
   struct Cell {
@@ -25,9 +33,10 @@ class KvCache {
     bool has(int seq) const { return (seqs >> seq) & 1u; }
   };
 
-  // Types: f16, or q8_0 (rows of K / V quantized when written, read back
-  // as f16 by attention; needs n_embd_kv a multiple of 32). Throws
-  // InvalidArgument for a non-positive size or an unsupported type.
+  // Types: f16, or q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl (rows of K / V
+  // quantized when written, read back as f16 by attention; needs n_embd_kv
+  // a multiple of 32; model/kv_quant.h). Throws InvalidArgument for a
+  // non-positive size or an unsupported type.
   KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k = TensorType::F16,
           TensorType type_v = TensorType::F16);
 
@@ -43,7 +52,13 @@ class KvCache {
 
   // Claims a cell for each (seq, pos) and records them; throws
   // InvalidArgument when the cache has too few free cells (nothing claimed).
+  // With sequence regions (the default) a token goes to the first free cell
+  // after its sequence's highest cell, and a new sequence starts in the
+  // middle of the largest free run, so that each sequence's cells stay close
+  // together and attention reads only that span (Context::decode_pass).
+  // Without: the first free cell.
   std::vector<int32_t> allocate(const int32_t* seq, const int32_t* pos, int64_t n);
+  void set_sequence_regions(bool on) { regions_ = on; }
 
   // Removes positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence).
   void remove(int seq, int32_t p0, int32_t p1);
@@ -69,24 +84,33 @@ class KvCache {
     return k_[static_cast<size_t>(il)].data() + cell * n_embd_kv_;
   }
   uint16_t* vt(int64_t il) { return v_[static_cast<size_t>(il)].data(); }
-  // q8_0 cache: bytes of a row, and the K / V row of a cell.
-  int64_t q8_row_bytes() const;
-  uint8_t* k_q8_row(int64_t il, int64_t cell) { return kq_[static_cast<size_t>(il)].data() + cell * q8_row_bytes(); }
-  uint8_t* v_q8_row(int64_t il, int64_t cell) { return vq_[static_cast<size_t>(il)].data() + cell * q8_row_bytes(); }
+  // Quantized cache: bytes of a K / V row, and the K / V row of a cell.
+  int64_t k_row_bytes() const { return k_row_bytes_; }
+  int64_t v_row_bytes() const { return v_row_bytes_; }
+  uint8_t* k_quant_row(int64_t il, int64_t cell) { return kq_[static_cast<size_t>(il)].data() + cell * k_row_bytes_; }
+  uint8_t* v_quant_row(int64_t il, int64_t cell) { return vq_[static_cast<size_t>(il)].data() + cell * v_row_bytes_; }
+
+  // Where new sequences start: region boundaries are multiples of this.
+  static constexpr int64_t kRegionAlign = 32;
 
   // The view of the cache a forward pass uses (layers only; the caller adds
   // slots, n_kv and masks).
   model::KvView view();
 
  private:
+  int64_t free_from(int64_t i) const;  // first free cell at or after i (wrapping)
+  int64_t region_start() const;        // the first cell of a new sequence
+
   TensorType type_k_, type_v_;
+  bool regions_ = true;
   int64_t n_layer_;
   int64_t n_embd_kv_;
   int64_t head_dim_;
+  int64_t k_row_bytes_ = 0, v_row_bytes_ = 0;  // quantized types: bytes of a row
   std::vector<Cell> cells_;
   int64_t used_ = 0;
   std::vector<std::vector<uint16_t>> k_, v_;  // f16: [n_layer][n_cells * n_embd_kv], V transposed
-  std::vector<std::vector<uint8_t>> kq_, vq_;  // q8_0: [n_layer][n_cells * q8_row_bytes()]
+  std::vector<std::vector<uint8_t>> kq_, vq_;  // quantized: [n_layer][n_cells * row bytes]
 };
 
 }  // namespace ferrite::runtime

@@ -7,8 +7,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "model/kv_q8.h"
-#include "quant/quantize_ref.h"
+#include "model/kv_quant.h"
 #include "runtime/kv_cache.h"
 
 namespace ferrite::runtime {
@@ -45,11 +44,11 @@ void KvCache::shift(int seq, int32_t p0, int32_t p1, int32_t delta, const cpu::R
     c.pos = static_cast<int32_t>(moved);
     if (half == 0) continue;
     for (int64_t il = 0; il < n_layer_; ++il) {
-      if (type_k_ == TensorType::Q8_0) {
-        uint8_t* k = k_q8_row(il, i);
-        model::q8_0_row_to_f32(k, n_embd_kv_, row.data());
+      if (type_k_ != TensorType::F16) {
+        uint8_t* k = k_quant_row(il, i);
+        model::kv_row_to_f32(type_k_, k, n_embd_kv_, row.data());
         cpu::rope_apply(cfg, cos_t.data(), sin_t.data(), row.data(), 1, n_head_kv, head_dim_);
-        quant::ref::quantize_q8_0(row.data(), k, n_embd_kv_, nullptr);
+        model::kv_quantize_row(type_k_, row.data(), k, n_embd_kv_);
         continue;
       }
       uint16_t* k = k_row(il, i);

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "gguf/tensor_type.h"
 #include "model/model.h"
 #include "runtime/batch.h"
 #include "runtime/context.h"
@@ -39,6 +40,8 @@ struct EngineOptions {
   size_t max_queue = 64;     // requests waiting for a slot beyond the idle slots
   // Called on the engine thread after every step (tests use it to hold the engine).
   std::function<void()> after_step;
+  TensorType cache_type_k = TensorType::F16;  // KV cache types (runtime::ContextParams)
+  TensorType cache_type_v = TensorType::F16;
 };
 
 struct EngineStats {

@@ -82,5 +82,60 @@ TEST(Attention, SingleVisibleCellCopiesV) {
   EXPECT_EQ(out, (std::vector<float>{0.5f, -1, 2, 4}));
 }
 
+// Per-token cell ranges (several sequences in one cache): each token reads
+// only its range, with a mask row over that range. The result must equal
+// full-width attention with the cells outside the range hidden (the hidden
+// cells get weight exactly 0), for the reference and every fast path.
+TEST(Attention, TokenRangesMatchFullMask) {
+  const int64_t n_tokens = 4, n_head = 4, n_head_kv = 2, head_dim = 16, n_kv = 70;
+  const auto q = test::random_floats(n_tokens * n_head * head_dim, 11);
+  const auto k = test::to_f16(test::random_floats(n_kv * n_head_kv * head_dim, 12));
+  const auto v = test::to_f16(test::random_floats(n_kv * n_head_kv * head_dim, 13));
+  const std::vector<int32_t> begin = {0, 32, 5, 64};
+  const std::vector<int32_t> len = {40, 38, 20, 6};
+  const int64_t width = 40;
+  std::vector<float> full(n_tokens * n_kv, -kInf), ranged(n_tokens * width, -kInf);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t j = 0; j < len[t]; ++j) {
+      if ((j + t) % 3 == 2) continue;  // some hidden cells inside the range too
+      full[t * n_kv + begin[t] + j] = 0.0f;
+      ranged[t * width + j] = 0.0f;
+    }
+  }
+  AttentionArgs a;
+  a.q = q.data();
+  a.k = k.data();
+  a.vt = v.data();
+  a.vt_stride = n_kv;
+  a.kv_stride = n_head_kv * head_dim;
+  a.n_kv = n_kv;
+  a.n_tokens = n_tokens;
+  a.n_head = n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim = head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  std::vector<float> want(n_tokens * n_head * head_dim), got_ref(want.size()), got(want.size());
+  a.mask = full.data();
+  a.out = want.data();
+  attention_ref(a);
+  a.mask = ranged.data();
+  a.kv_begin = begin.data();
+  a.kv_len = len.data();
+  a.mask_stride = width;
+  a.out = got_ref.data();
+  attention_ref(a);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got_ref[i], want[i], 1e-6) << i;
+  const Isa saved = active_isa();
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa(isa);
+    ThreadPool pool(2);
+    AttentionScratch scratch;
+    a.out = got.data();
+    attention(a, pool, scratch);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << isa_name(isa) << " " << i;
+  }
+  set_isa(saved);
+}
+
 }  // namespace
 }  // namespace ferrite::cpu
