@@ -1,14 +1,19 @@
-// Attention over the f16 KV cache, one block per (token, head), as
-// cpu/attention.cpp computes it: q rounded to f16, scores s_j = scale (q·K_j)
-// (soft-capped, plus the mask), softmax with the CPU's exp and a double sum,
-// probabilities rounded to f16, out = sum_j p_j V_j in f32. The scores of
-// all cells live in shared memory (attention_max_kv() bounds n_kv).
+// Attention over the f16 KV cache, one block per (token, head), with the
+// CPU's arithmetic (cpu/attention.cpp on its AVX-512 path) so that float
+// models reproduce the CPU's bits: q rounded to f16; s_j = (q·K_j) * scale
+// in the CPU's dot order (cuda/cpu_order.cuh), soft-capped, plus the mask;
+// softmax with the CPU's exp (polynomial on groups of 16, libm's on the
+// tail), each group of 16 summed with the lane tree and the groups in
+// double; probabilities rounded to f16; out[d] = dot(p, V[:, d]) in the dot
+// order over the cells. The scores of all cells live in shared memory
+// (attention_max_kv() bounds n_kv).
 #include <algorithm>
 
 #include <cuda_fp16.h>
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/cpu_order.cuh"
 #include "cuda/device_math.cuh"
 #include "cuda/ops.h"
 
@@ -16,10 +21,11 @@ namespace ferrite::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / kWarp;
+constexpr int kCellsPerPass = kThreads / kOrderLanes;  // cells scored at once (16 lanes each)
+constexpr int kDimsPerPass = kThreads / kOrderLanes;   // output dimensions at once (16 chains each)
 
 size_t smem_bytes(int64_t n_kv, int64_t head_dim) {
-  return static_cast<size_t>(n_kv + head_dim + std::max<int64_t>(kThreads, head_dim)) * sizeof(float);
+  return static_cast<size_t>(n_kv + head_dim + kThreads) * sizeof(float);
 }
 
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionParams p) {
@@ -27,33 +33,56 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   __shared__ float scratch_f[kWarp];
   __shared__ double scratch_d[kWarp];
   const int64_t hd = p.head_dim, n_kv = p.n_kv;
-  float* scores = smem;            // [n_kv]
-  float* q16 = smem + n_kv;        // [hd]
-  float* partial = q16 + hd;       // [groups * hd]
+  float* scores = smem;           // [n_kv]
+  float* q16 = smem + n_kv;       // [hd]
+  float* partial = q16 + hd;      // [kOrderLanes][kDimsPerPass]
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const int64_t g = h / (p.n_head / p.n_head_kv);
   const int64_t kv_stride = p.n_head_kv * hd;
-  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int tid = threadIdx.x;
   const float* q = p.q + (t * p.n_head + h) * hd;
   const float* mask = p.mask + t * n_kv;
   float* out = p.out + (t * p.n_head + h) * hd;
+  const half* k_head = reinterpret_cast<const half*>(p.k) + g * hd;
+  const half* v_head = reinterpret_cast<const half*>(p.v) + g * hd;
 
   for (int64_t d = tid; d < hd; d += kThreads) q16[d] = __half2float(__float2half_rn(q[d]));
   __syncthreads();
 
-  // Scores: one warp per cell, lanes over the head's dimensions.
-  for (int64_t j = warp; j < n_kv; j += kWarps) {
-    if (mask[j] == -INFINITY) {
-      if (lane == 0) scores[j] = -INFINITY;
-      continue;
+  // Scores s_j = (q·K_j) * scale (+ soft-cap) + mask_j.
+  auto finish_score = [&](int64_t j, float dot) {
+    float s = __fmul_rn(dot, p.scale);
+    if (p.softcap > 0.0f) s = __fmul_rn(tanhf(__fmul_rn(s, 1.0f / p.softcap)), p.softcap);
+    scores[j] = __fadd_rn(s, mask[j]);
+  };
+  if (hd % kOrderLanes == 0) {
+    // 16 lanes per cell, lane v holding chain v.
+    const int v = tid % kOrderLanes, cell = tid / kOrderLanes;
+    for (int64_t j0 = 0; j0 < n_kv; j0 += kCellsPerPass) {
+      const int64_t j = j0 + cell;
+      const bool live = j < n_kv && mask[j] != -INFINITY;
+      float acc = 0.0f;
+      if (live) {
+        const half* kr = k_head + j * kv_stride;
+        for (int64_t d = v; d < hd; d += kOrderLanes) acc = __fmaf_rn(q16[d], __half2float(kr[d]), acc);
+      }
+#pragma unroll
+      for (int o = kOrderLanes / 2; o > 0; o >>= 1) acc = acc + __shfl_xor_sync(kFullMask, acc, o);
+      if (v == 0 && j < n_kv) {
+        if (live) {
+          finish_score(j, acc);
+        } else {
+          scores[j] = -INFINITY;
+        }
+      }
     }
-    const half* kr = reinterpret_cast<const half*>(p.k) + j * kv_stride + g * hd;
-    float s = 0.0f;
-    for (int64_t d = lane; d < hd; d += kWarp) s = __fmaf_rn(q16[d], __half2float(kr[d]), s);
-    s = warp_sum(s) * p.scale;
-    if (lane == 0) {
-      if (p.softcap > 0.0f) s = tanhf(s * (1.0f / p.softcap)) * p.softcap;
-      scores[j] = s + mask[j];
+  } else {
+    for (int64_t j = tid; j < n_kv; j += kThreads) {
+      if (mask[j] == -INFINITY) {
+        scores[j] = -INFINITY;
+      } else {
+        finish_score(j, dot_cpu_order_serial<true>(q16, k_head + j * kv_stride, hd));
+      }
     }
   }
   __syncthreads();
@@ -65,34 +94,50 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
     for (int64_t d = tid; d < hd; d += kThreads) out[d] = 0.0f;
     return;
   }
+  for (int64_t j = tid; j < n_kv; j += kThreads) scores[j] = row_exp(__fsub_rn(scores[j], max), j, n_kv);
+  __syncthreads();
+  // Groups of 16 with the lane tree, in double across groups; the tail in double.
+  const int64_t fast = n_kv - n_kv % kExpGroup;
   double sum = 0.0;
-  for (int64_t j = tid; j < n_kv; j += kThreads) {
-    const float e = row_exp(scores[j] - max, j, n_kv);
-    scores[j] = e;
-    sum += e;
+  for (int64_t grp = tid; grp < fast / kExpGroup; grp += kThreads) {
+    float lanes[kOrderLanes];
+#pragma unroll
+    for (int i = 0; i < kOrderLanes; ++i) lanes[i] = scores[grp * kExpGroup + i];
+    sum += static_cast<double>(tree16(lanes));
   }
+  for (int64_t j = fast + tid; j < n_kv; j += kThreads) sum += static_cast<double>(scores[j]);
   sum = block_sum(sum, scratch_d);
   const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = tid; j < n_kv; j += kThreads) scores[j] = __half2float(__float2half_rn(scores[j] * inv));
+  for (int64_t j = tid; j < n_kv; j += kThreads) scores[j] = __half2float(__float2half_rn(__fmul_rn(scores[j], inv)));
   __syncthreads();
 
-  // out[d] = sum_j p_j V[j, d]: `groups` thread groups split the cells.
-  const int64_t groups = hd < kThreads ? kThreads / hd : 1;
-  for (int64_t idx = tid; idx < groups * hd; idx += kThreads) {
-    const int64_t grp = idx / hd, d = idx % hd;
-    const half* vc = reinterpret_cast<const half*>(p.v) + g * hd + d;
-    float acc = 0.0f;
-    for (int64_t j = grp; j < n_kv; j += groups) {
-      const float pj = scores[j];
-      if (pj != 0.0f) acc = __fmaf_rn(pj, __half2float(vc[j * kv_stride]), acc);
+  // out[d] = dot(p, V[:, d]) over the cells.
+  if (n_kv % kOrderLanes == 0) {
+    // Thread (chain c, dimension dd): chain c sums cells c, c+16, ...; the
+    // 16 chains of a dimension meet in shared memory for the tree.
+    const int c = tid / kDimsPerPass, dd = tid % kDimsPerPass;
+    for (int64_t d0 = 0; d0 < hd; d0 += kDimsPerPass) {
+      const int64_t d = d0 + dd;
+      float acc = 0.0f;
+      if (d < hd) {
+        for (int64_t j = c; j < n_kv; j += kOrderLanes) {
+          acc = __fmaf_rn(scores[j], __half2float(v_head[j * kv_stride + d]), acc);
+        }
+      }
+      partial[c * kDimsPerPass + dd] = acc;
+      __syncthreads();
+      if (tid < kDimsPerPass && d0 + tid < hd) {
+        float lanes[kOrderLanes];
+#pragma unroll
+        for (int i = 0; i < kOrderLanes; ++i) lanes[i] = partial[i * kDimsPerPass + tid];
+        out[d0 + tid] = tree16(lanes);
+      }
+      __syncthreads();
     }
-    partial[idx] = acc;
-  }
-  __syncthreads();
-  for (int64_t d = tid; d < hd; d += kThreads) {
-    float acc = 0.0f;
-    for (int64_t grp = 0; grp < groups; ++grp) acc += partial[grp * hd + d];
-    out[d] = acc;
+  } else {
+    for (int64_t d = tid; d < hd; d += kThreads) {
+      out[d] = dot_cpu_order_serial<true>(scores, v_head + d, n_kv, kv_stride);
+    }
   }
 }
 
@@ -113,7 +158,7 @@ int max_dynamic_smem() {
 
 int64_t attention_max_kv() {
   constexpr int64_t kMaxHeadDim = 256;
-  return static_cast<int64_t>(max_dynamic_smem() / sizeof(float)) - kMaxHeadDim - kThreads - kMaxHeadDim;
+  return static_cast<int64_t>(max_dynamic_smem() / sizeof(float)) - kMaxHeadDim - kThreads;
 }
 
 void attention(const AttentionParams& p, cudaStream_t s) {

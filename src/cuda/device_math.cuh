@@ -35,9 +35,11 @@ __device__ __forceinline__ float fast_exp(float x) {
   return ldexpf(j, static_cast<int>(n));
 }
 
-// exp of element i of a row of n as the CPU row kernels compute it.
+// exp of element i of a row of n as the CPU row kernels compute it. The
+// tail's libm expf is (all but) correctly rounded; CUDA's expf is not (2 ulp),
+// so the tail goes through double.
 __device__ __forceinline__ float row_exp(float x, int64_t i, int64_t n) {
-  return i < n - n % kExpGroup ? fast_exp(x) : expf(x);
+  return i < n - n % kExpGroup ? fast_exp(x) : static_cast<float>(exp(static_cast<double>(x)));
 }
 
 template <typename T>
