@@ -1,0 +1,192 @@
+// `ferrite embed -m MODEL -p TEXT`: embeddings of prompts, as llama.cpp's
+// llama-embedding computes them. Prompts come from -p (repeatable) or -f,
+// each split at --embd-separator (default a newline); each is tokenized
+// with the model's special tokens (bert: [CLS] ... [SEP]) and evaluated
+// alone. The pooled embedding of every prompt (pooling from the model, or
+// --pooling), or with pooling none the hidden state of every token, is
+// normalized (--embd-normalize) and printed (--embd-output-format).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "core/error.h"
+#include "embed_output.h"
+#include "load_bar.h"
+#include "model/model.h"
+#include "model/pooling.h"
+#include "model_path.h"
+#include "runtime/batch.h"
+#include "runtime/context.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrite::tools {
+namespace {
+
+struct EmbedOptions {
+  std::string model;
+  std::vector<std::string> prompts;
+  std::string file;
+  std::string separator = "\n";
+  std::string pooling;  // empty: the model's
+  int normalize = kNormEuclidean;
+  std::string format = "text";
+  int64_t n_ctx = 0;
+  int64_t n_batch = 2048;
+  int n_threads = 0;
+};
+
+std::vector<std::string> split(const std::string& s, const std::string& sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; (end = s.find(sep, start)) != std::string::npos; start = end + sep.size()) {
+    out.push_back(s.substr(start, end - start));
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+model::Pooling parse_pooling(const std::string& name, model::Pooling model_default) {
+  if (name.empty()) return model_default;
+  if (name == "none") return model::Pooling::None;
+  if (name == "mean") return model::Pooling::Mean;
+  if (name == "cls") return model::Pooling::Cls;
+  if (name == "last") return model::Pooling::Last;
+  throw InvalidArgument("unknown pooling '" + name + "' (none, mean, cls or last)");
+}
+
+// Decoders give hidden states through Context::set_embeddings where the
+// runtime has it; without it only encoders embed.
+template <typename Ctx>
+void enable_embeddings(Ctx& ctx, const std::string& arch) {
+  if constexpr (requires { ctx.set_embeddings(true); }) {
+    ctx.set_embeddings(true);
+  } else {
+    throw InvalidArgument("embeddings need an encoder model (bert); " + arch + " is a decoder");
+  }
+}
+
+std::vector<std::string> gather_prompts(const EmbedOptions& opt) {
+  if (opt.separator.empty()) throw InvalidArgument("--embd-separator must not be empty");
+  std::vector<std::string> texts = opt.prompts;
+  if (!opt.file.empty()) {
+    std::ifstream in(opt.file, std::ios::binary);
+    if (!in) throw IoError(opt.file, "cannot open");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f
+    texts.push_back(std::move(text));
+  }
+  if (texts.empty()) throw InvalidArgument("no input: give -p TEXT or -f FILE");
+  std::vector<std::string> prompts;
+  for (const std::string& t : texts) {
+    for (std::string& p : split(t, opt.separator)) prompts.push_back(std::move(p));
+  }
+  return prompts;
+}
+
+int run_embed(const EmbedOptions& opt) {
+  if (opt.normalize < kNormNone) {
+    throw InvalidArgument("--embd-normalize must be -1 (none), 0 (max-abs int16), 1 (taxicab), 2 (euclidean) "
+                          "or a p-norm above 2");
+  }
+  if (opt.format != "text" && opt.format != "json" && opt.format != "array") {
+    throw InvalidArgument("unknown --embd-output-format '" + opt.format + "' (text, json or array)");
+  }
+  if (opt.n_ctx < 0) throw InvalidArgument("-c must not be negative");
+  const std::vector<std::string> prompts = gather_prompts(opt);
+
+  const std::string path = resolve_model_argument(opt.model);
+  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
+  const model::HParams& hp = model->hparams();
+  const model::Pooling pooling = parse_pooling(opt.pooling, hp.pooling);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
+  const bool encoder = model->arch().is_encoder();
+
+  std::vector<std::vector<int32_t>> inputs;
+  int64_t longest = 0;
+  for (const std::string& p : prompts) {
+    inputs.push_back(tok.encode(p, /*add_special=*/true, /*parse_special=*/true));
+    if (inputs.back().empty()) throw InvalidArgument("a prompt gives no tokens (an empty line?)");
+    longest = std::max(longest, static_cast<int64_t>(inputs.back().size()));
+  }
+  if (encoder && hp.n_ctx_train > 0 && longest > hp.n_ctx_train) {
+    throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the model's context of " +
+                          std::to_string(hp.n_ctx_train));
+  }
+  if (longest > opt.n_batch) {
+    throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the batch size " +
+                          std::to_string(opt.n_batch) + " (-b)");
+  }
+  runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
+  if (!encoder) enable_embeddings(ctx, hp.arch);
+  if (!encoder && longest > ctx.n_ctx()) {
+    throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the context size " +
+                          std::to_string(ctx.n_ctx()) + " (-c)");
+  }
+
+  EmbeddingReport report;
+  report.prompts = prompts;
+  report.per_token = pooling == model::Pooling::None;
+  report.normalize = opt.normalize;
+  const int64_t n_embd = hp.n_embd;
+  for (const std::vector<int32_t>& in : inputs) {
+    runtime::Batch batch;
+    for (size_t t = 0; t < in.size(); ++t) batch.add(in[t], static_cast<int32_t>(t), 0, /*logits=*/true);
+    ctx.clear();
+    ctx.decode(batch);
+    const int64_t n = batch.size();
+    if (pooling == hp.pooling && pooling != model::Pooling::None) {
+      const std::span<const float> e = ctx.embeddings(0);
+      report.rows.emplace_back(e.begin(), e.end());
+    } else {
+      // Every token is an output row: [n, n_embd].
+      std::vector<float> states(static_cast<size_t>(n * n_embd));
+      for (int64_t i = 0; i < n; ++i) {
+        const std::span<const float> e = ctx.token_embeddings(i);
+        std::copy(e.begin(), e.end(), states.begin() + i * n_embd);
+      }
+      if (pooling == model::Pooling::None) {
+        for (int64_t i = 0; i < n; ++i) {
+          report.rows.emplace_back(states.begin() + i * n_embd, states.begin() + (i + 1) * n_embd);
+        }
+      } else {
+        std::vector<int32_t> rows(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        std::vector<float> out(static_cast<size_t>(n_embd));
+        model::pool_sequence(pooling, states.data(), rows.data(), n, n_embd, out.data());
+        report.rows.push_back(std::move(out));
+      }
+    }
+  }
+  for (std::vector<float>& row : report.rows) normalize_embedding(row, opt.normalize);
+  const std::string text = format_embeddings(report, opt.format);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+const CommandRegistrar kEmbed({"embed", "Embeddings of prompts (llama.cpp's llama-embedding)",
+                               [](CLI::App& sub) -> std::function<int()> {
+                                 auto opt = std::make_shared<EmbedOptions>();
+                                 sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                                 sub.add_option("-p,--prompt", opt->prompts, "Prompt text (repeatable)");
+                                 sub.add_option("-f,--file", opt->file, "File of prompts");
+                                 sub.add_option("--embd-separator", opt->separator,
+                                                "Separator of prompts within one text (default: newline)");
+                                 sub.add_option("--pooling", opt->pooling, "none, mean, cls or last (default: the model's)");
+                                 sub.add_option("--embd-normalize", opt->normalize,
+                                                "-1 none, 0 max-abs int16, 1 taxicab, 2 euclidean, >2 p-norm");
+                                 sub.add_option("--embd-output-format", opt->format, "text, json or array");
+                                 sub.add_option("-c,--ctx-size", opt->n_ctx, "Context size (decoders; 0: the model's)");
+                                 sub.add_option("-b,--batch-size", opt->n_batch, "Most tokens of one prompt");
+                                 sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
+                                 return [opt] { return run_embed(*opt); };
+                               }});
+
+}  // namespace
+}  // namespace ferrite::tools
