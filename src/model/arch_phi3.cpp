@@ -3,16 +3,17 @@
 // frequency factors (rope_factors_short/long). Attention uses the
 // sliding-window mask when the file declares a window.
 //
-// LongRoPE picks the long factors when the context exceeds the original
-// training context; the architecture does not see the context size, so the
-// short factors are used (contexts up to rope.scaling.original_context_length).
-// The magnitude scale rope.scaling.attn_factor applies to both.
+// LongRoPE (model/longrope.h): the long factors when the cache holds more
+// cells than rope.scaling.original_context_length, else the short ones; the
+// magnitude scale rope.scaling.attn_factor (or, with long factors and no
+// such key, the LongRoPE definition from the contexts) applies to both.
 #include <vector>
 
 #include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
 #include "model/blocks_extra.h"
+#include "model/longrope.h"
 
 namespace ferrite::model {
 namespace {
@@ -24,13 +25,19 @@ class Phi3 : public Architecture {
     const gguf::Metadata md(file);
     const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
     hp.rope.neox = true;
-    if (auto f = md.opt_float(md.arch_key("rope.scaling.attn_factor"))) hp.rope.yarn_attn_factor = *f;
+    const int64_t n_pairs = hp.rope.n_rot / 2;
+    rope_long_ = b.optional_vec("rope_factors_long.weight", n_pairs);
+    if (auto f = md.opt_float(md.arch_key("rope.scaling.attn_factor"))) {
+      hp.rope.yarn_attn_factor = *f;
+    } else if (rope_long_) {
+      hp.rope.yarn_attn_factor = longrope_attn_factor(hp.n_ctx_train, hp.rope.n_ctx_orig);
+    }
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
     output_ = b.require("output.weight", {n_embd, hp.n_vocab});
     output_b_ = b.optional_vec("output.bias", hp.n_vocab);
-    rope_factors_ = b.optional_vec("rope_factors_short.weight", hp.rope.n_rot / 2);
-    if (!rope_factors_) rope_factors_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
+    rope_factors_ = b.optional_vec("rope_factors_short.weight", n_pairs);
+    if (!rope_factors_) rope_factors_ = b.optional_vec("rope_freqs.weight", n_pairs);
     if (hp.n_ff <= 0) throw ModelError(file.path() + ": phi3 needs feed_forward_length");
 
     layers_.resize(static_cast<size_t>(hp.n_layer));
@@ -62,7 +69,8 @@ class Phi3 : public Architecture {
     float* h = grow(ws.h, n * n_embd);
     float* y = grow(ws.block_out, n * n_embd);
     embed_tokens(s, tok_embd_, x);
-    prepare_rope(s, rope_factors_ ? rope_factors_.f32() : nullptr);
+    prepare_rope(s, longrope_factors(rope_factors_ ? rope_factors_.f32() : nullptr,
+                                     rope_long_ ? rope_long_.f32() : nullptr, kv.n_cells, hp_.rope.n_ctx_orig));
     const bool sliding = hp_.n_swa > 0;
 
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -86,7 +94,7 @@ class Phi3 : public Architecture {
   };
 
   HParams hp_;
-  Tensor tok_embd_, output_, output_b_, rope_factors_;
+  Tensor tok_embd_, output_, output_b_, rope_factors_, rope_long_;  // rope_factors_: short (or rope_freqs)
   Norm output_norm_;
   std::vector<Layer> layers_;
 };
