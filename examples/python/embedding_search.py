@@ -4,7 +4,9 @@ by cosine similarity to a query.
 
     python3 examples/python/embedding_search.py EMBEDDING_MODEL.gguf DOCS.txt "query" [--top 3]
 
-Prints "score<TAB>document" for the best matches, best first.
+Prints "score<TAB>document" for the best matches, best first. Works with
+embedding models (bert) and with decoders (llama, qwen2, ...): a model that
+pools nothing gives one vector per token, averaged here into one.
 """
 
 import argparse
@@ -21,6 +23,14 @@ def cosine(a, b):
     return dot / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
+def as_vector(embedding):
+    """One vector: the embedding itself, or the mean of its token vectors."""
+    if embedding and isinstance(embedding[0], list):
+        n = len(embedding)
+        return [sum(col) / n for col in zip(*embedding)]
+    return embedding
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -35,8 +45,8 @@ def main() -> int:
         print("no documents", file=sys.stderr)
         return 1
     llm = Llama(model_path=args.model, embedding=True, verbose=False)
-    doc_vectors = llm.embed(docs, normalize=True)
-    query_vector = llm.embed(args.query, normalize=True)
+    doc_vectors = [as_vector(e) for e in llm.embed(docs, normalize=True)]
+    query_vector = as_vector(llm.embed(args.query, normalize=True))
     ranked = sorted(((cosine(query_vector, v), d) for v, d in zip(doc_vectors, docs)), key=lambda p: -p[0])
     for score, doc in ranked[: args.top]:
         print(f"{score:.4f}\t{doc}")

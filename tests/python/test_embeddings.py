@@ -66,14 +66,6 @@ def test_embedding_needs_the_flag(tiny_bert, llm):
         llm.create_embedding("hello")
 
 
-def test_decoder_embeddings_are_refused(stories_path):
-    from ferrite import Llama
-
-    m = Llama(model_path=stories_path, embedding=True, n_threads=1, verbose=False)
-    with pytest.raises(ValueError, match="encoder"):
-        m.embed("hello")
-
-
 def test_encoder_cannot_complete(bert):
     with pytest.raises(ValueError, match="encoder"):
         bert("hello", max_tokens=2)

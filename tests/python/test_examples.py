@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 EXAMPLES = REPO / "examples" / "python"
@@ -27,13 +29,15 @@ def test_chat_loop_reads_stdin(stories_path):
     assert all(line.strip() for line in lines)
 
 
-def test_embedding_search_ranks_the_exact_match_first(tiny_bert, tmp_path):
+@pytest.mark.parametrize("model", ["bert", "decoder"])
+def test_embedding_search_ranks_the_exact_match_first(model, tiny_bert, stories_path, tmp_path):
     docs = ["the cat sat on the mat", "stock markets fell sharply today", "a recipe for apple pie",
             "rain is expected tomorrow"]
     path = tmp_path / "docs.txt"
     path.write_text("\n".join(docs) + "\n")
+    model_path = tiny_bert.path if model == "bert" else stories_path  # stories260K: one vector per token
     for query in (docs[1], docs[2]):
-        proc = _run([str(EXAMPLES / "embedding_search.py"), tiny_bert.path, str(path), query, "--top", "2"])
+        proc = _run([str(EXAMPLES / "embedding_search.py"), model_path, str(path), query, "--top", "2"])
         assert proc.returncode == 0, proc.stderr
         best = proc.stdout.splitlines()[0].split("\t")
         assert best[1] == query

@@ -25,20 +25,23 @@ class ModelNotFoundError(FileNotFoundError, ValueError):
 
 
 class LlamaState:
-    """What save_state() captures: the tokens the context holds and the seed.
+    """What save_state() captures, with llama-cpp-python's attributes: the
+    tokens the context holds, the KV cache itself (``llama_state``, bytes in
+    ferrite's sequence-state format, tokens included) and the seed.
 
-    ferrite has no KV-cache serialisation; load_state() re-evaluates the
-    tokens, which gives the same cache (evaluation is deterministic).
+    load_state() copies the cache back without evaluating anything. A state
+    without ``llama_state`` (built by hand) is restored by evaluating
+    ``input_ids``. ``scores`` is None: ferrite keeps no per-token logits.
     """
 
-    def __init__(self, input_ids: Sequence[int], n_tokens: int, seed: int, llama_state: bytes = b"",
-                 llama_state_size: int = 0, scores: Any = None) -> None:
+    def __init__(self, input_ids: Sequence[int], scores: Any, n_tokens: int, llama_state: bytes,
+                 llama_state_size: int, seed: int) -> None:
         self.input_ids = list(input_ids)
+        self.scores = scores
         self.n_tokens = n_tokens
-        self.seed = seed
         self.llama_state = llama_state
         self.llama_state_size = llama_state_size
-        self.scores = scores
+        self.seed = seed
 
 
 # Constructor options of llama-cpp-python that do not change results here
@@ -105,14 +108,15 @@ class Llama(ChatMixin):
             _check_int("n_threads", n_threads, 1)
         if not os.path.exists(model_path):
             raise ModelNotFoundError(f"Model path does not exist: {model_path}")
-        if n_gpu_layers != 0 and verbose:
+        if n_gpu_layers != 0 and verbose and not _ferrite.gpu_offload_available():
             print("ferrite: n_gpu_layers is ignored (this build evaluates on the CPU)", file=sys.stderr)
 
         self.model_path = model_path
         self._seed = LLAMA_DEFAULT_SEED if seed == -1 else seed
         self._embedding = bool(embedding)
         self._session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
-                                         embedding=self._embedding, vocab_only=bool(vocab_only))
+                                         embedding=self._embedding, vocab_only=bool(vocab_only),
+                                         n_gpu_layers=n_gpu_layers)
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)
@@ -179,15 +183,23 @@ class Llama(ChatMixin):
         self._seed = LLAMA_DEFAULT_SEED if seed == -1 else _check_int("seed", seed, 0)
 
     def save_state(self) -> LlamaState:
+        """The context's KV cache and tokens (no evaluation on load_state)."""
+        data = self._session.save_state()
         ids = list(self._session.cached_tokens)
-        return LlamaState(ids, len(ids), self._seed)
+        return LlamaState(ids, None, len(ids), data, len(data), self._seed)
 
     def load_state(self, state: LlamaState) -> None:
         if not isinstance(state, LlamaState):
             raise TypeError("load_state() takes a LlamaState from save_state()")
         if len(state.input_ids) > self.n_ctx():
             raise ValueError(f"the state holds {len(state.input_ids)} tokens, more than n_ctx={self.n_ctx()}")
-        self._session.restore(list(state.input_ids))
+        data = state.llama_state
+        if data:
+            if not isinstance(data, (bytes, bytearray)) or len(data) != state.llama_state_size:
+                raise ValueError("the state's llama_state is not the bytes save_state() wrote")
+            self._session.load_state(bytes(data))
+        else:
+            self._session.restore(list(state.input_ids))
         self._seed = state.seed
 
     def close(self) -> None:
@@ -285,7 +297,13 @@ class Llama(ChatMixin):
     def embed(self, input: Union[str, List[str]], normalize: bool = False, truncate: bool = True,
               return_count: bool = False) -> Any:
         """Embeddings of a text (a list of floats, or a list of token vectors
-        when the model pools nothing) or of a list of texts (a list of those)."""
+        when the model pools nothing) or of a list of texts (a list of those).
+
+        Encoders (bert) and decoders (llama, qwen2, ...: the final hidden
+        state after the output norm, as llama.cpp) alike; pooling as the
+        model's ``<arch>.pooling_type`` says (decoders without one: none, so
+        one vector per token). A decoder's context is cleared, as in
+        llama-cpp-python."""
         if not self._embedding:
             raise RuntimeError("Llama model must be created with embedding=True to call this method")
         single = isinstance(input, str)

@@ -81,11 +81,12 @@ sampling::SamplerParams sampler_params(const py::dict& d) {
 void bind_session(py::module_& m) {
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::string& path, int64_t n_ctx, int64_t n_batch, int n_threads, bool embedding,
-                       bool vocab_only) {
-             return std::make_shared<Session>(SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only});
+                       bool vocab_only, int n_gpu_layers) {
+             return std::make_shared<Session>(
+                 SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only, n_gpu_layers});
            }),
            py::arg("model_path"), py::arg("n_ctx") = 512, py::arg("n_batch") = 512, py::arg("n_threads") = 0,
-           py::arg("embedding") = false, py::arg("vocab_only") = false)
+           py::arg("embedding") = false, py::arg("vocab_only") = false, py::arg("n_gpu_layers") = 0)
       .def(
           "tokenize",
           [](const Session& s, const py::bytes& text, bool add_bos, bool special) {
@@ -133,6 +134,22 @@ void bind_session(py::module_& m) {
             s.restore(tokens);
           },
           py::arg("tokens"))
+      .def(
+          "save_state",
+          [](Session& s) {
+            Session::Busy busy(s);
+            return py::bytes(s.save_state());
+          },
+          "The KV state of the cached tokens (tokens included), as bytes.")
+      .def(
+          "load_state",
+          [](Session& s, const py::bytes& state) {
+            Session::Busy busy(s);
+            const std::string_view bytes(state);
+            s.load_state(bytes);
+          },
+          py::arg("state"), "Restores save_state()'s bytes without evaluating anything.")
+      .def_property_readonly("n_evaluated", &Session::n_evaluated)
       .def(
           "eval",
           [](Session& s, const std::vector<int32_t>& tokens) {

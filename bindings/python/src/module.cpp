@@ -41,6 +41,7 @@ void bind_text_tools(py::module_& m) {
       },
       py::arg("text"), "(content, [(name, arguments_json)]) of a reply holding tool calls.");
   m.def("builtin_template_names", &chat::builtin_template_names);
+  m.def("gpu_offload_available", &gpu_offload_available, "Whether n_gpu_layers offloads (a CUDA build).");
 
   py::class_<server::ChatFormatter>(m, "ChatFormatter")
       .def(py::init([](Session& s, const std::string& override_name, const std::string& fallback) {

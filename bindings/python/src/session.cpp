@@ -3,11 +3,13 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
 #include "grammar/token_trie.h"
 #include "runtime/kv_cache.h"
+#include "runtime/offload.h"
 
 namespace ferrite::python {
 
@@ -18,9 +20,20 @@ Session::Busy::Busy(Session& s) : s_(s) {
   s_.busy_ = true;
 }
 
+bool gpu_offload_available() {
+#ifdef FERRITE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 Session::Session(const SessionParams& params) : params_(params) {
   if (params_.n_ctx < 0) throw InvalidArgument("n_ctx must not be negative, got " + std::to_string(params_.n_ctx));
   if (params_.n_batch <= 0) throw InvalidArgument("n_batch must be positive, got " + std::to_string(params_.n_batch));
+  if (params_.n_gpu_layers < runtime::kAllLayers) {
+    throw InvalidArgument("n_gpu_layers must be -1 (all) or more, got " + std::to_string(params_.n_gpu_layers));
+  }
   if (params_.n_threads < 0) {
     throw InvalidArgument("n_threads must not be negative, got " + std::to_string(params_.n_threads));
   }
@@ -40,6 +53,7 @@ Session::Session(const SessionParams& params) : params_(params) {
   cp.n_ctx = params_.n_ctx;
   cp.n_batch = params_.n_batch;
   cp.n_threads = params_.n_threads;
+  if (gpu_offload_available()) cp.n_gpu_layers = params_.n_gpu_layers;
   ctx_ = std::make_unique<runtime::Context>(model_, cp);
 }
 
@@ -71,7 +85,9 @@ std::string Session::detokenize(const std::vector<int32_t>& tokens, bool special
 
 std::span<const float> Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
   py::gil_scoped_release nogil;
-  return ctx_->eval(tokens, /*seq=*/0, all_logits);
+  std::span<const float> logits = ctx_->eval(tokens, /*seq=*/0, all_logits);
+  n_evaluated_ += static_cast<int64_t>(tokens.size());
+  return logits;
 }
 
 std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool all_logits) {
@@ -130,15 +146,37 @@ void Session::restore(const std::vector<int32_t>& tokens) {
 }
 
 int64_t Session::max_embed_tokens() const {
+  model();  // vocab only: no
+  if (!is_encoder()) return std::min(params_.n_batch, ctx_->n_ctx());  // one decode through the cache
   const int64_t train = model().hparams().n_ctx_train;
   return train > 0 ? std::min(train, params_.n_batch) : params_.n_batch;
 }
 
-std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int32_t>>& inputs, bool* per_token) {
-  if (!is_encoder()) {
-    throw InvalidArgument("embeddings need an encoder model (bert); " + model().hparams().arch +
-                          " is a decoder");
+namespace {
+
+// A decoder's context in embeddings mode for the length of one embed() call:
+// the cache starts and ends empty (as llama-cpp-python, which clears it).
+class EmbeddingsMode {
+ public:
+  explicit EmbeddingsMode(runtime::Context& ctx) : ctx_(ctx) {
+    ctx_.set_embeddings(true);  // throws for architectures without hidden states
+    ctx_.clear();
   }
+  ~EmbeddingsMode() {
+    ctx_.clear();
+    ctx_.set_embeddings(false);
+  }
+  EmbeddingsMode(const EmbeddingsMode&) = delete;
+  EmbeddingsMode& operator=(const EmbeddingsMode&) = delete;
+
+ private:
+  runtime::Context& ctx_;
+};
+
+}  // namespace
+
+std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int32_t>>& inputs, bool* per_token) {
+  context();  // vocab only: no
   const int64_t limit = max_embed_tokens();
   for (const auto& in : inputs) {
     if (in.empty()) throw InvalidArgument("an embedding input has no tokens");
@@ -146,6 +184,11 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
       throw InvalidArgument("an embedding input has " + std::to_string(in.size()) + " tokens, more than the " +
                             std::to_string(limit) + " one pass holds");
     }
+  }
+  std::optional<EmbeddingsMode> mode;
+  if (!is_encoder()) {
+    reset();  // the cache no longer holds the cached tokens
+    mode.emplace(*ctx_);
   }
   const bool pooled = model_->hparams().pooling != model::Pooling::None;
   *per_token = !pooled;
@@ -158,6 +201,7 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
       py::gil_scoped_release nogil;
       ctx_->decode(batch);
     }
+    n_evaluated_ += batch.size();
     int64_t row = 0;
     for (size_t i = first; i < end; ++i) {
       const int seq = static_cast<int>(i - first);
@@ -174,6 +218,7 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
     }
     batch.clear();
     first = end;
+    if (mode) ctx_->clear();  // the next batch's sequences start afresh
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const bool full_tokens = batch.size() + static_cast<int64_t>(inputs[i].size()) > limit;
@@ -186,6 +231,24 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
   }
   if (batch.size() > 0) run(inputs.size());
   return out;
+}
+
+std::string Session::save_state() {
+  context();  // vocab only: no
+  if (is_encoder()) return {};
+  return ctx_->save_sequence_bytes(0, cached_);
+}
+
+void Session::load_state(std::string_view bytes) {
+  context();
+  reset();
+  if (is_encoder() || bytes.empty()) return;
+  cached_ = ctx_->load_sequence_bytes(0, bytes);  // on failure the sequence is left empty
+  if (static_cast<int64_t>(cached_.size()) != ctx_->cache().max_pos(0) + 1) {
+    // The runtime accepts a state without its tokens; a Llama needs them.
+    reset();
+    throw InvalidArgument("the state does not hold the tokens of its cache");
+  }
 }
 
 std::shared_ptr<const server::VocabPieces> Session::vocab_pieces() {

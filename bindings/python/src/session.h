@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,7 +29,11 @@ struct SessionParams {
   int n_threads = 0;       // 0: all CPUs
   bool embedding = false;  // the caller means to compute embeddings
   bool vocab_only = false; // the tokenizer alone (no weights, no context)
+  int n_gpu_layers = 0;    // offloaded layers (-1: all) when built with CUDA; ignored otherwise
 };
+
+// Whether this build offloads to a GPU (n_gpu_layers takes effect).
+bool gpu_offload_available();
 
 class Session {
  public:
@@ -61,13 +66,22 @@ class Session {
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   // Forgets the cache.
   void reset();
-  // Restores a cache holding `tokens` (re-evaluated: the runtime has no KV
-  // state I/O).
+  // Restores a cache holding `tokens` by evaluating them.
   void restore(const std::vector<int32_t>& tokens);
+  // The KV state of the cached tokens (runtime/context_state.h's format, the
+  // tokens included; empty for an encoder), and its restore: no evaluation.
+  // load_state throws FormatError / InvalidArgument for bytes of another
+  // model or a damaged state, leaving the cache empty.
+  std::string save_state();
+  void load_state(std::string_view bytes);
+  // Tokens run through the model so far (prompts, generated tokens, restores).
+  int64_t n_evaluated() const { return n_evaluated_; }
 
-  // Pooled embeddings of each input (encoders), or per-token states when the
-  // model pools nothing: [n_inputs][n_tokens_i * n_embd]. Inputs longer than
-  // one pass are rejected with InvalidArgument.
+  // Pooled embeddings of each input, or per-token states when the model
+  // pools nothing: [n_inputs][n_tokens_i * n_embd]. Encoders and decoders
+  // that give hidden states (their final states after the output norm, as
+  // llama.cpp); a decoder's cache is cleared. Inputs longer than one pass
+  // are rejected with InvalidArgument.
   std::vector<std::vector<float>> embed(const std::vector<std::vector<int32_t>>& inputs, bool* per_token);
   // Most tokens one embedding input may have.
   int64_t max_embed_tokens() const;
@@ -106,6 +120,7 @@ class Session {
   std::vector<float> prompt_logits_;  // [n, n_vocab]
   std::shared_ptr<const server::VocabPieces> vocab_;
   uint64_t epoch_ = 0;
+  int64_t n_evaluated_ = 0;
   bool busy_ = false;
 };
 
