@@ -50,7 +50,9 @@ template <class A, class B>
 double max_abs_diff(const A& a, const B& b) {
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  }
   return worst;
 }
 
@@ -78,7 +80,12 @@ TEST(RefQwen3, DenseLogitsMatchReference) {
   test::Qwen3Config c;  // head_dim 16 != n_embd / n_head = 8; GQA 4:2; tied output
   test::TinyQwen3 tiny(c);
   const std::vector<int32_t> tokens = prompt(12, c.n_vocab);
-  check_model(tiny.path(), tokens, tiny.reference(tokens), 5);
+  const test::ref::Rows expected = tiny.reference(tokens);
+  check_model(tiny.path(), tokens, expected, 5);
+
+  // The test tells RoPE pairings apart: adjacent pairs give other logits.
+  tiny.config().ref_neox = false;
+  EXPECT_GT(max_abs_diff(tiny.reference(tokens), expected), 100 * kTolerance);
 }
 
 TEST(RefQwen3, MoeLogitsMatchReference) {
@@ -90,14 +97,25 @@ TEST(RefQwen3, MoeLogitsMatchReference) {
   EXPECT_EQ(m->hparams().n_expert, c.n_expert);
   EXPECT_EQ(m->hparams().n_expert_used, c.n_expert_used);
   const std::vector<int32_t> tokens = prompt(12, c.n_vocab);
-  check_model(tiny.path(), tokens, tiny.reference(tokens), 5);
+  const test::ref::Rows expected = tiny.reference(tokens);
+  check_model(tiny.path(), tokens, expected, 5);
+
+  // ...and renormalised top-k weights from raw probabilities.
+  tiny.config().ref_norm_topk = false;
+  EXPECT_GT(max_abs_diff(tiny.reference(tokens), expected), 100 * kTolerance);
 }
 
 TEST(RefGemma, LogitsMatchReference) {
   test::GemmaConfig c;  // head_dim 16 != n_embd / n_head = 8; multi-query (one KV head)
   test::TinyGemma tiny(c);
   const std::vector<int32_t> tokens = prompt(12, c.n_vocab);
-  check_model(tiny.path(), tokens, tiny.reference(tokens), 5);
+  const test::ref::Rows expected = tiny.reference(tokens);
+  check_model(tiny.path(), tokens, expected, 5);
+
+  // The sqrt(n_embd) input scaling matters (the first norm does not undo it
+  // for the residual stream).
+  tiny.config().ref_scale_embd = false;
+  EXPECT_GT(max_abs_diff(tiny.reference(tokens), expected), 100 * kTolerance);
 }
 
 test::GemmaConfig gemma3_config() {

@@ -46,6 +46,7 @@ struct GemmaConfig {
   double eps = 1e-6, freq_base = 10000.0;
   int64_t n_ctx = 64;
   double embd_scale = 4.0;       // token_embd std, in units of 1/sqrt(n_embd)
+  bool ref_scale_embd = true;    // reference only: false skips the sqrt(n_embd) input scaling
 };
 
 class TinyGemma {
@@ -100,6 +101,7 @@ class TinyGemma {
   }
 
   const std::filesystem::path& path() const { return g_.path(); }
+  GemmaConfig& config() { return c_; }
 
   // Without a window (gemma3 files may lack the key) no layer slides.
   bool sliding(int64_t il) const { return c_.version == 3 && c_.n_swa > 0 && (il + 1) % kSlidingPattern != 0; }
@@ -114,11 +116,10 @@ class TinyGemma {
     const ref::Rope local{hd, /*neox*/ true, kLocalRopeBase, 1.0};
     const double query_scale = 1.0 / std::sqrt(static_cast<double>(hd));
     const auto& emb = g_.t("token_embd.weight");
+    const double embd_scale = c_.ref_scale_embd ? std::sqrt(static_cast<double>(n_embd)) : 1.0;
     ref::Rows x(static_cast<size_t>(n * n_embd));
     for (int64_t i = 0; i < n; ++i) {
-      for (int64_t d = 0; d < n_embd; ++d) {
-        x[i * n_embd + d] = emb[tokens[i] * n_embd + d] * std::sqrt(static_cast<double>(n_embd));
-      }
+      for (int64_t d = 0; d < n_embd; ++d) x[i * n_embd + d] = emb[tokens[i] * n_embd + d] * embd_scale;
     }
     for (int64_t il = 0; il < c_.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";

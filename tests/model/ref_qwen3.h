@@ -35,6 +35,10 @@ struct Qwen3Config {
   bool tied_output = true;
   double eps = 1e-6, freq_base = 1000000.0;
   int64_t n_ctx = 64;
+  // Alternatives of the reference only (the file is the same), for the
+  // tests to show that a wrong choice is detected.
+  bool ref_neox = true;       // false: adjacent RoPE pairs (llama's)
+  bool ref_norm_topk = true;  // false: top-k probabilities not renormalised
 };
 
 class TinyQwen3 {
@@ -87,6 +91,7 @@ class TinyQwen3 {
   }
 
   const std::filesystem::path& path() const { return g_.path(); }
+  Qwen3Config& config() { return c_; }
 
   // Logits [n, n_vocab] of one sequence at positions 0..n-1.
   ref::Rows reference(const std::vector<int32_t>& tokens) const {
@@ -94,7 +99,7 @@ class TinyQwen3 {
     const int64_t n_q = c_.n_head * hd, n_kv = c_.n_head_kv * hd;
     std::vector<int32_t> pos(tokens.size());
     std::iota(pos.begin(), pos.end(), 0);
-    const ref::Rope rope{hd, /*neox*/ true, c_.freq_base, 1.0};
+    const ref::Rope rope{hd, c_.ref_neox, c_.freq_base, 1.0};
     ref::Rows x(static_cast<size_t>(n * n_embd));
     const auto& emb = g_.t("token_embd.weight");
     for (int64_t i = 0; i < n; ++i) {
@@ -117,9 +122,13 @@ class TinyQwen3 {
 
       h = x;
       ref::rms_norm(h, n_embd, g_.t(p + "ffn_norm.weight"), c_.eps);
-      ref::add_inplace(x, c_.moe ? moe(h, n, p) : ref::gated_ffn(h, n, n_embd, c_.n_ff, g_.t(p + "ffn_gate.weight").data(),
-                                                                g_.t(p + "ffn_up.weight").data(),
-                                                                g_.t(p + "ffn_down.weight").data(), ref::silu));
+      if (c_.moe) {
+        ref::add_inplace(x, moe(h, n, p));
+      } else {
+        ref::add_inplace(x, ref::gated_ffn(h, n, n_embd, c_.n_ff, g_.t(p + "ffn_gate.weight").data(),
+                                           g_.t(p + "ffn_up.weight").data(), g_.t(p + "ffn_down.weight").data(),
+                                           ref::silu));
+      }
     }
     ref::rms_norm(x, n_embd, g_.t("output_norm.weight"), c_.eps);
     const auto& out = g_.t(c_.tied_output ? "token_embd.weight" : "output.weight");
@@ -143,6 +152,7 @@ class TinyQwen3 {
       std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return prob[a] > prob[b]; });
       double sum = 0;
       for (int64_t j = 0; j < c_.n_expert_used; ++j) sum += prob[order[j]];
+      if (!c_.ref_norm_topk) sum = 1.0;
       const ref::Rows row(h.begin() + t * n_embd, h.begin() + (t + 1) * n_embd);
       for (int64_t j = 0; j < c_.n_expert_used; ++j) {
         const int64_t e = order[j];
