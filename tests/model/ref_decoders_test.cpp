@@ -177,5 +177,29 @@ TEST(RefGemma3, WithoutSlidingWindowEveryLayerIsGlobal) {
   check_model(tiny.path(), tokens, tiny.reference(tokens), 5, kDeepTolerance);
 }
 
+// gemma3-27B scales queries by 1/sqrt(n_embd / n_head) (its
+// query_pre_attn_scalar, 168) rather than 1/sqrt(head_dim); the GGUF does not
+// store it and llama.cpp recognises the size by its 62 layers. A tiny model
+// of 62 layers takes that branch. So deep a stack sits on a rounding-noise
+// floor of ~1e-2 (the kDeepTolerance argument, measured 3e-3 to 1.2e-2 over
+// 3 seeds), while the other scale moves the logits by about 4.
+TEST(RefGemma3, SixtyTwoLayersScaleQueriesByEmbeddingPerHead) {
+  constexpr double kVeryDeepTolerance = 5e-2;
+  test::GemmaConfig c = gemma3_config();
+  c.n_layer = 62;
+  c.n_embd = 32;
+  c.n_head = 8;
+  c.head_dim = 16;
+  c.n_ff = 48;
+  c.query_pre_attn_scalar = static_cast<double>(c.n_embd / c.n_head);  // 4, not head_dim 16
+  test::TinyGemma tiny(c);
+  const std::vector<int32_t> tokens = prompt(8, c.n_vocab);
+  const test::ref::Rows expected = tiny.reference(tokens);
+  check_model(tiny.path(), tokens, expected, 3, kVeryDeepTolerance);
+
+  tiny.config().query_pre_attn_scalar = 0;  // head_dim
+  EXPECT_GT(max_abs_diff(tiny.reference(tokens), expected), 20 * kVeryDeepTolerance);
+}
+
 }  // namespace
 }  // namespace ferrite

@@ -13,8 +13,9 @@
 //            scaling, its global layers rope.freq_base and the linear
 //            rope.scaling.factor when the file has one
 //     a = Wo · softmax(q k^T * query_scale, causal [+ window]) v   (GQA);
-//         query_scale = 1/sqrt(head_dim) (query_pre_attn_scalar = head_dim,
-//         as every size but gemma3-27B has; that one is not built here)
+//         query_scale = 1/sqrt(query_pre_attn_scalar): head_dim for every
+//         size but gemma3-27B, whose n_embd / n_head the GGUF does not store
+//         (llama.cpp recognises that size by its 62 layers)
 //     gemma3: a = rms_norm(a) * post_attention_norm
 //     x += a
 //     h = rms_norm(x) * ffn_norm
@@ -47,6 +48,7 @@ struct GemmaConfig {
   int64_t n_ctx = 64;
   double embd_scale = 4.0;       // token_embd std, in units of 1/sqrt(n_embd)
   bool ref_scale_embd = true;    // reference only: false skips the sqrt(n_embd) input scaling
+  double query_pre_attn_scalar = 0;  // queries scaled by its 1/sqrt (0: head_dim)
 };
 
 class TinyGemma {
@@ -114,7 +116,8 @@ class TinyGemma {
     std::iota(pos.begin(), pos.end(), 0);
     const ref::Rope global{hd, /*neox*/ true, c_.freq_base, c_.rope_linear > 0 ? 1.0 / c_.rope_linear : 1.0};
     const ref::Rope local{hd, /*neox*/ true, kLocalRopeBase, 1.0};
-    const double query_scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    const double query_scale =
+        1.0 / std::sqrt(c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar : static_cast<double>(hd));
     const auto& emb = g_.t("token_embd.weight");
     const double embd_scale = c_.ref_scale_embd ? std::sqrt(static_cast<double>(n_embd)) : 1.0;
     ref::Rows x(static_cast<size_t>(n * n_embd));
