@@ -235,7 +235,9 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
 
 std::string Session::save_state() {
   context();  // vocab only: no
-  if (is_encoder()) return {};
+  // An encoder keeps no cache; an offloaded cache lives on the GPU, which
+  // the runtime does not save: the empty state is restored by evaluation.
+  if (is_encoder() || (gpu_offload_available() && params_.n_gpu_layers != 0)) return {};
   return ctx_->save_sequence_bytes(0, cached_);
 }
 

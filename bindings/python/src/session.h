@@ -69,7 +69,8 @@ class Session {
   // Restores a cache holding `tokens` by evaluating them.
   void restore(const std::vector<int32_t>& tokens);
   // The KV state of the cached tokens (runtime/context_state.h's format, the
-  // tokens included; empty for an encoder), and its restore: no evaluation.
+  // tokens included; empty for an encoder or a GPU-offloaded cache), and its
+  // restore: no evaluation.
   // load_state throws FormatError / InvalidArgument for bytes of another
   // model or a damaged state, leaving the cache empty.
   std::string save_state();
