@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "model/model.h"
+#include "load_bar.h"
 #include "model_path.h"
 #include "runtime/chat_session.h"
 #include "runtime/context.h"
@@ -141,7 +142,7 @@ bool run_command(const std::string& line, runtime::ChatSession& session, samplin
 
 int run_chat(ChatOptions& opt) {
   const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = model::Model::load(path);
+  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
   runtime::ChatSession session(ctx, tok,

@@ -59,17 +59,6 @@ model::Pooling parse_pooling(const std::string& name, model::Pooling model_defau
   throw InvalidArgument("unknown pooling '" + name + "' (none, mean, cls or last)");
 }
 
-// Decoders give hidden states through Context::set_embeddings where the
-// runtime has it; without it only encoders embed.
-template <typename Ctx>
-void enable_embeddings(Ctx& ctx, const std::string& arch) {
-  if constexpr (requires { ctx.set_embeddings(true); }) {
-    ctx.set_embeddings(true);
-  } else {
-    throw InvalidArgument("embeddings need an encoder model (bert); " + arch + " is a decoder");
-  }
-}
-
 std::vector<std::string> gather_prompts(const EmbedOptions& opt) {
   if (opt.separator.empty()) throw InvalidArgument("--embd-separator must not be empty");
   std::vector<std::string> texts = opt.prompts;
@@ -124,7 +113,7 @@ int run_embed(const EmbedOptions& opt) {
                           std::to_string(opt.n_batch) + " (-b)");
   }
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
-  if (!encoder) enable_embeddings(ctx, hp.arch);
+  if (!encoder) ctx.set_embeddings(true);  // decoders: hidden states (InvalidArgument where the arch has none)
   if (!encoder && longest > ctx.n_ctx()) {
     throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the context size " +
                           std::to_string(ctx.n_ctx()) + " (-c)");

@@ -13,6 +13,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "model/model.h"
+#include "load_bar.h"
 #include "model_path.h"
 #include "server/engine.h"
 #include "server/http_server.h"
@@ -69,7 +70,7 @@ int run_serve(const ServeOptions& opt) {
   const std::string path = resolve_model_argument(opt.model);
   so.model_path = path;
   so.model_id = opt.alias.empty() ? base_name(path) : opt.alias;
-  std::shared_ptr<const model::Model> model = model::Model::load(path);
+  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model->file()));
   server::Engine engine(model, tok,
                         {.n_parallel = opt.parallel, .n_ctx = opt.n_ctx, .n_batch = opt.n_batch,

@@ -191,21 +191,38 @@ TEST(CliEmbed, PromptsFromFile) {
   expect_near(got[1], pool_ref(kPoolLast, model.bert().reference(kSecond)), kTolerance);
 }
 
-TEST(CliEmbed, DecoderModelEmbedsOrSaysWhy) {
+TEST(CliEmbed, DecoderModelGivesTokenStatesAndPoolsThem) {
   FERRITE_SHARED_FILE(stories, "models/stories260K.gguf");
-  const auto r = run_ferrite({"embed", "-m", stories.string(), "-p", "Once upon a time", "--embd-output-format",
-                              "array"});
-  if (r.status != 0) {
-    // Without decoder hidden states in the runtime: a clear refusal.
-    EXPECT_LT(r.status, 128) << "killed by a signal";
-    EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("decoder"), std::string::npos) << r.err;
-  } else {
-    // With them: llama has no pooling, so one 64-wide state per token.
-    const auto rows = json::parse(r.out).get<std::vector<std::vector<double>>>();
-    ASSERT_FALSE(rows.empty());
-    for (const auto& row : rows) EXPECT_EQ(row.size(), 64u);  // stories260K: dim 64 (shared/README.md)
+  const std::vector<std::string> base = {"embed", "-m", stories.string(), "-p", "Once upon a time",
+                                         "--embd-output-format", "array", "--embd-normalize", "-1"};
+  const auto r = run_ferrite(base);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // llama has no pooling: one 64-wide state per token (stories260K: dim 64, shared/README.md).
+  const auto rows = json::parse(r.out).get<std::vector<std::vector<double>>>();
+  ASSERT_GE(rows.size(), 2u);
+  for (const auto& row : rows) ASSERT_EQ(row.size(), 64u);
+  // --pooling mean/last: the mean and the last of those states.
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--pooling", "mean"});
+  const auto mean = run_ferrite(args);
+  ASSERT_EQ(mean.status, 0) << mean.err;
+  std::vector<double> want(64, 0.0);
+  for (const auto& row : rows) {
+    for (size_t d = 0; d < 64; ++d) want[d] += row[d] / static_cast<double>(rows.size());
   }
+  expect_near(json::parse(mean.out).get<std::vector<std::vector<double>>>().at(0), want, 1e-5);
+  args.back() = "last";
+  const auto last = run_ferrite(args);
+  ASSERT_EQ(last.status, 0) << last.err;
+  expect_near(json::parse(last.out).get<std::vector<std::vector<double>>>().at(0), rows.back(), 1e-5);
+}
+
+TEST(CliEmbed, ArchitectureWithoutHiddenStatesIsRefused) {
+  FERRITE_SHARED_FILE(phi3, "models/synth/synth-phi3-f32.gguf");
+  const auto r = run_ferrite({"embed", "-m", phi3.string(), "-p", "hello"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("phi3"), std::string::npos) << r.err;
 }
 
 TEST(CliEmbed, BadInputIsAClearError) {
