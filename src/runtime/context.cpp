@@ -23,6 +23,15 @@ int thread_count(int requested) {
   return requested == 0 ? cpu::ThreadPool::default_threads() : requested;
 }
 
+// Layers whose K/V the CPU cache stores: all without offload; the CPU's
+// first layers with a partial one (the GPU takes the last n_gpu_layers and
+// keeps their cache itself); none when every layer is on the GPU.
+int64_t cpu_cache_layers(const model::HParams& hp, int n_gpu_layers) {
+  if (n_gpu_layers == 0) return -1;
+  if (n_gpu_layers < 0) return 0;
+  return std::max<int64_t>(0, hp.n_layer - n_gpu_layers);
+}
+
 constexpr float kHidden = -std::numeric_limits<float>::infinity();
 
 // Attention scans a multiple of this many cells (the extra ones are masked):
@@ -36,7 +45,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     : model_(std::move(model)),
       params_(params),
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
-             params.cache_type_v),
+             params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
       pool_(thread_count(params.n_threads)) {
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
   if (params_.n_gpu_layers != 0 && (params_.cache_type != TensorType::F16 || params_.cache_type_v != TensorType::F16)) {

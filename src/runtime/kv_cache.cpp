@@ -24,7 +24,8 @@ TensorType cache_type_from_name(const std::string& name, const std::string& opti
   return *t;
 }
 
-KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v)
+KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
+                 int64_t n_storage_layers)
     : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
   if (n_cells <= 0) throw InvalidArgument("KV cache size must be positive, got " + std::to_string(n_cells));
   for (TensorType t : {type_k, type_v}) {
@@ -41,13 +42,16 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
   if (type_v != TensorType::F16) v_row_bytes_ = model::kv_quant_row_bytes(type_v, n_embd_kv_);
   cells_.resize(static_cast<size_t>(n_cells));
   const size_t per_layer = static_cast<size_t>(n_cells) * static_cast<size_t>(n_embd_kv_);
+  const auto n_stored = static_cast<size_t>(n_storage_layers < 0 ? n_layer_ : std::min(n_storage_layers, n_layer_));
   auto alloc = [&](TensorType t, int64_t row_bytes, std::vector<std::vector<uint16_t>>& f16,
                    std::vector<std::vector<uint8_t>>& quantized) {
     if (t == TensorType::F16) {
-      f16.assign(static_cast<size_t>(n_layer_), std::vector<uint16_t>(per_layer, 0));
+      f16.resize(static_cast<size_t>(n_layer_));
+      for (size_t il = 0; il < n_stored; ++il) f16[il].assign(per_layer, 0);
     } else {
       const size_t bytes = static_cast<size_t>(n_cells) * static_cast<size_t>(row_bytes);
-      quantized.assign(static_cast<size_t>(n_layer_), std::vector<uint8_t>(bytes, 0));
+      quantized.resize(static_cast<size_t>(n_layer_));
+      for (size_t il = 0; il < n_stored; ++il) quantized[il].assign(bytes, 0);
     }
   };
   alloc(type_k, k_row_bytes_, k_, kq_);
@@ -182,6 +186,8 @@ model::KvView KvCache::view() {
   v.layers.resize(static_cast<size_t>(n_layer_));
   for (int64_t il = 0; il < n_layer_; ++il) {
     model::KvLayer& l = v.layers[static_cast<size_t>(il)];
+    const size_t i = static_cast<size_t>(il);
+    if (type_k_ == TensorType::F16 ? k_[i].empty() : kq_[i].empty()) continue;  // not stored here
     l.k_type = type_k_;
     l.v_type = type_v_;
     if (type_k_ == TensorType::F16) {

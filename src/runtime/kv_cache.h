@@ -37,8 +37,11 @@ class KvCache {
   // quantized when written, read back as f16 by attention; needs n_embd_kv
   // a multiple of 32; model/kv_quant.h). Throws InvalidArgument for a
   // non-positive size or an unsupported type.
+  // n_storage_layers: layers whose K/V this cache stores (the first ones; -1:
+  // all). The others (offloaded to the GPU, which keeps its own cache) get
+  // no memory here and null pointers in view(); the cells are still tracked.
   KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k = TensorType::F16,
-          TensorType type_v = TensorType::F16);
+          TensorType type_v = TensorType::F16, int64_t n_storage_layers = -1);
 
   int64_t size() const { return static_cast<int64_t>(cells_.size()); }
   TensorType type() const { return type_k_; }
