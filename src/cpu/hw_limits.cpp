@@ -21,6 +21,7 @@ constexpr size_t kFallbackLlcBytes = size_t{32} << 20;
 constexpr size_t kLlcMultiple = 8;
 // Independent running sums per thread: enough loads in flight to stream.
 constexpr int kReadLanes = 8;
+constexpr int kStreams = 4;
 
 // Dependent additions per clock-loop iteration (written out in asm so the
 // compiler cannot fold them; one cycle each) and iterations per trial
@@ -39,16 +40,24 @@ size_t llc_bytes() {
   return v > 0 ? static_cast<size_t>(v) : kFallbackLlcBytes;
 }
 
+// Sums a buffer walking kStreams equal parts of it together: several
+// sequential streams per core keep more cache misses in flight than one
+// (a matrix tile reads its rows the same way), so the probe finds the rate
+// the memory can deliver rather than one stream's latency-bound rate.
 uint64_t stream_sum(const uint64_t* p, size_t n) {
-  uint64_t acc[kReadLanes] = {};
-  size_t i = 0;
-  for (; i + kReadLanes <= n; i += kReadLanes) {
-    for (int j = 0; j < kReadLanes; ++j) acc[j] += p[i + j];
+  const size_t part = n / kStreams / kReadLanes * kReadLanes;
+  uint64_t acc[kStreams][kReadLanes] = {};
+  for (size_t i = 0; i < part; i += kReadLanes) {
+    for (int s = 0; s < kStreams; ++s) {
+      for (int j = 0; j < kReadLanes; ++j) acc[s][j] += p[s * part + i + j];
+    }
   }
-  uint64_t s = 0;
-  for (; i < n; ++i) s += p[i];
-  for (int j = 0; j < kReadLanes; ++j) s += acc[j];
-  return s;
+  uint64_t sum = 0;
+  for (size_t i = kStreams * part; i < n; ++i) sum += p[i];
+  for (int s = 0; s < kStreams; ++s) {
+    for (int j = 0; j < kReadLanes; ++j) sum += acc[s][j];
+  }
+  return sum;
 }
 
 double peak_loop(PeakKind k, long iters) {

@@ -29,6 +29,14 @@ constexpr int kQ6Offset = 32;
 
 constexpr float kQ8Max = 127.0f;
 
+// Software prefetch distance along each weight row. A tile streams NR rows
+// at once (NR interleaved streams of 18- or 34-byte blocks), which the
+// hardware prefetchers follow poorly; fetching ~1 KiB ahead in every row
+// keeps enough misses in flight for one core to reach the memory's rate.
+constexpr int kPrefetchBytes = 1024;
+
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
+
 size_t q8_0_row_bytes(int64_t k) { return static_cast<size_t>(k / kQK) * sizeof(BlockQ8_0); }
 
 void quantize_q8_0(const float* x, void* dst, int64_t k) {
@@ -85,6 +93,7 @@ void q4_0_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
     }
     for (int r = 0; r < NR; ++r) {
       const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w + r * wrb)[b];
+      prefetch(&wb);
       const __m256i wv = unpack_q4(wb.qs);
       const float dw = _cvtsh_ss(wb.d);
       for (int t = 0; t < NT; ++t) {
@@ -114,6 +123,7 @@ void q8_0_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
     }
     for (int r = 0; r < NR; ++r) {
       const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w + r * wrb)[b];
+      prefetch(&wb);
       const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
       const __m256i aw = _mm256_abs_epi8(qw);
       const float dw = _cvtsh_ss(wb.d);
