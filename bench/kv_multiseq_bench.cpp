@@ -96,7 +96,8 @@ void run(const std::shared_ptr<const ferrite::model::Model>& model, const Option
   }
   const double decode_s = seconds_since(t1);
   std::printf("%-10s seqs %3d  prompt %7.1f tok/s  decode %8.1f tok/s  (%d x %d tokens in %.2f s; checksum %.4f)\n",
-              o.regions ? "regions" : "first-free", n_seqs, n_seqs * o.prompt / prompt_s, n_seqs * o.steps / decode_s, n_seqs, o.steps, decode_s, checksum);
+              o.regions ? "regions" : "first-free", n_seqs, n_seqs * o.prompt / prompt_s, n_seqs * o.steps / decode_s,
+              n_seqs, o.steps, decode_s, checksum);
 }
 
 }  // namespace

@@ -156,7 +156,9 @@ void self_attention(Step& s, int64_t layer, const AttentionWeights& w, const flo
     float* tmp = grow(s.ws.kv_row32, n_kv);
     if (cache.k_q != nullptr) {
       uint16_t* dst = grow(s.ws.kv_k16, s.kv.n_kv * n_kv);
-      for (int64_t j = lo; j < hi; ++j) kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
+      for (int64_t j = lo; j < hi; ++j) {
+        kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
+      }
       k16 = dst;
     }
     if (cache.v_q != nullptr) {
