@@ -44,6 +44,7 @@ struct RunOptions {
   int64_t n_batch = 512;
   int n_threads = 0;
   std::string n_gpu_layers = "0";  // -ngl: layers on the GPU, a number or "all"
+  bool fit = false;                // --fit: the largest -ngl that fits in the GPU's free memory
   bool echo = false;
   bool no_bos = false;
   std::vector<std::string> stops;
@@ -166,6 +167,11 @@ int run_generate(RunOptions& opt) {
     }
     if (ngl < 0) throw InvalidArgument("--n-gpu-layers must not be negative");
   }
+  if (opt.fit) {
+    const runtime::GpuFit fit = runtime::fit_gpu_layers(*model, opt.n_ctx);
+    std::fprintf(stderr, "%s\n", fit.report.c_str());
+    ngl = fit.n_layers;
+  }
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx,
                                .n_batch = opt.n_batch,
                                .n_threads = opt.n_threads,
@@ -251,6 +257,8 @@ const CommandRegistrar kRun({"run", "Generate text from a prompt",
                                sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
                                sub.add_option("--ngl,--n-gpu-layers", opt->n_gpu_layers,
                                               "Layers on the GPU: a number or all (needs a CUDA build)");
+                               sub.add_flag("--fit", opt->fit,
+                                            "Offload the most layers that fit in the GPU's free memory (prints the numbers)");
                                sub.add_flag("--echo", opt->echo, "Print the prompt too");
                                sub.add_flag("--no-bos", opt->no_bos, "Do not add the BOS token");
                                sub.add_option("--stop", opt->stops, "Stop when this text is generated (repeatable)");

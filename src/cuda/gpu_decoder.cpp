@@ -1,6 +1,7 @@
 #include "cuda/gpu_decoder.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -38,6 +39,49 @@ int device_count() {
   return n;
 }
 
+uint64_t FitReport::needed(int n) const {
+  const int n_layer = static_cast<int>(layer_bytes.size());
+  uint64_t b = output_bytes + scratch_bytes + (n >= n_layer ? embd_bytes : 0);
+  for (int il = std::max(0, n_layer - n); il < n_layer; ++il) b += layer_bytes[static_cast<size_t>(il)];
+  return b;
+}
+
+FitReport fit_report(const model::Model& m, int64_t n_cells, int device) {
+  const model::HParams& hp = m.hparams();
+  FitReport r;
+  r.layer_bytes.assign(static_cast<size_t>(hp.n_layer), 0);
+  const uint64_t cache_per_layer = 2ull * static_cast<uint64_t>(n_cells * hp.n_embd_kv()) * sizeof(uint16_t);
+  for (uint64_t& b : r.layer_bytes) b = cache_per_layer;
+  bool has_output = false;
+  for (const gguf::TensorInfo& t : m.file().tensors()) {
+    if (t.name.rfind("blk.", 0) == 0) {
+      const int64_t il = std::strtoll(t.name.c_str() + 4, nullptr, 10);
+      if (il >= 0 && il < hp.n_layer) r.layer_bytes[static_cast<size_t>(il)] += t.n_bytes;
+    } else if (t.name == "token_embd.weight") {
+      r.embd_bytes = t.n_bytes;
+    } else {
+      has_output = has_output || t.name == "output.weight";
+      r.output_bytes += t.n_bytes;
+    }
+  }
+  if (!has_output) r.output_bytes += r.embd_bytes;  // tied: the table is the output matrix
+  r.scratch_bytes = kScratchAllowance;
+  if (device_count() <= device) throw InvalidArgument("GPU offload: no CUDA device " + std::to_string(device));
+  FERRITE_CUDA_CHECK(cudaSetDevice(device));
+  size_t free_b = 0, total_b = 0;
+  FERRITE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  r.free_bytes = free_b;
+  r.total_bytes = total_b;
+  r.max_layers = 0;
+  for (int n = static_cast<int>(hp.n_layer); n > 0; --n) {
+    if (r.needed(n) <= r.free_bytes) {
+      r.max_layers = n;
+      break;
+    }
+  }
+  return r;
+}
+
 std::unique_ptr<model::Architecture> make_decoder(const model::Model& m, const OffloadParams& p) {
   return std::make_unique<GpuDecoder>(m, p);
 }
@@ -64,39 +108,44 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
                           "' is not supported on the GPU yet (llama, qwen2, qwen3 are)");
   }
   if (hp.n_expert > 0) throw InvalidArgument("GPU offload: mixture-of-experts models are not supported yet");
-  if (p.n_gpu_layers >= 0 && p.n_gpu_layers < hp.n_layer) {
-    throw InvalidArgument("GPU offload: partial offload (-ngl " + std::to_string(p.n_gpu_layers) + " of " +
-                          std::to_string(hp.n_layer) + " layers) is not supported yet; use -ngl all");
+  if (p.n_gpu_layers < -1 || p.n_gpu_layers == 0) {
+    throw InvalidArgument("GPU offload: -ngl " + std::to_string(p.n_gpu_layers) + " is not a number of layers to offload");
   }
+  const int64_t n_gpu = p.n_gpu_layers < 0 ? hp.n_layer : std::min<int64_t>(p.n_gpu_layers, hp.n_layer);
+  first_gpu_layer_ = hp.n_layer - n_gpu;
   if (n_cells_ <= 0) throw InvalidArgument("GPU offload: the context size must be positive");
   if (device_count() <= p.device) throw InvalidArgument("GPU offload: no CUDA device " + std::to_string(p.device));
   FERRITE_CUDA_CHECK(cudaSetDevice(p.device));
 
-  // Fit check: weights + KV cache + scratch against the free device memory.
-  uint64_t weights = 0;
-  for (const gguf::TensorInfo& t : m.file().tensors()) weights += t.n_bytes;
-  const uint64_t cache = 2ull * static_cast<uint64_t>(hp.n_layer * n_cells_ * hp.n_embd_kv()) * sizeof(uint16_t);
-  size_t free_b = 0, total_b = 0;
-  FERRITE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  if (weights + cache + kScratchAllowance > free_b) {
-    throw ModelError("GPU offload: the model does not fit: weights " + mib(weights) + " + KV cache " + mib(cache) +
-                     " (" + std::to_string(n_cells_) + " cells) + scratch " + mib(kScratchAllowance) + " > " +
-                     mib(free_b) + " free of " + mib(total_b));
+  // Fit check: weights + KV cache of the GPU layers + scratch against the free device memory.
+  const FitReport fit = fit_report(m, n_cells_, p.device);
+  const uint64_t need = fit.needed(static_cast<int>(n_gpu));
+  if (need > fit.free_bytes) {
+    throw ModelError("GPU offload: " + std::to_string(n_gpu) + " of " + std::to_string(hp.n_layer) +
+                     " layers do not fit: they need " + mib(need) + " (weights and KV cache of " +
+                     std::to_string(n_cells_) + " cells, output " + mib(fit.output_bytes) + ", scratch " +
+                     mib(fit.scratch_bytes) + ") but " + mib(fit.free_bytes) + " of " + mib(fit.total_bytes) +
+                     " are free; at most " + std::to_string(fit.max_layers) + " layers fit (--fit picks that)");
   }
+  if (first_gpu_layer_ > 0) front_ = std::make_unique<CpuFront>(m, first_gpu_layer_);
 
-  buffers_.reserve(static_cast<size_t>(hp.n_layer) * 16 + 8);
-  tok_embd_ = upload("token_embd.weight", true);
-  if (tok_embd_.k != hp.n_embd) throw ModelError("token_embd.weight: row length differs from n_embd");
+  buffers_.reserve(static_cast<size_t>(n_gpu) * 16 + 8);
+  if (first_gpu_layer_ == 0) {
+    tok_embd_ = upload("token_embd.weight", true);
+    if (tok_embd_.k != hp.n_embd) throw ModelError("token_embd.weight: row length differs from n_embd");
+  }
   output_norm_ = upload("output_norm.weight", true);
   output_ = upload("output.weight", false);
-  if (output_.data == nullptr) output_ = tok_embd_;  // tied embeddings
+  if (output_.data == nullptr) {
+    output_ = first_gpu_layer_ == 0 ? tok_embd_ : upload("token_embd.weight", true);  // tied embeddings
+  }
   if (const gguf::TensorInfo* rf = m.file().find_tensor("rope_freqs.weight")) {
     const auto* f = reinterpret_cast<const float*>(rf->data);
     rope_freqs_.assign(f, f + hp.rope.n_rot / 2);
   }
-  layers_.resize(static_cast<size_t>(hp.n_layer));
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    Layer& L = layers_[static_cast<size_t>(il)];
+  layers_.resize(static_cast<size_t>(n_gpu));
+  for (int64_t il = first_gpu_layer_; il < hp.n_layer; ++il) {
+    Layer& L = layers_[static_cast<size_t>(il - first_gpu_layer_)];
     L.attn_norm = upload(layer_name(il, "attn_norm.weight"), true);
     L.wq = upload(layer_name(il, "attn_q.weight"), true);
     L.wk = upload(layer_name(il, "attn_k.weight"), true);
@@ -115,15 +164,15 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     L.up = upload(layer_name(il, "ffn_up.weight"), true);
     L.down = upload(layer_name(il, "ffn_down.weight"), true);
   }
-  k_cache_.resize(static_cast<size_t>(hp.n_layer));
-  v_cache_.resize(static_cast<size_t>(hp.n_layer));
+  k_cache_.resize(static_cast<size_t>(n_gpu));
+  v_cache_.resize(static_cast<size_t>(n_gpu));
   const size_t per_layer = static_cast<size_t>(n_cells_ * hp.n_embd_kv()) * sizeof(uint16_t);
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    k_cache_[static_cast<size_t>(il)].resize(per_layer);
-    v_cache_[static_cast<size_t>(il)].resize(per_layer);
+  for (size_t i = 0; i < k_cache_.size(); ++i) {
+    k_cache_[i].resize(per_layer);
+    v_cache_[i].resize(per_layer);
     // Cells never written are masked, but keep them finite (0 * NaN would poison sums).
-    FERRITE_CUDA_CHECK(cudaMemset(k_cache_[static_cast<size_t>(il)].as(), 0, per_layer));
-    FERRITE_CUDA_CHECK(cudaMemset(v_cache_[static_cast<size_t>(il)].as(), 0, per_layer));
+    FERRITE_CUDA_CHECK(cudaMemset(k_cache_[i].as(), 0, per_layer));
+    FERRITE_CUDA_CHECK(cudaMemset(v_cache_[i].as(), 0, per_layer));
   }
   FERRITE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   linear_ = new LinearRunner(stream_);
@@ -150,19 +199,21 @@ void GpuDecoder::ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv) {
   s_.logits.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_vocab));
 }
 
-void GpuDecoder::forward(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool&,
-                         model::Workspace&, float* logits) const {
+void GpuDecoder::forward(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool& pool,
+                         model::Workspace& ws, float* logits) const {
   // The decoder's device state (cache, scratch) changes with every pass;
   // a context owns its decoder and runs one pass at a time.
-  const_cast<GpuDecoder*>(this)->forward_impl(batch, kv, logits);
+  const_cast<GpuDecoder*>(this)->forward_impl(batch, kv, pool, ws, logits);
 }
 
-void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, float* logits) {
+void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool& pool,
+                              model::Workspace& ws, float* logits) {
   const model::HParams& hp = hp_;
   const int64_t n = batch.n_tokens, n_out = batch.n_out, n_kv = kv.n_kv;
   const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_ekv = hp.n_embd_kv(), hd = hp.head_dim;
   if (n <= 0) return;
   if (kv.n_cells != n_cells_) throw InvalidArgument("GPU decoder: the cache size differs from the one allocated");
+  if (kv.kv_begin != nullptr) throw InvalidArgument("GPU decoder: per-sequence cache regions are not supported");
   for (int64_t t = 0; t < n; ++t) {
     if (batch.tokens[t] < 0 || batch.tokens[t] >= hp.n_vocab) {
       throw InvalidArgument("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary (0.." +
@@ -220,7 +271,14 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   float* gate = s_.gate.as<float>();
   float* up = s_.up.as<float>();
   const float eps = hp.norm_rms_eps;
-  get_rows(tok_embd_, d_tokens, n, x, st);
+  if (front_) {
+    // The CPU layers, then the residual stream crosses to the device.
+    const float* x_host = front_->run(batch, kv, pool, ws);  // [n, n_embd]
+    FERRITE_CUDA_CHECK(cudaMemcpyAsync(x, x_host, static_cast<size_t>(n * n_embd) * sizeof(float),
+                                       cudaMemcpyHostToDevice, st));
+  } else {
+    get_rows(tok_embd_, d_tokens, n, x, st);
+  }
 
   AttentionParams ap;
   ap.mask = d_mask;
@@ -235,7 +293,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   ap.out = attn;
   LinearRunner& lin = *linear_;
   auto f32 = [](const GpuMatrix& g) { return reinterpret_cast<const float*>(g.data); };
-  for (size_t il = 0; il < layers_.size(); ++il) {
+  for (size_t il = 0; il < layers_.size(); ++il) {  // GPU layer il is model layer first_gpu_layer_ + il
     const Layer& L = layers_[il];
     rms_norm(x, f32(L.attn_norm), eps, n, n_embd, h, st);
     s_.act_h.set(h, n, n_embd);

@@ -1,5 +1,7 @@
 // The pre-norm decoder (model/decoder.h: llama, mistral, qwen2, qwen3; dense
-// feed-forward) with every layer on the GPU:
+// feed-forward) with its last layers [first_gpu_layer, n_layer) and the
+// output on the GPU (all of them by default; the others run on the CPU,
+// cuda/cpu_front.h, and the residual stream crosses once per pass):
 //   x = embed(tokens); per layer: x += attn(rms_norm(x)); x += ffn(rms_norm(x))
 //   logits = output(rms_norm(x[out_rows]))
 // The KV cache lives on the device (K and V [n_cells, n_embd_kv] f16, V not
@@ -8,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
 #include "cuda/backend.h"
+#include "cuda/cpu_front.h"
 #include "cuda/device_buffer.h"
 #include "cuda/gpu_matrix.h"
 #include "cuda/linear.h"
@@ -37,19 +41,22 @@ class GpuDecoder : public model::Architecture {
   };
   // Uploads tensor `name` (null when optional and absent).
   GpuMatrix upload(const std::string& name, bool required);
-  void forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, float* logits);
+  void forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool& pool,
+                    model::Workspace& ws, float* logits);
   void ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv);
 
   const model::Model& model_;
   model::HParams hp_;
   int64_t n_cells_ = 0;
+  int64_t first_gpu_layer_ = 0;        // layers below it run on the CPU (front_)
+  std::unique_ptr<CpuFront> front_;
   cudaStream_t stream_ = nullptr;
   std::vector<DeviceBuffer> buffers_;  // every uploaded tensor
   uint64_t weight_bytes_ = 0;
   GpuMatrix tok_embd_, output_norm_, output_;
   std::vector<float> rope_freqs_;      // host copy (RoPE tables are built on the host)
-  std::vector<Layer> layers_;
-  std::vector<DeviceBuffer> k_cache_, v_cache_;  // [n_layer] of [n_cells, n_embd_kv] f16
+  std::vector<Layer> layers_;                    // GPU layers, layers_[il - first_gpu_layer_]
+  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per GPU layer: [n_cells, n_embd_kv] f16
 
   // Per-pass scratch (grown on demand).
   struct Scratch {

@@ -1,6 +1,10 @@
 #include "runtime/offload.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
+#include "runtime/context.h"
 
 #ifdef FERRITE_HAVE_CUDA
 #include "cuda/backend.h"
@@ -19,6 +23,31 @@ std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t
   (void)n_cells;
   (void)n_gpu_layers;
   throw InvalidArgument("GPU offload (-ngl) needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
+#endif
+}
+
+GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx) {
+#ifdef FERRITE_HAVE_CUDA
+  if (n_ctx < 0) throw InvalidArgument("context size must not be negative");
+  const model::HParams& hp = m.hparams();
+  // The Context's rule for its cache size.
+  const int64_t cells =
+      n_ctx > 0 ? n_ctx : (hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx);
+  const cuda::FitReport r = cuda::fit_report(m, cells);
+  auto mib = [](uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / (1024.0 * 1024.0)))); };
+  GpuFit fit;
+  fit.n_layers = r.max_layers;
+  const uint64_t per_layer = r.layer_bytes.empty() ? 0 : r.layer_bytes.back();
+  fit.report = "fit: " + std::to_string(r.max_layers) + " of " + std::to_string(hp.n_layer) + " layers (" +
+               mib(per_layer) + " MiB per layer with " + std::to_string(cells) + " cache cells, output " +
+               mib(r.output_bytes) + " MiB, embeddings " + mib(r.embd_bytes) + " MiB, scratch " +
+               mib(r.scratch_bytes) + " MiB) need " + mib(r.needed(r.max_layers)) + " MiB; " + mib(r.free_bytes) +
+               " MiB free of " + mib(r.total_bytes) + " MiB";
+  return fit;
+#else
+  (void)m;
+  (void)n_ctx;
+  throw InvalidArgument("--fit needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
 #endif
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "model/architecture.h"
 #include "model/model.h"
@@ -13,9 +14,20 @@ namespace ferrite::runtime {
 // Layers to offload meaning "all" (the -ngl all of the tools).
 constexpr int kAllLayers = -1;
 
-// The GPU architecture for `m` with a cache of n_cells cells, or throws
+// The GPU architecture for `m` with a cache of n_cells cells and its last
+// n_gpu_layers layers (kAllLayers: all) on the GPU, or throws
 // InvalidArgument when this build has no CUDA backend or the model cannot be
-// offloaded (ModelError when it does not fit).
+// offloaded (ModelError, with the numbers, when it does not fit).
 std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers);
+
+struct GpuFit {
+  int n_layers = 0;    // the largest -ngl that fits (0: none)
+  std::string report;  // the numbers, one line
+};
+
+// What --fit picks: the largest number of layers whose weights, KV cache of
+// n_ctx cells (0: the context's default) and scratch fit in the free memory
+// of the device. Throws InvalidArgument without a CUDA build or device.
+GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx);
 
 }  // namespace ferrite::runtime

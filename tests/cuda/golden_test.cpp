@@ -30,7 +30,7 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.golden; }
 
-void check(const Case& c, int64_t n_batch) {
+void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayers) {
   FERRITE_REQUIRE_GPU();
   FERRITE_SHARED_FILE(model_path, c.model);
   FERRITE_SHARED_FILE(golden_path, c.golden);
@@ -40,7 +40,7 @@ void check(const Case& c, int64_t n_batch) {
   cp.n_ctx = 1024;
   cp.n_batch = n_batch;
   cp.n_threads = 1;
-  cp.n_gpu_layers = runtime::kAllLayers;
+  cp.n_gpu_layers = n_gpu_layers;
   runtime::Context ctx(model, cp);
   const std::span<const float> all = ctx.eval(g.tokens, 0, true);
   const size_t nv = static_cast<size_t>(model->hparams().n_vocab);
@@ -61,8 +61,8 @@ void check(const Case& c, int64_t n_batch) {
   if (c.kind == Kind::Quantized) {
     EXPECT_LE(mean, kMeanTol) << c.golden;
   }
-  std::printf("  %s (batch %lld): max error %.3g, mean %.3g\n", c.golden.c_str(), static_cast<long long>(n_batch),
-              worst, mean);
+  std::printf("  %s (batch %lld, -ngl %d): max error %.3g, mean %.3g\n", c.golden.c_str(),
+              static_cast<long long>(n_batch), n_gpu_layers, worst, mean);
 }
 
 std::vector<Case> cases(const char* prompt) {
@@ -115,16 +115,42 @@ TEST(GpuGoldenStories, Greedy) {
   }
 }
 
-// Offload refusals are typed errors: partial offload, unsupported architectures.
+// Partial offload: the first layers on the CPU, the last ones (and the
+// output) on the GPU, the same tolerances.
+class GpuGoldenPartial : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGoldenPartial, Prefill) { check(GetParam(), 512, 1); }
+TEST_P(GpuGoldenPartial, OneTokenPerPass) { check(GetParam(), 1, 1); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenPartial, ::testing::ValuesIn(cases("p1")));
+
+TEST(GpuGoldenStories, PartialOffloadEverySplit) {
+  for (int ngl : {1, 2, 4, 5, 6}) {
+    check({"models/stories260K.gguf", "golden/logits/stories260K.p0.json", Kind::F32}, 7, ngl);
+  }
+}
+
+// Offload refusals are typed errors: a negative layer count, a cache that
+// cannot fit (ModelError naming the sizes, before any allocation).
 TEST(GpuOffload, RefusesWhatItCannotRun) {
   FERRITE_REQUIRE_GPU();
   FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
   auto model = model::Model::load(model_path.string());
-  runtime::ContextParams cp;
-  cp.n_ctx = 64;
-  cp.n_threads = 1;
-  cp.n_gpu_layers = 1;
-  EXPECT_THROW(runtime::Context(model, cp), InvalidArgument);
+  EXPECT_THROW(runtime::make_offload(*model, 64, -2), InvalidArgument);
+  try {
+    runtime::make_offload(*model, int64_t{1} << 32, runtime::kAllLayers);
+    ADD_FAILURE() << "a cache of 2^32 cells fitted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("MiB"), std::string::npos) << e.what();
+  }
+}
+
+// --fit: a tiny model fits entirely; the report names the layer count.
+TEST(GpuOffload, FitPicksEveryLayerOfATinyModel) {
+  FERRITE_REQUIRE_GPU();
+  FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
+  auto model = model::Model::load(model_path.string());
+  const runtime::GpuFit fit = runtime::fit_gpu_layers(*model, 256);
+  EXPECT_EQ(fit.n_layers, model->hparams().n_layer);
+  EXPECT_NE(fit.report.find(std::to_string(model->hparams().n_layer) + " of "), std::string::npos) << fit.report;
 }
 
 }  // namespace
