@@ -31,6 +31,7 @@ struct ContextParams {
   TensorType cache_type_v = TensorType::F16;  // V cache: the same types
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)
+  int pooling_type = -1;   // embeddings' pooling: -1 the model's (<arch>.pooling_type), 0 none, 1 mean, 2 cls, 3 last
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -78,6 +79,9 @@ class Context {
   // (or with GPU offload).
   void set_embeddings(bool on);
   bool embeddings_enabled() const { return embeddings_; }
+  // The pooling in effect: ContextParams::pooling_type, else the model's.
+  // Throws InvalidArgument for a pooling_type out of range.
+  model::Pooling pooling() const;
 
   // Forgets sequence `seq` (or everything for seq < 0).
   void clear(int seq = -1) { cache_.remove(seq, 0, -1); }

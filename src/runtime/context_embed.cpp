@@ -24,10 +24,22 @@ void Context::set_embeddings(bool on) {
   pooled_.clear();
 }
 
+model::Pooling Context::pooling() const {
+  switch (params_.pooling_type) {
+    case -1: return model_->hparams().pooling;
+    case 0: return model::Pooling::None;
+    case 1: return model::Pooling::Mean;
+    case 2: return model::Pooling::Cls;
+    case 3: return model::Pooling::Last;
+    default:
+      throw InvalidArgument("pooling type " + std::to_string(params_.pooling_type) +
+                            " is not supported (-1 the model's, 0 none, 1 mean, 2 cls, 3 last)");
+  }
+}
+
 bool Context::is_output(const Batch& batch, int64_t i) const {
   // A pooled embedding needs the state of every token.
-  return batch.want_logits[static_cast<size_t>(i)] != 0 ||
-         (embeddings_ && model_->hparams().pooling != model::Pooling::None);
+  return batch.want_logits[static_cast<size_t>(i)] != 0 || (embeddings_ && pooling() != model::Pooling::None);
 }
 
 void Context::forward_outputs(const model::ForwardBatch& fb, const model::KvView& kv) {
@@ -41,10 +53,10 @@ void Context::forward_outputs(const model::ForwardBatch& fb, const model::KvView
 }
 
 void Context::pool_sequences(const Batch& batch) {
-  const model::HParams& hp = model_->hparams();
-  const int64_t n = batch.size(), n_embd = hp.n_embd;
+  const model::Pooling kind = pooling();
+  const int64_t n = batch.size(), n_embd = model_->hparams().n_embd;
   pooled_.assign(static_cast<size_t>(kMaxSequences), {});
-  if (hp.pooling == model::Pooling::None) return;
+  if (kind == model::Pooling::None) return;
   // Pooling makes every token an output, so state row i is batch token i.
   // Each sequence's rows in position order, pooled.
   for (int seq = 0; seq < kMaxSequences; ++seq) {
@@ -58,7 +70,7 @@ void Context::pool_sequences(const Batch& batch) {
     });
     std::vector<float>& out = pooled_[static_cast<size_t>(seq)];
     out.resize(static_cast<size_t>(n_embd));
-    model::pool_sequence(hp.pooling, states_.data(), mine.data(), static_cast<int64_t>(mine.size()), n_embd,
+    model::pool_sequence(kind, states_.data(), mine.data(), static_cast<int64_t>(mine.size()), n_embd,
                          out.data());
   }
 }

@@ -43,7 +43,7 @@ std::span<const float> Context::embeddings(int seq) const {
   if (!model_->arch().is_encoder() && !embeddings_) {
     throw InvalidArgument("the context is not in embeddings mode (set_embeddings)");
   }
-  if (model_->hparams().pooling == model::Pooling::None) {
+  if (pooling() == model::Pooling::None) {
     throw InvalidArgument("the model has no pooling; use token_embeddings()");
   }
   if (seq < 0 || seq >= static_cast<int>(pooled_.size()) || pooled_[static_cast<size_t>(seq)].empty()) {

@@ -113,3 +113,22 @@ def test_architecture_without_hidden_states():
                  n_threads=1, verbose=False)
     with pytest.raises(ValueError, match="not supported"):
         gpt2.embed("hello")
+
+
+def test_pooling_type_argument_overrides_the_model(emb, stories_path, pooled_paths):
+    from ferrite import LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_NONE, Llama
+
+    mean = Llama(model_path=stories_path, embedding=True, pooling_type=LLAMA_POOLING_TYPE_MEAN, n_ctx=128,
+                 n_threads=1, verbose=False)
+    states = emb.embed(TEXT)
+    want = [math.fsum(h[d] for h in states) / len(states) for d in range(emb.n_embd())]
+    assert mean.embed(TEXT) == pytest.approx(want, abs=POOL_TOLERANCE)
+
+    none = Llama(model_path=pooled_paths["last"], embedding=True, pooling_type=LLAMA_POOLING_TYPE_NONE,
+                 n_ctx=128, n_threads=1, verbose=False)
+    got = none.embed(TEXT)
+    assert len(got) == len(states)
+    for g, h in zip(got, states):
+        assert g == pytest.approx(h, abs=POOL_TOLERANCE)
+    with pytest.raises(ValueError, match="pooling"):
+        Llama(model_path=stories_path, embedding=True, pooling_type=4, verbose=False)  # rank

@@ -198,6 +198,35 @@ TEST_P(DecoderPooling, PoolsEachSequenceByDefinition) {
 
 INSTANTIATE_TEST_SUITE_P(MeanClsLast, DecoderPooling, ::testing::Values(1u, 2u, 3u));
 
+TEST(DecoderPoolingOverride, ContextPoolingTypeReplacesTheModels) {
+  FERRITE_SHARED_FILE(src, "models/stories260K.gguf");
+  const PooledCopy copy(src, 3);  // the file says last
+  auto plain = model::Model::load(src.string());
+  auto pooled = model::Model::load(copy.path().string());
+  runtime::Batch batch;
+  for (size_t i = 0; i < kPromptA.size(); ++i) batch.add(kPromptA[i], static_cast<int32_t>(i), 0, true);
+
+  // Mean over the plain model's token states (pooling none in its file).
+  runtime::Context mean(plain, {.n_ctx = 64, .n_threads = 1, .embeddings = true, .pooling_type = 1});
+  EXPECT_EQ(mean.pooling(), model::Pooling::Mean);
+  mean.decode(batch);
+  const std::vector<float> states = token_states(plain, kPromptA);
+  const int64_t n_embd = plain->hparams().n_embd, n = static_cast<int64_t>(kPromptA.size());
+  for (int64_t d = 0; d < n_embd; ++d) {
+    double want = 0.0;
+    for (int64_t i = 0; i < n; ++i) want += states[i * n_embd + d] / static_cast<double>(n);
+    ASSERT_NEAR(mean.embeddings(0)[d], want, kStateTolerance) << "dim " << d;
+  }
+  // None over a pooling model: token states, no pooled vector.
+  runtime::Context none(pooled, {.n_ctx = 64, .n_threads = 1, .embeddings = true, .pooling_type = 0});
+  none.decode(batch);
+  EXPECT_THROW(none.embeddings(0), InvalidArgument);
+  for (int64_t d = 0; d < n_embd; ++d) ASSERT_EQ(none.token_embeddings(n - 1)[d], states[(n - 1) * n_embd + d]);
+  // Out of range (4 is llama.cpp's rank).
+  runtime::Context bad(plain, {.n_ctx = 64, .n_threads = 1, .pooling_type = 4});
+  EXPECT_THROW(bad.pooling(), InvalidArgument);
+}
+
 TEST(DecoderEmbeddingsErrors, ArchitectureWithoutHiddenStatesIsRefused) {
   FERRITE_SHARED_FILE(path, "models/synth/synth-gpt2-f32.gguf");
   auto model = model::Model::load(path.string());

@@ -16,7 +16,17 @@ from ._ferrite import (  # noqa: F401  (re-exported)
     IoError,
     ModelError,
 )
-from .llama import LLAMA_DEFAULT_SEED, Llama, LlamaState, ModelNotFoundError
+from .llama import (
+    LLAMA_DEFAULT_SEED,
+    LLAMA_POOLING_TYPE_CLS,
+    LLAMA_POOLING_TYPE_LAST,
+    LLAMA_POOLING_TYPE_MEAN,
+    LLAMA_POOLING_TYPE_NONE,
+    LLAMA_POOLING_TYPE_UNSPECIFIED,
+    Llama,
+    LlamaState,
+    ModelNotFoundError,
+)
 from .llama_grammar import LlamaGrammar
 
 __version__ = "0.1.0"
@@ -26,6 +36,11 @@ __all__ = [
     "LlamaGrammar",
     "LlamaState",
     "LLAMA_DEFAULT_SEED",
+    "LLAMA_POOLING_TYPE_UNSPECIFIED",
+    "LLAMA_POOLING_TYPE_NONE",
+    "LLAMA_POOLING_TYPE_MEAN",
+    "LLAMA_POOLING_TYPE_CLS",
+    "LLAMA_POOLING_TYPE_LAST",
     "FerriteError",
     "InvalidArgumentError",
     "FormatError",

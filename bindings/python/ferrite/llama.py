@@ -18,6 +18,13 @@ from .llama_chat import ChatMixin
 # llama.cpp's "pick a random seed" value.
 LLAMA_DEFAULT_SEED = 0xFFFFFFFF
 
+# Pooling of embeddings (llama.cpp's values; rank is not supported).
+LLAMA_POOLING_TYPE_UNSPECIFIED = -1
+LLAMA_POOLING_TYPE_NONE = 0
+LLAMA_POOLING_TYPE_MEAN = 1
+LLAMA_POOLING_TYPE_CLS = 2
+LLAMA_POOLING_TYPE_LAST = 3
+
 
 class ModelNotFoundError(FileNotFoundError, ValueError):
     """The model file does not exist (a FileNotFoundError and, as in
@@ -49,7 +56,7 @@ class LlamaState:
 _IGNORED_OPTIONS = (
     "split_mode", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ubatch", "n_threads_batch",
     "offload_kqv", "flash_attn", "numa", "last_n_tokens_size", "logits_all", "rpc_servers", "no_perf",
-    "op_offload", "swa_full", "type_k", "type_v", "spm_infill", "lora_scale", "pooling_type",
+    "op_offload", "swa_full", "type_k", "type_v", "spm_infill", "lora_scale",
     "rope_scaling_type", "yarn_ext_factor", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow",
     "yarn_orig_ctx", "mul_mat_q", "embd_normalize",
 )
@@ -82,6 +89,7 @@ class Llama(ChatMixin):
         n_batch: int = 512,
         n_threads: Optional[int] = None,
         embedding: bool = False,
+        pooling_type: int = LLAMA_POOLING_TYPE_UNSPECIFIED,
         vocab_only: bool = False,
         chat_format: Optional[str] = None,
         verbose: bool = True,
@@ -103,6 +111,7 @@ class Llama(ChatMixin):
         _check_int("n_ctx", n_ctx, 0)
         _check_int("n_batch", n_batch, 1)
         _check_int("n_gpu_layers", n_gpu_layers, -1)
+        _check_int("pooling_type", pooling_type, LLAMA_POOLING_TYPE_UNSPECIFIED)
         _check_int("seed", seed, 0) if seed != -1 else None
         if n_threads is not None:
             _check_int("n_threads", n_threads, 1)
@@ -116,7 +125,7 @@ class Llama(ChatMixin):
         self._embedding = bool(embedding)
         self._session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
                                          embedding=self._embedding, vocab_only=bool(vocab_only),
-                                         n_gpu_layers=n_gpu_layers)
+                                         n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)
@@ -300,9 +309,9 @@ class Llama(ChatMixin):
         when the model pools nothing) or of a list of texts (a list of those).
 
         Encoders (bert) and decoders (llama, qwen2, ...: the final hidden
-        state after the output norm, as llama.cpp) alike; pooling as the
-        model's ``<arch>.pooling_type`` says (decoders without one: none, so
-        one vector per token). A decoder's context is cleared, as in
+        state after the output norm, as llama.cpp) alike; pooling as
+        ``Llama(pooling_type=...)`` or else the model's ``<arch>.pooling_type``
+        says (decoders without one: none, so one vector per token). A decoder's context is cleared, as in
         llama-cpp-python."""
         if not self._embedding:
             raise RuntimeError("Llama model must be created with embedding=True to call this method")

@@ -81,12 +81,13 @@ sampling::SamplerParams sampler_params(const py::dict& d) {
 void bind_session(py::module_& m) {
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::string& path, int64_t n_ctx, int64_t n_batch, int n_threads, bool embedding,
-                       bool vocab_only, int n_gpu_layers) {
+                       bool vocab_only, int n_gpu_layers, int pooling_type) {
              return std::make_shared<Session>(
-                 SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only, n_gpu_layers});
+                 SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only, n_gpu_layers, pooling_type});
            }),
            py::arg("model_path"), py::arg("n_ctx") = 512, py::arg("n_batch") = 512, py::arg("n_threads") = 0,
-           py::arg("embedding") = false, py::arg("vocab_only") = false, py::arg("n_gpu_layers") = 0)
+           py::arg("embedding") = false, py::arg("vocab_only") = false, py::arg("n_gpu_layers") = 0,
+           py::arg("pooling_type") = -1)
       .def(
           "tokenize",
           [](const Session& s, const py::bytes& text, bool add_bos, bool special) {
@@ -107,7 +108,7 @@ void bind_session(py::module_& m) {
       .def_property_readonly("vocab_only", &Session::vocab_only)
       .def_property_readonly("arch", [](const Session& s) { return s.model().hparams().arch; })
       .def_property_readonly("is_encoder", &Session::is_encoder)
-      .def_property_readonly("pooling", [](const Session& s) { return pooling_name(s.model().hparams().pooling); })
+      .def_property_readonly("pooling", [](Session& s) { return pooling_name(s.context().pooling()); })
       .def_property_readonly("token_bos", [](const Session& s) { return s.tokenizer().bos(); })
       .def_property_readonly("token_eos", [](const Session& s) { return s.tokenizer().eos(); })
       .def_property_readonly("add_bos", [](const Session& s) { return s.tokenizer().add_bos(); })

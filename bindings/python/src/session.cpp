@@ -54,7 +54,9 @@ Session::Session(const SessionParams& params) : params_(params) {
   cp.n_batch = params_.n_batch;
   cp.n_threads = params_.n_threads;
   if (gpu_offload_available()) cp.n_gpu_layers = params_.n_gpu_layers;
+  cp.pooling_type = params_.pooling_type;
   ctx_ = std::make_unique<runtime::Context>(model_, cp);
+  ctx_->pooling();  // a bad pooling_type fails here, not at the first embedding
 }
 
 const model::Model& Session::model() const {
@@ -190,7 +192,7 @@ std::vector<std::vector<float>> Session::embed(const std::vector<std::vector<int
     reset();  // the cache no longer holds the cached tokens
     mode.emplace(*ctx_);
   }
-  const bool pooled = model_->hparams().pooling != model::Pooling::None;
+  const bool pooled = ctx_->pooling() != model::Pooling::None;
   *per_token = !pooled;
   const size_t n_embd = static_cast<size_t>(model_->hparams().n_embd);
   std::vector<std::vector<float>> out(inputs.size());

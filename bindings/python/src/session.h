@@ -30,6 +30,7 @@ struct SessionParams {
   bool embedding = false;  // the caller means to compute embeddings
   bool vocab_only = false; // the tokenizer alone (no weights, no context)
   int n_gpu_layers = 0;    // offloaded layers (-1: all) when built with CUDA; ignored otherwise
+  int pooling_type = -1;   // embeddings' pooling (runtime::ContextParams::pooling_type)
 };
 
 // Whether this build offloads to a GPU (n_gpu_layers takes effect).
