@@ -1,7 +1,9 @@
 #include "quant/mix.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <string>
 
 #include "core/error.h"
 #include "gguf/metadata.h"
@@ -224,9 +226,23 @@ TensorType fallback(TensorType t, int64_t ncols) {
 
 const std::vector<Preset>& presets() { return kPresets; }
 
+// llama.cpp's quantize also accepts the K-quant family names without a size
+// suffix (meaning the _M mix) and the numeric file type.
+struct PresetAlias {
+  const char* alias;
+  const char* preset;
+};
+constexpr PresetAlias kPresetAliases[] = {{"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}};
+
 const Preset* find_preset(std::string_view name) {
+  for (const PresetAlias& a : kPresetAliases) {
+    if (iequal(a.alias, name)) name = a.preset;
+  }
+  const bool numeric = !name.empty() && name.size() <= 3 &&
+                       std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
   for (const Preset& p : kPresets) {
     if (iequal(p.name, name)) return &p;
+    if (numeric && std::to_string(p.file_type) == name) return &p;
   }
   return nullptr;
 }

@@ -56,7 +56,9 @@ void check(const Case& c) {
     EXPECT_LE(rel, tol) << c.golden << " position " << i;
   }
   const double mean = total / static_cast<double>(g.positions.size());
-  if (c.quantized) EXPECT_LE(mean, kMeanTol) << c.golden;
+  if (c.quantized) {
+    EXPECT_LE(mean, kMeanTol) << c.golden;
+  }
   std::printf("  %s: max relative error %.3g, mean %.3g\n", c.golden.c_str(), worst, mean);
 }
 

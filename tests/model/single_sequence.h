@@ -34,7 +34,7 @@ class SingleSequence {
         pos[t] = static_cast<int32_t>(n_past_ + t);
         rows[t] = static_cast<int32_t>(t);
       }
-      constexpr int64_t kPad = 32;  // as the runtime and llama.cpp pad the scanned cells  // as the runtime and llama.cpp pad the scanned cells
+      constexpr int64_t kPad = 32;  // as the runtime and llama.cpp pad the scanned cells
       const int64_t n_kv = std::min(n_ctx_, (n_past_ + n + kPad - 1) / kPad * kPad);
       std::vector<float> mask(static_cast<size_t>(n * n_kv), -std::numeric_limits<float>::infinity());
       for (int64_t t = 0; t < n; ++t) {

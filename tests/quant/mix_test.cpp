@@ -40,6 +40,15 @@ TEST(Mix, PresetNamesInAnyCase) {
   EXPECT_EQ(find_preset("q4_k_m"), find_preset("Q4_K_M"));
   EXPECT_EQ(find_preset("Q4_K_M")->file_type, 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
   EXPECT_EQ(find_preset("nonsense"), nullptr);
+  // llama.cpp's quantize aliases: the bare K-quant names mean the _M mix, and
+  // the numeric file type (LLAMA_FTYPE_MOSTLY_Q4_K_M = 15, ..._Q8_0 = 7).
+  EXPECT_EQ(find_preset("q4_K"), find_preset("Q4_K_M"));
+  EXPECT_EQ(find_preset("Q3_K"), find_preset("Q3_K_M"));
+  EXPECT_EQ(find_preset("q5_k"), find_preset("Q5_K_M"));
+  EXPECT_EQ(find_preset("15"), find_preset("Q4_K_M"));
+  EXPECT_EQ(find_preset("7"), find_preset("Q8_0"));
+  EXPECT_EQ(find_preset("99"), nullptr);
+  EXPECT_EQ(find_preset("Q6_K")->file_type, 18u);  // bare Q6_K is its own preset, not an alias
 }
 
 }  // namespace
