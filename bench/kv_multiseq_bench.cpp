@@ -3,13 +3,9 @@
 // token of every sequence in one batch. Prints prompt and decode tokens/s
 // for each sequence count.
 //
-// Not built by default. Build (after building the ferrite libraries in a
-// build directory, e.g. `ninja -C build test_runtime`):
-//   g++ -std=c++20 -O2 -march=x86-64 -Isrc bench/kv_multiseq_bench.cpp -Lbuild \
-//       -lferrite_runtime -lferrite_model -lferrite_cpu -lferrite_quant -lferrite_gguf -lferrite_core \
-//       -lpthread -o /tmp/kv_multiseq_bench
+// Built with -DFERRITE_BENCH=ON (bench/CMakeLists.txt): `ninja -C build kv_multiseq_bench`.
 // Run:
-//   /tmp/kv_multiseq_bench MODEL.gguf [--seqs 1,8,32] [--prompt 64] [--steps 32] [--ctx 4096]
+//   build/bench/kv_multiseq_bench MODEL.gguf [--seqs 1,8,32] [--prompt 64] [--steps 32] [--ctx 4096]
 //                                      [--threads 2] [--cache f16|q8_0|q4_0] [--regions 1|0]
 // --regions 0 allocates cells first-free (the cache before sequence regions:
 // decode steps interleave the sequences' cells, so every token's span is the
