@@ -1,10 +1,12 @@
 // `ferrite embed -m MODEL -p TEXT`: embeddings of prompts, as llama.cpp's
 // llama-embedding computes them. Prompts come from -p (repeatable) or -f,
-// each split at --embd-separator (default a newline); each is tokenized
+// each split at --embd-separator (default a newline; -p text takes \n
+// escapes as llama.cpp's does); each is tokenized
 // with the model's special tokens (bert: [CLS] ... [SEP]) and evaluated
 // alone. The pooled embedding of every prompt (pooling from the model, or
 // --pooling), or with pooling none the hidden state of every token, is
 // normalized (--embd-normalize) and printed (--embd-output-format).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -50,6 +52,27 @@ std::vector<std::string> split(const std::string& s, const std::string& sep) {
   return out;
 }
 
+// -p text with llama.cpp's escapes: \n \r \t \\ \' \" (others kept as written).
+std::string process_escapes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    switch (s[++i]) {
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case '\\': out += '\\'; break;
+      case '\'': out += '\''; break;
+      case '"': out += '"'; break;
+      default: out += '\\'; out += s[i]; break;
+    }
+  }
+  return out;
+}
+
 model::Pooling parse_pooling(const std::string& name, model::Pooling model_default) {
   if (name.empty()) return model_default;
   if (name == "none") return model::Pooling::None;
@@ -61,7 +84,8 @@ model::Pooling parse_pooling(const std::string& name, model::Pooling model_defau
 
 std::vector<std::string> gather_prompts(const EmbedOptions& opt) {
   if (opt.separator.empty()) throw InvalidArgument("--embd-separator must not be empty");
-  std::vector<std::string> texts = opt.prompts;
+  std::vector<std::string> texts;
+  for (const std::string& p : opt.prompts) texts.push_back(process_escapes(p));
   if (!opt.file.empty()) {
     std::ifstream in(opt.file, std::ios::binary);
     if (!in) throw IoError(opt.file, "cannot open");

@@ -9,6 +9,7 @@
 // (kl_base_file.h); adding --kl-divergence compares another model (a
 // quantization) with them instead: PPL ratio, KL divergence and token
 // probability statistics as llama-perplexity prints them (kl_stats.h).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,8 +22,8 @@
 #include "command.h"
 #include "core/error.h"
 #include "kl_base_file.h"
-#include "load_bar.h"
 #include "kl_stats.h"
+#include "load_bar.h"
 #include "model/model.h"
 #include "model_path.h"
 #include "runtime/context.h"

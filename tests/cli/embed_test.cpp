@@ -101,6 +101,17 @@ TEST(CliEmbed, RepeatedPromptsAndCustomSeparator) {
   expect_near(got[2], first, kTolerance);
 }
 
+TEST(CliEmbed, EscapedNewlineInPromptSeparates) {
+  TinyBertWithVocab model(kPoolMean);
+  // A backslash and an n, as typed in a shell: llama.cpp turns it into a newline.
+  const auto r = run_ferrite({"embed", "-m", model.path(), "-p", std::string(kFirstText) + "\\n" + kSecondText,
+                              "--embd-normalize", "-1", "--embd-output-format", "array"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto got = json::parse(r.out).get<std::vector<std::vector<double>>>();
+  ASSERT_EQ(got.size(), 2u);
+  expect_near(got[1], pool_ref(kPoolMean, model.bert().reference(kSecond)), kTolerance);
+}
+
 TEST(CliEmbed, PoolingOverride) {
   TinyBertWithVocab model(kPoolMean);
   for (const auto& [name, pooling] : {std::pair{"cls", kPoolCls}, std::pair{"last", kPoolLast}}) {
