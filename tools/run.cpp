@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "load_bar.h"
 #include "model/model.h"
 #include "model_path.h"
 #include "runtime/context.h"
@@ -154,7 +155,7 @@ int run_generate(RunOptions& opt) {
 
   const auto t_load = Clock::now();
   const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = model::Model::load(path);
+  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
   int ngl = 0;
   if (opt.n_gpu_layers == "all") {
