@@ -1,6 +1,7 @@
 // Device memory owned by one object (cudaMalloc / cudaFree), grown on demand.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -8,6 +9,10 @@
 #include "cuda/check.h"
 
 namespace ferrite::cuda {
+
+// Bumped whenever device memory of a DeviceBuffer moves: captured CUDA
+// graphs hold addresses and are stale after a bump.
+inline std::atomic<uint64_t> g_buffer_generation{0};
 
 class DeviceBuffer {
  public:
@@ -30,6 +35,7 @@ class DeviceBuffer {
   void resize(size_t bytes) {
     if (bytes == bytes_) return;
     release();
+    ++g_buffer_generation;
     if (bytes > 0) FERRITE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
     bytes_ = bytes;
   }
@@ -48,6 +54,33 @@ class DeviceBuffer {
     ptr_ = nullptr;
     bytes_ = 0;
   }
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory (cudaMallocHost), grown on demand: copies from and
+// to it are truly asynchronous.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  // At least `bytes` (contents lost when it grows).
+  void reserve(size_t bytes) {
+    if (bytes <= bytes_) return;
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+    FERRITE_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+    bytes_ = bytes;
+  }
+  template <typename T = void>
+  T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };

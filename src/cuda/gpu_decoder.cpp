@@ -175,10 +175,15 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     FERRITE_CUDA_CHECK(cudaMemset(v_cache_[i].as(), 0, per_layer));
   }
   FERRITE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  const char* graphs_env = std::getenv("FERRITE_CUDA_GRAPHS");
+  use_graphs_ = graphs_env == nullptr || std::string(graphs_env) != "0";
   linear_ = new LinearRunner(stream_);
 }
 
 GpuDecoder::~GpuDecoder() {
+  for (auto& [key, g] : graphs_) {
+    if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
+  }
   delete linear_;
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -238,9 +243,9 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   const int64_t half = rc.n_rot / 2;
   const size_t staged_bytes = 16 * 6 + static_cast<size_t>(3 * n + n_out) * sizeof(int32_t) +
                               static_cast<size_t>(n * n_kv + 2 * n * half) * sizeof(float);
-  host_staged_.resize(staged_bytes);
+  host_staged_.reserve(staged_bytes);
   s_.staged.reserve(staged_bytes);
-  uint8_t* hp_ptr = host_staged_.data();
+  uint8_t* hp_ptr = host_staged_.as<uint8_t>();
   int32_t* h_tokens = carve<int32_t>(hp_ptr, n);
   int32_t* h_slots = carve<int32_t>(hp_ptr, n);
   int32_t* h_rows = carve<int32_t>(hp_ptr, std::max<int64_t>(n_out, 1));
@@ -252,8 +257,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   if (n_out > 0) std::memcpy(h_rows, batch.out_rows, static_cast<size_t>(n_out) * sizeof(int32_t));
   std::memcpy(h_mask, kv.mask, static_cast<size_t>(n * n_kv) * sizeof(float));
   cpu::rope_table(rc, batch.pos, n, h_cos, h_sin);
-  const size_t used = static_cast<size_t>(hp_ptr - host_staged_.data());
-  FERRITE_CUDA_CHECK(cudaMemcpyAsync(s_.staged.as(), host_staged_.data(), used, cudaMemcpyHostToDevice, st));
+  const size_t used = static_cast<size_t>(hp_ptr - host_staged_.as<uint8_t>());
+  FERRITE_CUDA_CHECK(cudaMemcpyAsync(s_.staged.as(), host_staged_.as(), used, cudaMemcpyHostToDevice, st));
   uint8_t* dp = s_.staged.as<uint8_t>();
   const int32_t* d_tokens = carve<int32_t>(dp, n);
   const int32_t* d_slots = carve<int32_t>(dp, n);
@@ -276,9 +281,11 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     const float* x_host = front_->run(batch, kv, pool, ws);  // [n, n_embd]
     FERRITE_CUDA_CHECK(cudaMemcpyAsync(x, x_host, static_cast<size_t>(n * n_embd) * sizeof(float),
                                        cudaMemcpyHostToDevice, st));
-  } else {
-    get_rows(tok_embd_, d_tokens, n, x, st);
   }
+
+  // The kernels of the pass (run directly, or captured into a graph).
+  auto body = [&]() {
+  if (!front_) get_rows(tok_embd_, d_tokens, n, x, st);
 
   AttentionParams ap;
   ap.mask = d_mask;
@@ -328,10 +335,62 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     rms_norm(rows, f32(output_norm_), eps, n_out, n_embd, rows, st);
     s_.act_rows.set(rows, n_out, n_embd);
     lin.run(output_, s_.act_rows, s_.logits.as<float>());
-    FERRITE_CUDA_CHECK(cudaMemcpyAsync(logits, s_.logits.as(), static_cast<size_t>(n_out * hp.n_vocab) * sizeof(float),
-                                       cudaMemcpyDeviceToHost, st));
+  }
+  };
+
+  if (use_graphs_ && n == 1) {
+    run_graph(std::make_pair(n_out, n_kv), body);
+  } else {
+    body();
+  }
+  const size_t logit_bytes = static_cast<size_t>(n_out * hp.n_vocab) * sizeof(float);
+  if (n_out > 0) {
+    host_logits_.reserve(logit_bytes);
+    FERRITE_CUDA_CHECK(cudaMemcpyAsync(host_logits_.as(), s_.logits.as(), logit_bytes, cudaMemcpyDeviceToHost, st));
   }
   FERRITE_CUDA_CHECK(cudaStreamSynchronize(st));
+  if (n_out > 0) std::memcpy(logits, host_logits_.as(), logit_bytes);
+}
+
+template <typename Body>
+void GpuDecoder::run_graph(std::pair<int64_t, int64_t> key, Body& body) {
+  Graph& g = graphs_[key];
+  if (g.exec != nullptr && g.generation == g_buffer_generation.load()) {
+    FERRITE_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+    return;
+  }
+  if (g.exec != nullptr) {
+    cudaGraphExecDestroy(g.exec);
+    g.exec = nullptr;
+  }
+  if (!g.seen) {
+    // First run of the shape: directly, so that every buffer it needs is allocated.
+    g.seen = true;
+    body();
+    return;
+  }
+  const uint64_t generation = g_buffer_generation.load();
+  cudaGraph_t graph = nullptr;
+  FERRITE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  try {
+    body();
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  FERRITE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  if (generation != g_buffer_generation.load()) {
+    // A buffer moved while capturing: the graph holds stale addresses.
+    cudaGraphDestroy(graph);
+    body();
+    return;
+  }
+  const cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
+  cudaGraphDestroy(graph);
+  FERRITE_CUDA_CHECK(e);
+  g.generation = generation;
+  FERRITE_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
 }
 
 }  // namespace ferrite::cuda

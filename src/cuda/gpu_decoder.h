@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,9 @@ class GpuDecoder : public model::Architecture {
   void forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool& pool,
                     model::Workspace& ws, float* logits);
   void ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv);
+  // Runs body() through the graph of this decode shape (see graphs_).
+  template <typename Body>
+  void run_graph(std::pair<int64_t, int64_t> key, Body& body);
 
   const model::Model& model_;
   model::HParams hp_;
@@ -65,7 +70,17 @@ class GpuDecoder : public model::Architecture {
     int64_t n = 0, n_out = 0, n_kv = 0;
   };
   Scratch s_;
-  std::vector<uint8_t> host_staged_;
+  PinnedBuffer host_staged_, host_logits_;
+  // CUDA graphs of the decode step (one token), one per (n_out, n_kv):
+  // captured the second time a shape runs (the first allocates), replayed
+  // after; stale when device buffers move (g_buffer_generation).
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    uint64_t generation = 0;
+    bool seen = false;
+  };
+  std::map<std::pair<int64_t, int64_t>, Graph> graphs_;
+  bool use_graphs_ = true;  // FERRITE_CUDA_GRAPHS=0 turns them off
   LinearRunner* linear_ = nullptr;
 };
 
