@@ -6,6 +6,7 @@
 #include "server/routes.h"
 #include "server/sse.h"
 #include "server/tool_calls.h"
+#include "server/tool_choice.h"
 
 namespace ferrite::server {
 namespace {
@@ -44,17 +45,17 @@ ChatRequest parse_chat(ServerState& st, const Json& body) {
     }
     if (!body["tools"].empty()) c.tools = body["tools"];
   }
-  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
-    const Json& tc = body["tool_choice"];
-    if (tc.is_string()) {
-      const std::string v = tc;
-      if (v == "none") c.tools = nullptr;
-      else if (v != "auto" && v != "required") throw bad_request("'tool_choice' must be none, auto, required or an object", "tool_choice");
-    } else if (!tc.is_object()) {
-      throw bad_request("'tool_choice' must be a string or an object", "tool_choice");
+  const ToolChoice choice = parse_tool_choice(body, c.tools);
+  if (choice.none) c.tools = nullptr;
+  c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);
+  // A forced call is generated under its grammar (it takes the place of any response_format).
+  if (choice.forced) {
+    try {
+      c.ro.gen.grammar = forced_call_gbnf(c.tools, choice.function);
+    } catch (const InvalidArgument& e) {
+      throw bad_request(std::string("a tool's 'parameters' schema cannot constrain a forced call: ") + e.what(), "tools");
     }
   }
-  c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);
   const std::string prompt = st.chat.render(body["messages"], c.tools, /*add_generation_prompt=*/true);
   c.ro.gen.prompt = prompt_tokens(st, Json(prompt), "messages");
   check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine.slot_ctx(), "messages");

@@ -1,4 +1,5 @@
 // GET /health, /v1/models, /slots, /props, /metrics and POST /v1/embeddings.
+#include <cmath>
 #include <cstring>
 
 #include "server/api_error.h"
@@ -23,6 +24,15 @@ std::string base64(const uint8_t* data, size_t n) {
     out += i + 2 < n ? kAlphabet[v & 63] : '=';
   }
   return out;
+}
+
+// OpenAI's embeddings have Euclidean length 1 (a zero vector stays zero).
+void normalize(std::vector<float>& v) {
+  double sum = 0.0;
+  for (float x : v) sum += static_cast<double>(x) * x;
+  if (sum <= 0.0) return;
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum));
+  for (float& x : v) x *= inv;
 }
 
 Json slot_json(const SlotInfo& s) {
@@ -73,6 +83,7 @@ void embeddings(ServerState& st, const Json& body, const httplib::Request& req, 
   for (size_t i = 0; i < tasks.size(); ++i) {
     Completion r = collect(*tasks[i]);
     n_tokens += r.timings.n_prompt;
+    normalize(r.embedding);
     Json e = {{"object", "embedding"}, {"index", i}};
     if (format == "base64") {
       e["embedding"] = base64(reinterpret_cast<const uint8_t*>(r.embedding.data()), r.embedding.size() * sizeof(float));
