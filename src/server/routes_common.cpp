@@ -1,6 +1,7 @@
 // The route wrapper, error responses and prompt tokenization shared by every
 // endpoint.
 #include <limits>
+#include <string>
 
 #include "server/api_error.h"
 #include "server/routes.h"
@@ -49,13 +50,33 @@ void set_error(ServerState& st, httplib::Response& res, int status, const std::s
   set_json(res, error_body(status, type, message, param, code), status);
 }
 
+// Requests nest a few levels (messages, tools' parameter schemas); deeper
+// input is refused while parsing, before a deep value exists: copying or
+// rendering one recurses once per level and would overflow the stack.
+namespace {
+
+constexpr int kMaxJsonDepth = 128;
+
+Json parse_request_json(const std::string& text) {
+  const auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
+    if (depth > kMaxJsonDepth) {
+      throw bad_request("the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return true;
+  };
+  Json body = Json::parse(text, limit_depth, false);
+  if (body.is_discarded()) throw bad_request("the request body is not valid JSON");
+  return body;
+}
+
+}  // namespace
+
 httplib::Server::Handler json_route(ServerState& st, bool parse_body, JsonRoute fn) {
   return [&st, parse_body, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
     try {
       Json body;
       if (parse_body) {
-        body = Json::parse(req.body, nullptr, false);
-        if (body.is_discarded()) throw bad_request("the request body is not valid JSON");
+        body = parse_request_json(req.body);
         if (!body.is_object()) throw bad_request("the request body must be a JSON object");
       }
       fn(body, req, res);

@@ -39,7 +39,9 @@ TEST(ServerScheduling, ConcurrentClientsGetTheirSingleClientOutput) {
   std::vector<std::string> alone;
   for (const auto& p : prompts) alone.push_back(greedy(srv, p, kTokens));
   for (size_t i = 0; i < prompts.size(); ++i) {
-    if (prompts[i].empty()) EXPECT_EQ(alone[i], golden.substr(0, alone[i].size()));
+    if (prompts[i].empty()) {
+      EXPECT_EQ(alone[i], golden.substr(0, alone[i].size()));
+    }
   }
   std::vector<std::future<std::string>> results;
   for (size_t i = 0; i < prompts.size(); ++i) {
