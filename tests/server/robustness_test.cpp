@@ -160,9 +160,15 @@ TEST(ServerRobustness, HostileRequestsAreRefusedWhileOthersAreServed) {
   }
   // A 100 MB body is refused by its size (413) without being kept.
   EXPECT_EQ(raw_post(std::string(100u << 20, ' ')), 413);
-  // Memory stays bounded: far less than the 100 MB refused above.
+  // Memory stays bounded: far less than the 100 MB refused above. (Not under
+  // AddressSanitizer: its quarantine keeps freed blocks, such as this test's
+  // own 100 MB body, resident.)
+#if !defined(__SANITIZE_ADDRESS__)
   constexpr size_t kMaxGrowth = 48u << 20;
   EXPECT_LT(resident_bytes(), rss_before + kMaxGrowth);
+#else
+  (void)rss_before;
+#endif
 
   // New clients are served while the slow connections are still open.
   auto [status, body] = srv.post("/v1/completions", {{"prompt", ""}, {"max_tokens", 8}, {"temperature", 0}});
