@@ -33,4 +33,10 @@ void act_quant_round_trip(ActQuant q, const float* x, float* y, int64_t n);
 // corr has n / 32 entries.
 void act_quant_q8_1_sum_correction(const float* x, const float* y, float* corr, int64_t n);
 
+// One row of k activations (k a multiple of 256) to Q8_K blocks
+// (quant::BlockQ8_K: the values above plus the sums of each 16 quants).
+// The reference lives in quant_dot_ref.cpp (quant_dot_ref(Q4_K)->quantize);
+// this AVX-512 version (act_quant_avx512.cpp) is bit-identical to it.
+void quantize_q8_k_avx512(const float* x, void* dst, int64_t k);
+
 }  // namespace ferrite::cpu

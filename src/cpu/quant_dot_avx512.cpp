@@ -11,21 +11,15 @@
 
 #include "core/fp16.h"
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
-#include "quant/dequant_ref.h"
 
 namespace ferrite::cpu {
 namespace {
 
 using quant::BlockQ4_0;
-using quant::BlockQ4_K;
-using quant::BlockQ6_K;
 using quant::BlockQ8_0;
-using quant::BlockQ8_K;
 using quant::kQK;
-using quant::kQKK;
-
-constexpr int kQ6Offset = 32;
 
 constexpr float kQ8Max = 127.0f;
 
@@ -185,96 +179,8 @@ float dot_q8_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
   return y;
 }
 
-inline int32_t hsum_i32(__m256i v) {
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-  return _mm_cvtsi128_si32(x);
-}
-
-// Q4_K · Q8_K: nibbles (unsigned) times activations per 32-value sub-block,
-// scaled by the sub-block's 6-bit scale; the mins go through the
-// activations' 16-sums. Integer sums are exact, so this equals the reference.
-float dot_q4_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ4_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    uint8_t sc[8], mn[8];
-    for (int sb = 0; sb < 8; ++sb) quant::ref::k_scale_min(sb, w[b].scales, &sc[sb], &mn[sb]);
-    __m256i acc = _mm256_setzero_si256();
-    for (int j = 0; j < 4; ++j) {
-      const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * j));
-      const __m256i lo = _mm256_and_si256(qw, m4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qw, 4), m4);
-      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 64 * j));
-      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 64 * j + 32));
-      const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, a0);
-      const __m256i p1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, a1);
-      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p0, _mm256_set1_epi32(sc[2 * j])));
-      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p1, _mm256_set1_epi32(sc[2 * j + 1])));
-    }
-    int32_t summ = 0;
-    for (int sb = 0; sb < 8; ++sb) summ += mn[sb] * (a[b].bsums[2 * sb] + a[b].bsums[2 * sb + 1]);
-    sum += _cvtsh_ss(w[b].d) * a[b].d * static_cast<float>(hsum_i32(acc)) -
-           _cvtsh_ss(w[b].dmin) * a[b].d * static_cast<float>(summ);
-  }
-  return sum;
-}
-
-// Q6_K · Q8_K: 6-bit values rebuilt from ql/qh as unsigned 0..63, times
-// activations per 16-value sub-block with its int8 scale; the offset of 32
-// goes through the activations' 16-sums.
-float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ6_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m3 = _mm256_set1_epi8(0x03);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const int8_t* sc = w[b].scales;
-    __m256i acc = _mm256_setzero_si256();
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = w[b].ql + 64 * half;
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * half));
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
-      q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
-      for (int j = 0; j < 4; ++j) {
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 128 * half + 32 * j));
-        const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[j], av);
-        const int s0 = sc[8 * half + 2 * j], s1 = sc[8 * half + 2 * j + 1];
-        const __m256i scv = _mm256_set_m128i(_mm_set1_epi32(s1), _mm_set1_epi32(s0));
-        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, scv));
-      }
-    }
-    int32_t offset = 0;
-    for (int j = 0; j < kQKK / 16; ++j) offset += sc[j] * a[b].bsums[j];
-    const int32_t sumi = hsum_i32(acc) - kQ6Offset * offset;
-    sum += _cvtsh_ss(w[b].d) * a[b].d * static_cast<float>(sumi);
-  }
-  return sum;
-}
-
 const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0, tile_q4_0};
 const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0, tile_q8_0};
-// Activations of K types are quantized once per row (O(k)) with the
-// reference quantizer.
-const QuantDot& k_type(TensorType t) {
-  static const QuantDot q4{ActQuant::Q8_K, quant_dot_ref(TensorType::Q4_K)->act_row_bytes,
-                           quant_dot_ref(TensorType::Q4_K)->quantize, dot_q4_k_q8_k, nullptr};
-  static const QuantDot q6{ActQuant::Q8_K, quant_dot_ref(TensorType::Q6_K)->act_row_bytes,
-                           quant_dot_ref(TensorType::Q6_K)->quantize, dot_q6_k_q8_k, nullptr};
-  return t == TensorType::Q4_K ? q4 : q6;
-}
 
 }  // namespace
 
@@ -284,11 +190,8 @@ const QuantDot* quant_dot_avx512(TensorType type) {
       return &kQ4_0;
     case TensorType::Q8_0:
       return &kQ8_0;
-    case TensorType::Q4_K:
-    case TensorType::Q6_K:
-      return &k_type(type);
     default:
-      return nullptr;
+      return quant_dot_k_avx512(type);  // the K types (quant_dot_k_avx512.cpp)
   }
 }
 

@@ -90,7 +90,9 @@ void quantize_q8_k(const float* x, void* dst, int64_t k) {
     }
     const float iscale = -kQ8Max / vmax;
     for (int j = 0; j < kQKK; ++j) {
-      o.qs[j] = static_cast<int8_t>(std::fmin(kQ8Max, std::nearbyint(iscale * xb[j])));
+      // The lower clamp never acts on finite input (|iscale * x| <= 127
+      // up to rounding); it keeps the cast defined when iscale overflows.
+      o.qs[j] = static_cast<int8_t>(std::fmax(-kQ8Max, std::fmin(kQ8Max, std::nearbyint(iscale * xb[j]))));
     }
     for (int g = 0; g < kQKK / kSub6K; ++g) {
       int sum = 0;

@@ -1,0 +1,13 @@
+// AVX-512 (VNNI) products of K-quant weights with Q8_K activations
+// (quant_dot_k_avx512.cpp), with register-blocked tiles. quant_dot_avx512()
+// hands the K types to this table.
+#pragma once
+
+#include "cpu/quant_dot.h"
+
+namespace ferrite::cpu {
+
+// The AVX-512 QuantDot of a K type, or nullptr for other types.
+const QuantDot* quant_dot_k_avx512(TensorType type);
+
+}  // namespace ferrite::cpu
