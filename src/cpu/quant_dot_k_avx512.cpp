@@ -35,6 +35,8 @@ constexpr int kPrefetchBytes = 1024;
 constexpr size_t kCacheLine = 64;
 
 constexpr int kQ6Bias = 32;
+constexpr __mmask16 kLowHalf = 0x00FF;  // 32-bit lanes 0..7
+constexpr int kSwapHalves = 0x4E;       // vshufi64x2: 256-bit halves swapped
 
 // Every cache line of one weight block, kPrefetchBytes ahead.
 template <size_t Bytes>
@@ -91,10 +93,13 @@ void q4_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
   const __m512i idx0 = load_idx(kQ4KIdx0), idx1 = load_idx(kQ4KIdx1);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[NR][NT];
+  #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
+    #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < k / kQKK; ++b) {
+    #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const BlockQ4_K& wb = reinterpret_cast<const BlockQ4_K*>(w + r * wrb)[b];
       prefetch_block<sizeof(BlockQ4_K)>(&wb);
@@ -104,29 +109,38 @@ void q4_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
       const __m512i sc_a = _mm512_permutexvar_epi16(idx0, sc16);  // for packs(v0, v1)
       const __m512i sc_b = _mm512_permutexvar_epi16(idx1, sc16);  // for packs(v2, v3)
       const __m128i mn = _mm_cvtsi64_si128(static_cast<int64_t>(mn8));
-      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn));  // m[g / 2] per 16-sum g
+      // m[g / 2] per 16-sum g, in both 256-bit halves.
+      const __m512i mins = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)));
       __m512i q[4];  // [64] values 64j..64j+63: sub-blocks 2j, 2j+1
+      #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * j)));
         q[j] = _mm512_and_si512(_mm512_srlv_epi64(raw, nibble_shift), m4);
       }
-      const float d = _cvtsh_ss(wb.d), dmin = _cvtsh_ss(wb.dmin);
+      // [d x 8 | -dmin x 8]: the scales of the two halves of `both` below.
+      const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(wb.d)), _mm256_set1_ps(-_cvtsh_ss(wb.dmin)), 1);
+      #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b];
         __m512i v[4];
+        #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           v[j] = _mm512_dpbusd_epi32(zero, q[j], _mm512_loadu_si512(ab.qs + 64 * j));
         }
         __m512i s = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(v[0], v[1]), sc_a);
         s = _mm512_dpwssd_epi32(s, _mm512_packs_epi32(v[2], v[3]), sc_b);
-        const __m256i sm = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), mins);
-        acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(d * ab.d), _mm512_cvtepi32_ps(s), acc[r][t]);
-        acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(-(dmin * ab.d)), _mm512_cvtepi32_ps(_mm512_zextsi256_si512(sm)),
-                                    acc[r][t]);
+        // Upper 8 lanes: m[s] * (bsums[2s] + bsums[2s+1]); lower 8 lanes: the
+        // two halves of s added. One conversion and one FMA for both terms.
+        const __m512i sm = _mm512_madd_epi16(
+            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums))), mins);
+        const __m512i both = _mm512_mask_add_epi32(sm, kLowHalf, s, _mm512_shuffle_i64x2(s, s, kSwapHalves));
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dd, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(both), acc[r][t]);
       }
     }
   }
+  #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) {
+    #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
   }
 }
@@ -143,10 +157,13 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
   const __m512i idx0 = load_idx(kQ6KIdx0), idx1 = load_idx(kQ6KIdx1);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[NR][NT];
+  #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
+    #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < k / kQKK; ++b) {
+    #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const BlockQ6_K& wb = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[b];
       prefetch_block<sizeof(BlockQ6_K)>(&wb);
@@ -156,6 +173,7 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
       // -32 * scale per 16-sum, high half zero: the bias term.
       const __m512i sc_bias = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc, _mm256_set1_epi16(-kQ6Bias)));
       __m512i q[4];  // [64] values 64i..64i+63, 0..63 each: sub-blocks 4i..4i+3
+      #pragma GCC unroll 4
       for (int h = 0; h < 2; ++h) {
         const __m512i ql = _mm512_loadu_si512(wb.ql + 64 * h);
         const __m512i qh =
@@ -165,10 +183,12 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
         q[2 * h] = _mm512_ternarylogic_epi32(ql, m4, hi_a, kOrAnd);
         q[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), m4, hi_b, kOrAnd);
       }
-      const float d = _cvtsh_ss(wb.d);
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(wb.d));
+      #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b];
         __m512i v[4];
+        #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) {
           v[i] = _mm512_dpbusd_epi32(zero, q[i], _mm512_loadu_si512(ab.qs + 64 * i));
         }
@@ -176,11 +196,13 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
         s = _mm512_dpwssd_epi32(s, _mm512_packs_epi32(v[2], v[3]), sc_b);
         s = _mm512_dpwssd_epi32(
             s, _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums))), sc_bias);
-        acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(d * ab.d), _mm512_cvtepi32_ps(s), acc[r][t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(s), acc[r][t]);
       }
     }
   }
+  #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) {
+    #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
   }
 }
