@@ -39,6 +39,7 @@ constexpr int64_t kMaxDim = int64_t{1} << 20;
 constexpr int64_t kMaxTokens = 8192;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxReps = 1000;
+constexpr double kMaxMs = 1e5;
 
 size_t default_cold_bytes() {
   long llc = -1;
@@ -69,7 +70,9 @@ void check_options(const Options& o) {
   check_range("--head-dim", o.head_dim, 2, kMaxDim);
   if (o.head_dim % 2 != 0) throw InvalidArgument("--head-dim must be even (RoPE rotates pairs)");
   check_range("--n-ff", o.n_ff, 1, kMaxDim);
-  if (!(o.min_rep_ms > 0.0 && o.min_rep_ms <= 1e4)) throw InvalidArgument("--min-rep-ms must be in (0, 10000]");
+  if (!(o.min_rep_ms > 0.0 && o.min_rep_ms <= kMaxMs)) throw InvalidArgument("--min-rep-ms must be in (0, 1e5]");
+  if (!(o.max_call_ms > 0.0 && o.max_call_ms <= kMaxMs)) throw InvalidArgument("--max-call-ms must be in (0, 1e5]");
+  if (!(o.max_op_ms > 0.0 && o.max_op_ms <= kMaxMs)) throw InvalidArgument("--max-op-ms must be in (0, 1e5]");
   try {
     std::regex check(o.filter);
   } catch (const std::regex_error& e) {
@@ -136,6 +139,9 @@ int main(int argc, char** argv) {
   app.add_option("--n-ff", opt.n_ff, "Feed-forward width (activations)");
   app.add_option("--reps", opt.reps, "Timed repetitions per op");
   app.add_option("--min-rep-ms", opt.min_rep_ms, "Each repetition runs calls for at least this long");
+  app.add_option("--max-op-ms", opt.max_op_ms, "Calls slower than this budget allows are timed one by one");
+  app.add_option("--max-call-ms", opt.max_call_ms,
+                 "matmul: time fewer rows of W (shown in the shape) when a call would take longer");
   app.add_option("--cold-mib", opt.cold_mib, "Operand copies cycled per op, MiB (default: 2 x last-level cache)");
   app.add_flag("--hot", opt.hot, "One copy of the operands (cache-resident after the first call)");
   app.add_option("--probe-mib", opt.probe_mib, "Bandwidth probe buffer, MiB (default: 8 x LLC, >= 256)");

@@ -33,6 +33,8 @@ struct Options {
   int64_t n_ff = 11008;                  // width of the feed-forward activations
   int reps = 5;
   double min_rep_ms = 10.0;
+  double max_op_ms = 500.0;              // slower calls are timed one by one within this budget
+  double max_call_ms = 250.0;            // matmul: fewer rows of W when a call would take longer
   size_t cold_mib = 0;                   // operand copies cycled per op (0: 2 x last-level cache)
   bool hot = false;                      // one copy: operands stay in cache
   size_t probe_mib = 0;                  // bandwidth probe buffer (0: hw_limits' default)
@@ -53,6 +55,7 @@ class Lab {
         filter_(opt.filter.empty() ? ".*" : opt.filter, std::regex::ECMAScript | std::regex::icase) {
     plan_.reps = opt.reps;
     plan_.min_rep_s = opt.min_rep_ms * 1e-3;
+    plan_.max_op_s = opt.max_op_ms * 1e-3;
   }
 
   const Options& opt() const { return opt_; }

@@ -88,6 +88,24 @@ inline void make_weights(TensorType type, int64_t k, int64_t n, uint8_t* dst, st
   }
 }
 
+// Rows of W to time a product of m tokens on: all n, unless the call would
+// take longer than max_call_s by the estimate from the previous row of the
+// type (time proportional to m x rows, which overestimates memory-bound
+// rows: the error only shortens the call). Then n is halved (kept a
+// multiple of kRowGroup) until the estimate fits; rows are independent, so
+// the rates and the fraction of the limit stay those of the whole product,
+// and the row's shape says which n was timed.
+constexpr int64_t kRowGroup = 16;    // packed weights come in groups of 16 rows
+constexpr int64_t kMinRows = 4 * kRowGroup;
+inline int64_t rows_within(double prev_s, double prev_work, int64_t m, int64_t n, double max_call_s) {
+  if (prev_s <= 0.0 || prev_work <= 0.0) return n;
+  const double per_row = prev_s * static_cast<double>(m) / prev_work;
+  while (n > kMinRows && per_row * static_cast<double>(n) > max_call_s && n / 2 >= kRowGroup) {
+    n = std::max(kMinRows, n / 2 / kRowGroup * kRowGroup);
+  }
+  return n;
+}
+
 inline std::string matmul_shape(int64_t m, int64_t n, int64_t k) {
   return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
 }
@@ -112,23 +130,34 @@ inline void run_matmul(Lab& lab) {
     make_weights(type, o.k, o.n, weights.slot(0), lab.rng());
     weights.replicate();
     cpu::MatmulScratch scratch;
+    double prev_s = 0.0, prev_work = 0.0;  // the last row of this type: seconds per call, m x rows
     for (int64_t m : ms) {
-      std::vector<float> x(static_cast<size_t>(m * o.k)), y(static_cast<size_t>(m * o.n));  // [m, k], [m, n]
+      const int64_t n = rows_within(prev_s, prev_work, m, o.n, lab.opt().max_call_ms * 1e-3);
+      const int64_t parts = o.n / n;  // the copies are walked in blocks of n rows
+      std::vector<float> x(static_cast<size_t>(m * o.k)), y(static_cast<size_t>(m * n));  // [m, k], [m, n]
       fill_normal(x.data(), x.size(), lab.rng());
       const auto call = [&](int64_t i) {
-        const cpu::MatView w{.type = type, .data = weights.slot(i), .k = o.k, .n = o.n, .row_bytes = row_bytes};
+        const int64_t first = i / static_cast<int64_t>(weights.copies()) % parts * n;
+        const cpu::MatView w{.type = type,
+                             .data = weights.slot(i) + static_cast<uint64_t>(first) * row_bytes,
+                             .k = o.k,
+                             .n = n,
+                             .row_bytes = row_bytes};
         cpu::matmul(w, x.data(), m, y.data(), lab.pool(), scratch);
       };
       Row r;
       r.op = m == 1 ? "gemv" : "gemm";
       r.type = name;
-      r.shape = matmul_shape(m, o.n, o.k);
+      r.shape = matmul_shape(m, n, o.k);
       r.kernel = matmul_kernel(type);
       r.threads = lab.pool().size();
       r.time = time_calls(call, lab.plan());
-      r.bytes = static_cast<double>(w_bytes) + static_cast<double>(kF32Bytes * (m * o.k + m * o.n));
-      r.ops = 2.0 * static_cast<double>(m) * static_cast<double>(o.n) * static_cast<double>(o.k);
+      r.bytes = static_cast<double>(row_bytes * static_cast<uint64_t>(n)) +
+                static_cast<double>(kF32Bytes * (m * o.k + m * n));
+      r.ops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(o.k);
       lab.emit(r, matmul_peak_kind(type));
+      prev_s = r.time.median_s;
+      prev_work = static_cast<double>(m * n);
     }
   }
 }

@@ -35,6 +35,10 @@ struct TimingPlan {
   int reps = 5;             // timed repetitions
   double min_rep_s = 0.01;  // a repetition runs calls until it lasts at least this long
   int warmup_calls = 2;     // untimed calls first (scratch allocation, page faults)
+  // Calls so slow that warm-up and reps would take longer than this are
+  // timed one by one, the first one included (its one-off costs are small
+  // next to it), as many as fit (at least two when reps > 1).
+  double max_op_s = 0.5;
 };
 
 // Upper bound of calls per repetition (very short kernels).
@@ -44,20 +48,30 @@ constexpr int64_t kMaxCallsPerRep = int64_t{1} << 20;
 template <typename Call>
 Timing time_calls(Call&& call, const TimingPlan& plan) {
   int64_t i = 0;
-  double last = 0.0;
-  for (int w = 0; w < std::max(plan.warmup_calls, 1); ++w) {
+  const auto timed = [&] {
     const auto t0 = Clock::now();
     call(i++);
-    last = seconds_since(t0);
-  }
-  const double calls = std::ceil(plan.min_rep_s / std::max(last, 1e-9));
+    return seconds_since(t0);
+  };
   Timing t;
-  t.calls_per_rep = std::clamp<int64_t>(static_cast<int64_t>(calls), 1, kMaxCallsPerRep);
   std::vector<double> per_call;
-  for (int r = 0; r < plan.reps; ++r) {
-    const auto t0 = Clock::now();
-    for (int64_t c = 0; c < t.calls_per_rep; ++c) call(i++);
-    per_call.push_back(seconds_since(t0) / static_cast<double>(t.calls_per_rep));
+  double last = timed();
+  if (last * (plan.reps + plan.warmup_calls) > plan.max_op_s) {
+    // Slow: single calls, as many as the budget holds.
+    const auto fit = static_cast<int>(plan.max_op_s / last);
+    const int more = std::min(plan.reps - 1, std::max(fit - 1, 1));
+    per_call.push_back(last);
+    for (int r = 0; r < more; ++r) per_call.push_back(timed());
+    t.calls_per_rep = 1;
+  } else {
+    for (int w = 1; w < plan.warmup_calls; ++w) last = timed();
+    const double calls = std::ceil(plan.min_rep_s / std::max(last, 1e-9));
+    t.calls_per_rep = std::clamp<int64_t>(static_cast<int64_t>(calls), 1, kMaxCallsPerRep);
+    for (int r = 0; r < plan.reps; ++r) {
+      const auto t0 = Clock::now();
+      for (int64_t c = 0; c < t.calls_per_rep; ++c) call(i++);
+      per_call.push_back(seconds_since(t0) / static_cast<double>(t.calls_per_rep));
+    }
   }
   std::sort(per_call.begin(), per_call.end());
   const size_t n = per_call.size();
