@@ -7,8 +7,11 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu/act_quant.h"
+#include "cpu/packed.h"
+#include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "cpu/vec_ops.h"
+#include "quant/blocks.h"
 #include "quant/type_traits.h"
 
 namespace ferrite::cpu {
@@ -92,6 +95,47 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
   return sum;
 }
 
+// Packed weights (packed.h) times activations quantized to Q8_0: the
+// 16-row groups split between threads, tokens in tiles of kPackTokens.
+void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, const float* x, int64_t m, float* y,
+                    ThreadPool& pool, MatmulScratch& scratch) {
+  const int64_t k = w.k;
+  const int64_t nb = k / quant::kQK;
+  PackedActs a;
+  a.row_bytes = qd.act_row_bytes(k);
+  a.n_blocks = nb;
+  scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
+  scratch.act_d.resize(static_cast<size_t>(m * nb));
+  scratch.act_sum.resize(static_cast<size_t>(m * nb));
+  for (int64_t t = 0; t < m; ++t) {
+    uint8_t* row = scratch.act.data() + t * a.row_bytes;
+    qd.quantize(x + t * k, row, k);
+    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int8_t q : blocks[b].qs) sum += q;
+      scratch.act_d[static_cast<size_t>(t * nb + b)] = fp16_to_fp32(blocks[b].d);
+      scratch.act_sum[static_cast<size_t>(t * nb + b)] = sum;
+    }
+  }
+  a.q8 = scratch.act.data();
+  a.d = scratch.act_d.data();
+  a.sum = scratch.act_sum.data();
+  const int64_t n_groups = w.n / kPackRows;
+  const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
+  pool.run([&](int ith, int nth) {
+    const Range groups = split_range(n_groups, ith, nth);
+    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
+      const int64_t t1 = std::min(t0 + kTokenTile, m);
+      for (int64_t g = groups.begin; g < groups.end; ++g) {
+        for (int64_t t = t0; t < t1; t += kPackTokens) {
+          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
+        }
+      }
+    }
+  }, m * w.n * k);
+}
+
 }  // namespace
 
 bool matmul_supports(TensorType type) {
@@ -107,6 +151,14 @@ bool matmul_supports(TensorType type) {
 void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch,
             DotOrder order) {
   check(w);
+  if (w.packed != nullptr && packable(w)) {
+    const PackedKernel kernel = find_packed_kernel(w.type, active_isa());
+    const QuantDot* qd = find_quant_dot(w.type, active_isa());
+    if (kernel != nullptr && qd != nullptr && qd->act == ActQuant::Q8_0) {
+      packed_product(w, kernel, *qd, x, m, y, pool, scratch);
+      return;
+    }
+  }
   const VecOps& ops = vec_ops();
   const auto dot_f32 = order == DotOrder::Tiled ? ops.dot_f32 : ops.dot_f32_unrolled;
   const auto dot_f16 = order == DotOrder::Tiled ? ops.dot_f16 : ops.dot_f16_unrolled;

@@ -24,11 +24,18 @@ struct MatView {
   int64_t k = 0;
   int64_t n = 0;
   uint64_t row_bytes = 0;
+  // The same rows repacked for the products (packed.h), or nullptr. The
+  // plain rows at `data` stay valid (row lookups, other instruction sets).
+  const uint8_t* packed = nullptr;
 
   const uint8_t* row(int64_t i) const { return data + static_cast<uint64_t>(i) * row_bytes; }
-  // Rows [first, first + count) as a matrix of their own.
+  // Rows [first, first + count) as a matrix of their own (packed too when
+  // the range starts and ends on group boundaries of 16 rows).
   MatView rows(int64_t first, int64_t count) const {
-    return {type, row(first), k, count, row_bytes};
+    constexpr int64_t kGroup = 16;  // == kPackRows
+    const bool whole_groups = first % kGroup == 0 && count % kGroup == 0;
+    return {type, row(first), k, count, row_bytes,
+            packed != nullptr && whole_groups ? packed + static_cast<uint64_t>(first) * row_bytes : nullptr};
   }
 };
 
@@ -37,6 +44,8 @@ struct MatmulScratch {
   std::vector<uint8_t> act;
   std::vector<std::vector<float>> rows;
   std::vector<float> corr;  // Q8_1 block-sum corrections [m, k / 32]
+  std::vector<float> act_d;      // packed products: block scales [m, k / 32]
+  std::vector<int32_t> act_sum;  // packed products: block sums [m, k / 32]
 };
 
 // Which summation order f32/f16 dot products use (see VecOps::dot_f32):

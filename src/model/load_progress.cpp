@@ -19,8 +19,8 @@ std::shared_ptr<const Model> load_with_progress(const std::string& path, const L
   uint64_t done = 0, since_report = 0;
   uint8_t sink = 0;
   for (const auto& t : m->file().tensors()) {
-    if (t.data != nullptr) {
-      // One read per page brings the tensor into memory.
+    if (t.data != nullptr && m->packed().find(&t) == nullptr) {
+      // One read per page brings the tensor into memory (repacked ones are in already).
       for (uint64_t off = 0; off < t.n_bytes; off += kPageBytes) {
         sink ^= *static_cast<const volatile uint8_t*>(t.data + off);
         const uint64_t step = std::min(kPageBytes, t.n_bytes - off);

@@ -10,6 +10,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path) {
   const gguf::Metadata md(*m->file_);
   const ArchFactory make = find_architecture(md.architecture());
   m->hp_ = read_hparams(md);
+  m->packed_ = PackedWeights::build(*m->file_);
   m->arch_ = make(*m->file_, m->hp_);
   return m;
 }

@@ -9,6 +9,7 @@
 #include "gguf/file.h"
 #include "model/architecture.h"
 #include "model/hparams.h"
+#include "model/packed_weights.h"
 
 namespace ferrite::model {
 
@@ -20,6 +21,8 @@ class Model {
   const gguf::File& file() const { return *file_; }
   const HParams& hparams() const { return hp_; }
   const Architecture& arch() const { return *arch_; }
+  // The weights repacked for the CPU's products at load.
+  const PackedWeights& packed() const { return *packed_; }
 
   // See Architecture::forward.
   void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
@@ -30,6 +33,7 @@ class Model {
  private:
   Model() = default;
   std::unique_ptr<gguf::File> file_;
+  std::unique_ptr<PackedWeights> packed_;  // before arch_: bound tensors point into it
   HParams hp_;
   std::unique_ptr<Architecture> arch_;
 };

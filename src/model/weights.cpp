@@ -2,12 +2,13 @@
 
 #include "core/error.h"
 #include "cpu/matmul.h"
+#include "model/packed_weights.h"
 
 namespace ferrite::model {
 
 cpu::MatView Tensor::mat() const {
   return cpu::MatView{info->type, info->data, info->ne[0], info->ne[1] * info->ne[2] * info->ne[3],
-                      info->row_bytes()};
+                      info->row_bytes(), packed};
 }
 
 cpu::MatView Tensor::expert(int64_t e) const {
@@ -29,7 +30,7 @@ Tensor WeightBinder::check(const gguf::TensorInfo* t, const std::string& name,
     throw ModelError(file_.path() + ": tensor " + name + " has type " + tensor_type_name(t->type) +
                      ", which ferrite cannot compute with");
   }
-  return Tensor{t};
+  return Tensor{t, find_packed(t)};
 }
 
 Tensor WeightBinder::require(const std::string& name, std::initializer_list<int64_t> shape) const {

@@ -12,9 +12,12 @@
 
 namespace ferrite::model {
 
-// A weight tensor in the mapped file (null when an optional tensor is absent).
+// A weight tensor in the mapped file (null when an optional tensor is absent),
+// and its copy repacked for the products when the model made one
+// (packed_weights.h).
 struct Tensor {
   const gguf::TensorInfo* info = nullptr;
+  const uint8_t* packed = nullptr;
 
   explicit operator bool() const { return info != nullptr; }
   int64_t ne(int i) const { return info->ne[static_cast<size_t>(i)]; }

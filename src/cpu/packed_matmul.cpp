@@ -1,0 +1,71 @@
+// The plain reference of the packed products: the formula of packed_matmul.h
+// read straight off the layout of packed.h, one value at a time.
+#include "cpu/packed_matmul.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/fp16.h"
+#include "cpu/packed.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using quant::kQK;
+
+constexpr int64_t kScaleBytes = kPackRows * 2;  // 16 f16 scales open each group block
+constexpr int64_t kLaneBytes = 4;
+
+template <TensorType kType>
+void packed_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  constexpr bool kQ4 = kType == TensorType::Q4_0;
+  constexpr int64_t kQsBytes = kQ4 ? kQK / 2 : kQK;
+  constexpr int32_t kOffset = kQ4 ? 8 : 128;
+  constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * kQsBytes;
+  for (int64_t t = 0; t < nt; ++t) {
+    const int64_t tok = t0 + t;
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* gb = group + b * kGroupBlock;
+        const auto* ab = reinterpret_cast<const quant::BlockQ8_0*>(a.q8 + tok * a.row_bytes) + b;
+        int32_t s = -kOffset * a.sum[tok * a.n_blocks + b];
+        for (int64_t j = 0; j < kQsBytes / kLaneBytes; ++j) {
+          const uint8_t* lane = gb + kScaleBytes + (j * kPackRows + r) * kLaneBytes;
+          for (int64_t i = 0; i < kLaneBytes; ++i) {
+            const int64_t e = j * kLaneBytes + i;  // element index of the low nibble / of the value
+            if constexpr (kQ4) {
+              s += (lane[i] & 0x0F) * ab->qs[e] + (lane[i] >> 4) * ab->qs[e + kQK / 2];
+            } else {
+              s += lane[i] * ab->qs[e];
+            }
+          }
+        }
+        uint16_t dw;
+        std::memcpy(&dw, gb + r * 2, sizeof(dw));
+        acc = std::fma(static_cast<float>(s), fp16_to_fp32(dw) * a.d[tok * a.n_blocks + b], acc);
+      }
+      y[t * ys + r] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+PackedKernel packed_kernel_ref(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+      return packed_ref<TensorType::Q4_0>;
+    case TensorType::Q8_0:
+      return packed_ref<TensorType::Q8_0>;
+    default:
+      return nullptr;
+  }
+}
+
+PackedKernel find_packed_kernel(TensorType type, Isa isa) {
+  return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,45 @@
+// Products of packed weights (packed.h) with activations quantized to Q8_0:
+// a group of 16 rows times up to kPackTokens tokens per call.
+//
+// Per block b and token t, with w the 16 rows' unsigned values (Q4_0
+// nibbles, Q8_0 values + 128) and a the token's int8 values:
+//   s[r] = sum_i w[r][i] a[i] - offset * sum_i a[i]      (exact, int32)
+//   y[t][r] += f32(s[r]) * (d_w[r] * d_a)                (one FMA per block)
+// with offset 8 for Q4_0 and 128 for Q8_0, summed over blocks in order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/features.h"
+#include "gguf/tensor_type.h"
+
+namespace ferrite::cpu {
+
+// Tokens per kernel call (register tile: one int32 and one f32 accumulator each).
+constexpr int64_t kPackTokens = 8;
+
+// The activations of a product: rows of Q8_0 blocks and, per token and
+// block, the block's scale as f32 and the sum of its values.
+struct PackedActs {
+  const uint8_t* q8 = nullptr;    // [m, n_blocks] BlockQ8_0
+  size_t row_bytes = 0;           // bytes of one token's row
+  const float* d = nullptr;       // [m, n_blocks]
+  const int32_t* sum = nullptr;   // [m, n_blocks]
+  int64_t n_blocks = 0;           // k / 32
+};
+
+// y[t * y_stride + r] = row r of `group` (16 packed rows) · token t0 + t,
+// for t < nt (1 <= nt <= kPackTokens), r < 16.
+using PackedKernel = void (*)(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y,
+                              int64_t y_stride);
+
+// The fast kernel for packed weights of `type` at level `isa`, or nullptr
+// (then products use the plain rows, which packing leaves in place).
+PackedKernel find_packed_kernel(TensorType type, Isa isa);
+
+// Per-level tables: nullptr when absent.
+PackedKernel packed_kernel_ref(TensorType type);
+PackedKernel packed_kernel_avx512(TensorType type);
+
+}  // namespace ferrite::cpu

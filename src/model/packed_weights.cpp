@@ -1,0 +1,101 @@
+#include "model/packed_weights.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "cpu/features.h"
+#include "cpu/matmul.h"
+#include "cpu/packed_matmul.h"
+
+namespace ferrite::model {
+namespace {
+
+// Threads copying tensors at load (each copy is a page-fault-bound stream).
+constexpr unsigned kMaxPackThreads = 8;
+
+// Every live PackedWeights' copies, for WeightBinder's lookups.
+std::mutex g_mutex;
+std::unordered_map<const gguf::TensorInfo*, const uint8_t*> g_packed;
+
+bool repack_enabled() {
+  const char* env = std::getenv("FERRITE_REPACK");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+cpu::MatView view_of(const gguf::TensorInfo& t) {
+  return cpu::MatView{t.type, t.data, t.ne[0], t.ne[1] * t.ne[2] * t.ne[3], t.row_bytes()};
+}
+
+// Hands the whole pages inside [p, p + n) of a read-only file mapping back
+// to the kernel; a later read faults them in again from the file.
+void drop_pages(const uint8_t* p, uint64_t n) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+}  // namespace
+
+std::unique_ptr<PackedWeights> PackedWeights::build(const gguf::File& file) {
+  std::unique_ptr<PackedWeights> pw(new PackedWeights());
+  if (!repack_enabled()) return pw;
+  const bool has_output = file.find_tensor("output.weight") != nullptr;
+  std::vector<const gguf::TensorInfo*> todo;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (t.data == nullptr || (has_output && t.name == "token_embd.weight")) continue;
+    if (t.n_dims < 2 || !cpu::packable(view_of(t))) continue;
+    if (cpu::find_packed_kernel(t.type, cpu::active_isa()) == nullptr) continue;
+    todo.push_back(&t);
+  }
+  if (todo.empty()) return pw;
+  std::vector<cpu::PackedBuffer> buffers;
+  buffers.reserve(todo.size());
+  for (const gguf::TensorInfo* t : todo) buffers.emplace_back(t->n_bytes);
+
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) {
+      cpu::pack_rows(view_of(*todo[i]), buffers[i].data());
+      drop_pages(todo[i]->data, todo[i]->n_bytes);
+    }
+  };
+  const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPackThreads);
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < n_threads && i < todo.size(); ++i) threads.emplace_back(work);
+  work();
+  for (auto& th : threads) th.join();
+
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    g_packed[todo[i]] = buffers[i].data();
+    pw->bytes_ += todo[i]->n_bytes;
+    pw->copies_.emplace(todo[i], std::move(buffers[i]));
+  }
+  return pw;
+}
+
+PackedWeights::~PackedWeights() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const auto& [t, buf] : copies_) g_packed.erase(t);
+}
+
+const uint8_t* PackedWeights::find(const gguf::TensorInfo* t) const {
+  const auto it = copies_.find(t);
+  return it == copies_.end() ? nullptr : it->second.data();
+}
+
+const uint8_t* find_packed(const gguf::TensorInfo* t) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto it = g_packed.find(t);
+  return it == g_packed.end() ? nullptr : it->second;
+}
+
+}  // namespace ferrite::model

@@ -1,0 +1,49 @@
+// Weights repacked at load for the CPU's products (cpu/packed.h): every
+// Q4_0/Q8_0 matrix whose rows come in groups of 16 is copied once into the
+// interleaved layout, and the plain pages of the mapping are handed back to
+// the kernel (they are re-read from the file only if something touches them:
+// an embedding row lookup, an upload to a GPU). Resident memory stays the
+// size of the weights.
+//
+// WeightBinder finds a tensor's packed copy with find_packed() while an
+// architecture binds its weights; the copies live as long as the Model.
+// FERRITE_REPACK=0 in the environment turns repacking off.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu/packed.h"
+#include "gguf/file.h"
+
+namespace ferrite::model {
+
+class PackedWeights {
+ public:
+  // Packs the file's packable matrices when this CPU has a kernel for the
+  // packed layout and repacking is not turned off; otherwise holds nothing.
+  // The token embedding is packed only when it doubles as the output matrix
+  // (no output.weight). Throws IoError when memory cannot be had.
+  static std::unique_ptr<PackedWeights> build(const gguf::File& file);
+
+  ~PackedWeights();
+  PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
+
+  // The packed copy of t, or nullptr.
+  const uint8_t* find(const gguf::TensorInfo* t) const;
+  uint64_t packed_bytes() const { return bytes_; }
+  size_t count() const { return copies_.size(); }
+
+ private:
+  PackedWeights() = default;
+  std::unordered_map<const gguf::TensorInfo*, cpu::PackedBuffer> copies_;
+  uint64_t bytes_ = 0;
+};
+
+// The packed copy of t held by a live PackedWeights, or nullptr.
+const uint8_t* find_packed(const gguf::TensorInfo* t);
+
+}  // namespace ferrite::model

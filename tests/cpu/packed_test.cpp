@@ -1,0 +1,178 @@
+// Repacked weights (cpu/packed.h): the layout round-trips byte for byte, the
+// reference kernel of the layout equals the plain reference product, the
+// AVX-512 kernel equals the layout's reference bit for bit, and matmul() on a
+// packed view equals the plain reference for every token count and thread count.
+#include <cmath>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "core/fp16.h"
+#include "cpu/features.h"
+#include "cpu/matmul.h"
+#include "cpu/packed.h"
+#include "cpu/packed_matmul.h"
+#include "cpu/quant_dot.h"
+#include "quant/blocks.h"
+#include "quant/type_traits.h"
+#include "random_data.h"
+
+namespace ferrite::cpu {
+namespace {
+
+struct Plain {
+  std::vector<uint8_t> bytes;
+  MatView view;
+};
+
+Plain make(TensorType type, int64_t n, int64_t k, uint32_t seed) {
+  const auto f = test::random_floats(static_cast<size_t>(n * k), seed);
+  Plain p;
+  const uint64_t rb = tensor_row_bytes(type, static_cast<uint64_t>(k));
+  p.bytes.resize(rb * static_cast<uint64_t>(n));
+  for (int64_t r = 0; r < n; ++r) quant::type_traits(type).from_float(f.data() + r * k, p.bytes.data() + r * rb, k, nullptr);
+  p.view = MatView{type, p.bytes.data(), k, n, rb};
+  return p;
+}
+
+// Activations quantized to Q8_0 by the reference quantizer, with block scales and sums.
+struct Acts {
+  std::vector<uint8_t> q8;
+  std::vector<float> d;
+  std::vector<int32_t> sum;
+  PackedActs view;
+};
+
+Acts make_acts(TensorType type, int64_t m, int64_t k, uint32_t seed) {
+  const auto x = test::random_floats(static_cast<size_t>(m * k), seed);
+  const QuantDot* qd = quant_dot_ref(type);
+  Acts a;
+  const size_t rb = qd->act_row_bytes(k);
+  const int64_t nb = k / quant::kQK;
+  a.q8.resize(rb * static_cast<size_t>(m));
+  for (int64_t t = 0; t < m; ++t) {
+    qd->quantize(x.data() + t * k, a.q8.data() + t * rb, k);
+    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(a.q8.data() + t * rb);
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t s = 0;
+      for (int8_t q : blocks[b].qs) s += q;
+      a.d.push_back(fp16_to_fp32(blocks[b].d));
+      a.sum.push_back(s);
+    }
+  }
+  a.view = PackedActs{a.q8.data(), rb, a.d.data(), a.sum.data(), nb};
+  return a;
+}
+
+constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0};
+
+TEST(Packed, LayoutRoundTripsAndKeepsSize) {
+  for (TensorType type : kTypes) {
+    const Plain p = make(type, 48, 256, 1);
+    ASSERT_TRUE(packable(p.view));
+    std::vector<uint8_t> packed(p.bytes.size()), back(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    EXPECT_NE(packed, p.bytes);  // the order changed
+    unpack_rows(p.view, packed.data(), back.data());
+    EXPECT_EQ(back, p.bytes) << tensor_type_name(type);
+  }
+}
+
+TEST(Packed, OnlyWholeGroupsOfQ4_0AndQ8_0) {
+  EXPECT_FALSE(packable(make(TensorType::Q4_0, 24, 64, 2).view));  // 24 rows: not a multiple of 16
+  EXPECT_FALSE(packable(make(TensorType::Q4_K, 16, 256, 3).view));
+  EXPECT_TRUE(packable(make(TensorType::Q8_0, 32, 64, 4).view));
+}
+
+// The layout's reference kernel against the plain reference product (which
+// dequantizes rows and sums in double): same activations, only the order of
+// the float sums differs.
+TEST(Packed, ReferenceKernelMatchesPlainReference) {
+  constexpr int64_t kN = 32, kK = 512, kM = 3;
+  for (TensorType type : kTypes) {
+    const Plain p = make(type, kN, kK, 5);
+    std::vector<uint8_t> packed(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    const auto x = test::random_floats(static_cast<size_t>(kM * kK), 6);
+    const Acts a = make_acts(type, kM, kK, 6);
+    std::vector<float> y(kM * kN), y_ref(kM * kN);
+    const PackedKernel ref = packed_kernel_ref(type);
+    for (int64_t g = 0; g < kN / kPackRows; ++g) {
+      ref(packed.data() + g * kPackRows * p.view.row_bytes, a.view, 0, kM, y.data() + g * kPackRows, kN);
+    }
+    matmul_ref(p.view, x.data(), kM, y_ref.data());
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_NEAR(y[i], y_ref[i], 1e-4 * kK / 4) << tensor_type_name(type) << " i=" << i;
+    }
+  }
+}
+
+TEST(Packed, Avx512KernelEqualsReferenceBitForBit) {
+  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  constexpr int64_t kN = 48, kK = 1024;
+  for (TensorType type : kTypes) {
+    const Plain p = make(type, kN, kK, 7);
+    std::vector<uint8_t> packed(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    const Acts a = make_acts(type, kPackTokens + 3, kK, 8);
+    for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
+      std::vector<float> y(static_cast<size_t>(nt * kN)), y_ref(y.size());
+      for (int64_t g = 0; g < kN / kPackRows; ++g) {
+        const uint8_t* group = packed.data() + g * kPackRows * p.view.row_bytes;
+        packed_kernel_avx512(type)(group, a.view, 3, nt, y.data() + g * kPackRows, kN);
+        packed_kernel_ref(type)(group, a.view, 3, nt, y_ref.data() + g * kPackRows, kN);
+      }
+      ASSERT_EQ(y, y_ref) << tensor_type_name(type) << " nt=" << nt;
+    }
+  }
+}
+
+// matmul() on a packed view (threads split the groups, tokens in tiles)
+// against the plain reference, and a packed expert slice (MatView::rows).
+TEST(Packed, MatmulOnPackedViewMatchesReference) {
+  constexpr int64_t kN = 64, kK = 320;
+  for (TensorType type : kTypes) {
+    const Plain p = make(type, kN, kK, 9);
+    std::vector<uint8_t> packed(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    MatView w = p.view;
+    w.packed = packed.data();
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      for (int64_t m : {1, 2, 9, 70}) {
+        const auto x = test::random_floats(static_cast<size_t>(m * kK), static_cast<uint32_t>(10 + m));
+        std::vector<float> y(static_cast<size_t>(m * kN)), y_ref(y.size());
+        matmul(w, x.data(), m, y.data(), pool, scratch);
+        matmul_ref(p.view, x.data(), m, y_ref.data());
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_NEAR(y[i], y_ref[i], 1e-4 * kK / 4) << tensor_type_name(type) << " m=" << m << " i=" << i;
+        }
+      }
+    }
+    // Rows 16..47 as a matrix of their own keep the packed layout.
+    const MatView slice = w.rows(16, 32);
+    ASSERT_NE(slice.packed, nullptr);
+    EXPECT_EQ(w.rows(8, 16).packed, nullptr);  // not on a group boundary
+    const auto x = test::random_floats(2 * kK, 30);
+    std::vector<float> y(2 * 32), y_ref(2 * 32);
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    matmul(slice, x.data(), 2, y.data(), pool, scratch);
+    matmul_ref(p.view.rows(16, 32), x.data(), 2, y_ref.data());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], y_ref[i], 1e-4 * kK / 4);
+  }
+}
+
+TEST(Packed, BufferHoldsBytes) {
+  PackedBuffer b(1 << 20);
+  ASSERT_NE(b.data(), nullptr);
+  std::memset(b.data(), 0xAB, b.size());
+  EXPECT_EQ(b.data()[b.size() - 1], 0xAB);
+  PackedBuffer moved(std::move(b));
+  EXPECT_EQ(b.data(), nullptr);
+  EXPECT_EQ(moved.size(), size_t{1} << 20);
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
