@@ -163,6 +163,10 @@ int64_t attention_max_kv() {
 
 void attention(const AttentionParams& p, cudaStream_t s) {
   if (p.n_tokens == 0 || p.n_head == 0) return;
+  if (p.n_tokens >= kTiledMinTokens && !exact_products() && attention_tiled_supports(p)) {
+    attention_tiled(p, s);
+    return;
+  }
   const size_t bytes = smem_bytes(p.n_kv, p.head_dim);
   if (bytes > static_cast<size_t>(max_dynamic_smem())) {
     throw InvalidArgument("GPU attention: " + std::to_string(p.n_kv) + " cache cells exceed the limit of " +

@@ -156,9 +156,7 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     L.bv = upload(layer_name(il, "attn_v.bias"), false);
     L.q_norm = upload(layer_name(il, "attn_q_norm.weight"), false);
     L.k_norm = upload(layer_name(il, "attn_k_norm.weight"), false);
-    if (m.file().find_tensor(layer_name(il, "attn_output.bias")) != nullptr) {
-      throw InvalidArgument("GPU offload: attention output biases are not supported yet");
-    }
+    L.bo = upload(layer_name(il, "attn_output.bias"), false);
     L.ffn_norm = upload(layer_name(il, "ffn_norm.weight"), true);
     L.gate = upload(layer_name(il, "ffn_gate.weight"), true);
     L.up = upload(layer_name(il, "ffn_up.weight"), true);
@@ -319,6 +317,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     attention(ap, st);
     s_.act_attn.set(attn, n, n_q);
     lin.run(L.wo, s_.act_attn, x, true);  // x += attn · Wo^T
+    if (L.bo.data) add_bias(x, f32(L.bo), n, n_embd, st);  // x += bo
 
     rms_norm(x, f32(L.ffn_norm), eps, n, n_embd, h, st);
     s_.act_h.set(h, n, n_embd);

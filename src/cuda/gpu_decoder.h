@@ -39,7 +39,7 @@ class GpuDecoder : public model::Architecture {
 
  private:
   struct Layer {
-    GpuMatrix attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm, gate, up, down;
+    GpuMatrix attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, ffn_norm, gate, up, down;
   };
   // Uploads tensor `name` (null when optional and absent).
   GpuMatrix upload(const std::string& name, bool required);

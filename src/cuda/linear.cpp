@@ -1,5 +1,6 @@
 #include "cuda/linear.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -15,7 +16,17 @@ constexpr int64_t kCublasMinRows = 8;
 
 int64_t format_block(ActFormat f) { return f == ActFormat::Q8_0 ? 32 : 256; }
 
+bool exact_from_env() {
+  const char* env = std::getenv("FERRITE_CUDA_EXACT");
+  return env != nullptr && std::string(env) == "1";
+}
+
+std::atomic<bool> g_exact{exact_from_env()};
+
 }  // namespace
+
+void set_exact_products(bool exact) { g_exact = exact; }
+bool exact_products() { return g_exact; }
 
 QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
   const int i = f == ActFormat::Q8_0 ? 0 : 1;
@@ -42,6 +53,17 @@ const uint16_t* Activation::f16(cudaStream_t s) {
   return f16_.as<uint16_t>();
 }
 
+const uint16_t* Activation::f16_via(ActFormat f, cudaStream_t s) {
+  const int i = f == ActFormat::Q8_0 ? 0 : 1;
+  const QuantAct q = quantized(f, s);
+  via_[i].reserve(static_cast<size_t>(m_ * k_) * sizeof(uint16_t));
+  if (!have_via_[i]) {
+    quantized_act_to_f16(q, m_, k_, via_[i].as<uint16_t>(), s);
+    have_via_[i] = true;
+  }
+  return via_[i].as<uint16_t>();
+}
+
 LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream) {
   const char* env = std::getenv("FERRITE_CUDA_CUBLAS");
   use_cublas_ = env != nullptr && std::string(env) == "1";
@@ -54,6 +76,16 @@ LinearRunner::~LinearRunner() {
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
+void LinearRunner::gemm_f16(const void* w16, int64_t n, int64_t k, const void* x16, int64_t m, float* y,
+                            bool accumulate) {
+  // Column-major view: Y^T [n, m] = W [n, k] (stored as W^T [k, n]) · X^T [k, m].
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  FERRITE_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                                    static_cast<int>(k), &alpha, w16, CUDA_R_16F, static_cast<int>(k), x16,
+                                    CUDA_R_16F, static_cast<int>(k), &beta, y, CUDA_R_32F, static_cast<int>(n),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumulate, const float* bias) {
   if (a.k() != w.k) {
     throw InvalidArgument("GPU linear: input width " + std::to_string(a.k()) + " != weight row length " +
@@ -62,6 +94,21 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   const int64_t m = a.m();
   if (m == 0) return;
   if (bias != nullptr && accumulate) throw InvalidArgument("GPU linear: bias with accumulate is not supported");
+  const bool gemm = m > kGemmMinRows && !exact_products();
+  if (gemm && w.type == TensorType::F16) {
+    gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
+  } else if (gemm && dequant_f16_supports(w.type)) {
+    w16_.reserve(static_cast<size_t>(w.n * w.k) * sizeof(uint16_t));
+    dequantize_f16(w, w16_.as<uint16_t>(), stream_);
+    gemm_f16(w16_.as(), w.n, w.k, a.f16_via(act_format_for(w.type), stream_), m, y, accumulate);
+  } else {
+    run_exact(w, a, y, accumulate);
+  }
+  if (bias != nullptr) add_bias(y, bias, m, w.n, stream_);
+}
+
+void LinearRunner::run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate) {
+  const int64_t m = a.m();
   switch (w.type) {
     case TensorType::F32:
     case TensorType::F16: {
@@ -86,7 +133,6 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
       break;
     }
   }
-  if (bias != nullptr) add_bias(y, bias, m, w.n, stream_);
 }
 
 }  // namespace ferrite::cuda

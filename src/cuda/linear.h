@@ -1,8 +1,14 @@
 // Linear layers on the GPU: y [m, n] (+)= x [m, k] · W^T (+ bias), choosing
 // the product by weight type: quantized types through 8-bit activations and
 // matmul_quant (the CPU's arithmetic), F16 and F32 through matmul_float
-// (f16 operands rounded as the CPU rounds them, f32 sums), or cuBLAS for
-// prefill when FERRITE_CUDA_CUBLAS=1.
+// (f16 operands rounded as the CPU rounds them, f32 sums). Prefill (more
+// than kGemmMinRows activation rows) goes through cuBLAS instead: quantized
+// weights dequantized to f16 into a reusable scratch matrix (dequant.cu),
+// F16 weights as they are, f32 accumulation (tensor cores); the activations
+// rounded to f16 (F16 weights, as the CPU does) or through the 8-bit blocks
+// the CPU's quantized products use, then to f16 (quantized weights). set_exact_products(true) (or FERRITE_CUDA_EXACT=1) keeps
+// the CPU's arithmetic for every batch; F32 weights take cuBLAS only with
+// FERRITE_CUDA_CUBLAS=1.
 // An Activation caches its converted forms (8-bit blocks, f16) until its
 // values change, so Q, K and V (or gate and up) convert their input once.
 #pragma once
@@ -18,6 +24,9 @@
 
 namespace ferrite::cuda {
 
+// Activation rows above which prefill takes the cuBLAS product.
+constexpr int64_t kGemmMinRows = 16;
+
 class Activation {
  public:
   // Points at device values [m, k] and forgets earlier conversions.
@@ -28,7 +37,7 @@ class Activation {
     changed();
   }
   // Call after writing new values into x().
-  void changed() { have_q_[0] = have_q_[1] = have_f16_ = false; }
+  void changed() { have_q_[0] = have_q_[1] = have_f16_ = have_via_[0] = have_via_[1] = false; }
 
   float* x() const { return x_; }
   int64_t m() const { return m_; }
@@ -38,13 +47,16 @@ class Activation {
   QuantAct quantized(ActFormat f, cudaStream_t s);
   // The activations as f16 (converted once).
   const uint16_t* f16(cudaStream_t s);
+  // The activations quantized in format f, taken back to f16 (converted once).
+  const uint16_t* f16_via(ActFormat f, cudaStream_t s);
 
  private:
   float* x_ = nullptr;
   int64_t m_ = 0, k_ = 0;
   bool have_q_[2] = {false, false};
   bool have_f16_ = false;
-  DeviceBuffer qs_[2], d_[2], sums_[2], f16_;
+  bool have_via_[2] = {false, false};
+  DeviceBuffer qs_[2], d_[2], sums_[2], f16_, via_[2];
 };
 
 class LinearRunner {
@@ -60,9 +72,15 @@ class LinearRunner {
   cudaStream_t stream() const { return stream_; }
 
  private:
+  // The CPU's arithmetic (matmul_quant / matmul_float, or cuBLAS for F32 with FERRITE_CUDA_CUBLAS=1).
+  void run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
+  // y [m, w.n] (+)= x16 [m, k] · w16^T through cuBLAS (f16 operands, f32 sums).
+  void gemm_f16(const void* w16, int64_t n, int64_t k, const void* x16, int64_t m, float* y, bool accumulate);
+
   cudaStream_t stream_;
   cublasHandle_t handle_ = nullptr;
-  bool use_cublas_ = false;  // FERRITE_CUDA_CUBLAS=1: cuBLAS for float prefill (see bench/cuda/NOTES.md)
+  bool use_cublas_ = false;  // FERRITE_CUDA_CUBLAS=1: cuBLAS for F32 prefill too (see bench/cuda/NOTES.md)
+  DeviceBuffer w16_;         // dequantized weights of the current product [n, k] f16
 };
 
 }  // namespace ferrite::cuda

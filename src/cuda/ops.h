@@ -36,6 +36,23 @@ void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bo
 // y [m, w.n] = x · W^T for F16 weights (x: f16 [m, k]) or F32 weights (x: f32 [m, k]).
 void matmul_float(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
 
+// True for the weight types dequantize_f16 takes (Q4_0, Q8_0, Q4_K, Q6_K).
+bool dequant_f16_supports(TensorType t);
+
+// out [w.n, w.k] = W dequantized to f16 (cuda/dequant.cu), for the cuBLAS
+// prefill product; out must be 16-byte aligned.
+void dequantize_f16(const GpuMatrix& w, uint16_t* out, cudaStream_t s);
+
+// out [m, k] = f16(d * q) of quantized activations (either format).
+void quantized_act_to_f16(const QuantAct& a, int64_t m, int64_t k, uint16_t* out, cudaStream_t s);
+
+// Process-wide: true makes every product and attention use the CPU's
+// arithmetic (the golden tests' bit-for-bit path); false (the default unless
+// FERRITE_CUDA_EXACT=1) lets prefill take cuBLAS (linear.h) and the tiled
+// attention kernel.
+void set_exact_products(bool exact);
+bool exact_products();
+
 // ---- element-wise and row kernels ------------------------------------------
 
 // y = x / sqrt(mean(x^2) + eps) * w per row of n (w may be null; x, y may alias).
@@ -81,8 +98,18 @@ struct AttentionParams {
   float* out = nullptr;             // [n_tokens, n_head, head_dim]
 };
 
-// Cells one launch can attend over (scores live in shared memory).
+// Cells one launch of the exact kernel can attend over (scores live in
+// shared memory); the tiled kernel has no limit.
 int64_t attention_max_kv();
+// Prefill passes (at least kTiledMinTokens tokens, a shape the tiled kernel
+// takes, exact_products() false) go through attention_tiled, others through
+// the exact kernel (attention.cu: the CPU's bits).
+constexpr int64_t kTiledMinTokens = 16;
 void attention(const AttentionParams& p, cudaStream_t s);
+
+// Flash-attention-style kernel (attention_tiled.cu): head_dim 64 or 128,
+// 16-byte aligned q/out, 8-byte aligned k/v.
+bool attention_tiled_supports(const AttentionParams& p);
+void attention_tiled(const AttentionParams& p, cudaStream_t s);
 
 }  // namespace ferrite::cuda

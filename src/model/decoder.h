@@ -34,7 +34,8 @@ class Decoder : public Architecture {
   void forward_hidden(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
                       float* logits, float* hidden) const override;
 
- private:
+  // The bound weights, for backends that run some layers themselves
+  // (cuda/cpu_front.h runs the first layers of a partial GPU offload).
   struct Layer {
     Tensor attn_norm;
     AttentionWeights attn;
@@ -42,7 +43,11 @@ class Decoder : public Architecture {
     FfnWeights ffn;       // dense layers
     MoeWeights moe;       // expert layers (moe.gate_inp set)
   };
+  const Layer& layer(int64_t il) const { return layers_[static_cast<size_t>(il)]; }
+  const Tensor& tok_embd() const { return tok_embd_; }
+  const Tensor& rope_freqs() const { return rope_freqs_; }
 
+ private:
   HParams hp_;
   Tensor tok_embd_, output_norm_, output_, rope_freqs_;
   std::vector<Layer> layers_;

@@ -11,6 +11,7 @@
 #include "cuda/backend.h"
 #include "cuda/check.h"
 #include "cuda/device_buffer.h"
+#include "cuda/linear.h"
 #include "support/test_data.h"
 
 namespace ferrite::cuda::test {
@@ -50,6 +51,19 @@ inline std::mt19937 fresh_rng() {
   std::printf("  seed %u\n", seed);
   return std::mt19937(seed);
 }
+
+// Sets the products' arithmetic (cuda/linear.h set_exact_products) for a
+// scope and restores the previous setting.
+class ProductMode {
+ public:
+  explicit ProductMode(bool exact) : saved_(exact_products()) { set_exact_products(exact); }
+  ~ProductMode() { set_exact_products(saved_); }
+  ProductMode(const ProductMode&) = delete;
+  ProductMode& operator=(const ProductMode&) = delete;
+
+ private:
+  bool saved_;
+};
 
 }  // namespace ferrite::cuda::test
 

@@ -23,6 +23,23 @@ constexpr double kExactTol = 1e-5;   // quantized models, position 0
 constexpr double kFlipTol = 5e-2;    // quantized models, every position
 constexpr double kMeanTol = 1.5e-2;  // quantized models, mean over positions
 
+// The fast prefill (weights rounded to f16, the activations through the
+// CPU's 8-bit blocks then f16, cuBLAS sums; tiled attention with f32
+// probabilities) cannot meet the bit-level tolerances above, which the
+// exact path keeps. Its own bounds, over the measured errors on the H100
+// (p1 prompt, 17 tokens): quantized models are held to kFlipTol at every
+// position (measured max 0.032) and kFastMeanTol on the mean (measured
+// 0.0122-0.0185, against kMeanTol 0.015 for the exact path); F16 to
+// kFastFloatTol (measured 6.9e-4); F32 (only attention differs: the CPU
+// rounds probabilities to f16) to kFastF32AbsTol (measured 1.04e-2 llama,
+// 4.1e-3 qwen2). The random-weight synth layers amplify the differences.
+constexpr double kFastMeanTol = 2.5e-2;
+constexpr double kFastFloatTol = 1e-3;
+constexpr double kFastF32AbsTol = 2e-2;
+double fast_tol(Kind k) {
+  return k == Kind::F32 ? kFastF32AbsTol : k == Kind::Float16 ? kFastFloatTol : kFlipTol;
+}
+
 struct Case {
   std::string model, golden;
   Kind kind;
@@ -30,8 +47,11 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.golden; }
 
-void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayers) {
+// exact: the CPU's arithmetic for every product (the default for the golden
+// tolerances); false lets prefill take the f16 cuBLAS products (cuda/linear.h).
+void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayers, bool exact = true) {
   FERRITE_REQUIRE_GPU();
+  const cuda::test::ProductMode mode(exact);
   FERRITE_SHARED_FILE(model_path, c.model);
   FERRITE_SHARED_FILE(golden_path, c.golden);
   const test::Golden g = test::load_golden(golden_path);
@@ -51,7 +71,8 @@ void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayer
     const double rel = c.kind == Kind::F32 ? err : err / test::logit_scale(g.positions[i]);
     worst = std::max(worst, rel);
     total += rel;
-    const double tol = c.kind == Kind::F32       ? kF32AbsTol
+    const double tol = !exact                    ? fast_tol(c.kind)
+                       : c.kind == Kind::F32       ? kF32AbsTol
                        : c.kind == Kind::Float16 ? kFloatTol
                        : i == 0                  ? kExactTol
                                                  : kFlipTol;
@@ -59,10 +80,10 @@ void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayer
   }
   const double mean = total / static_cast<double>(g.positions.size());
   if (c.kind == Kind::Quantized) {
-    EXPECT_LE(mean, kMeanTol) << c.golden;
+    EXPECT_LE(mean, exact ? kMeanTol : kFastMeanTol) << c.golden;
   }
-  std::printf("  %s (batch %lld, -ngl %d): max error %.3g, mean %.3g\n", c.golden.c_str(),
-              static_cast<long long>(n_batch), n_gpu_layers, worst, mean);
+  std::printf("  %s (batch %lld, -ngl %d, %s products): max error %.3g, mean %.3g\n", c.golden.c_str(),
+              static_cast<long long>(n_batch), n_gpu_layers, exact ? "exact" : "fast prefill", worst, mean);
 }
 
 std::vector<Case> cases(const char* prompt) {
@@ -84,6 +105,12 @@ class GpuGolden : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuGolden, Prefill) { check(GetParam(), 512); }
 TEST_P(GpuGolden, OneTokenPerPass) { check(GetParam(), 1); }
 INSTANTIATE_TEST_SUITE_P(Models, GpuGolden, ::testing::ValuesIn(cases("p1")));
+
+// The same prompts through the fast prefill (f16 cuBLAS products); the
+// errors are printed for bench/cuda/NOTES.md.
+class GpuGoldenFastPrefill : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGoldenFastPrefill, Prefill) { check(GetParam(), 512, runtime::kAllLayers, false); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenFastPrefill, ::testing::ValuesIn(cases("p1")));
 
 class GpuGoldenSlow : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuGoldenSlow, Prefill) { check(GetParam(), 512); }

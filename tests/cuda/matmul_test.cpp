@@ -68,6 +68,7 @@ class GpuLinear : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GpuLinear, MatchesCpuReference) {
   FERRITE_REQUIRE_GPU();
+  const test::ProductMode exact(true);
   const Case c = GetParam();
   std::mt19937 rng = fresh_rng();
   const std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng);
@@ -119,6 +120,82 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuLinear, ::testing::ValuesIn(cases()));
+
+// Prefill through cuBLAS (more than kGemmMinRows rows): the weights as the
+// CPU's reference dequantizer gives them, rounded to f16, times the
+// activations (for quantized weights first through the CPU's 8-bit
+// activation blocks) rounded to f16, summed in double. The products of f16 operands
+// are exact in f32 and the dequantized values are the reference's (the same
+// f32 operations, one rounding to f16), so only the f32 sums differ:
+// k * 2^-24 relative at worst, far less for random signs.
+class GpuLinearGemm : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuLinearGemm, MatchesF16RoundedReference) {
+  FERRITE_REQUIRE_GPU();
+  const test::ProductMode fast(false);
+  const Case c = GetParam();
+  std::mt19937 rng = fresh_rng();
+  const std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng);
+  std::vector<float> x = random_floats(static_cast<size_t>(c.m * c.k), rng, -2.0f, 2.0f);
+  const Quantized q = quantize(c.type, w, c.n, c.k);
+
+  // Reference operands: dequantized rows and activations, both rounded to f16.
+  std::vector<float> w_ref(w.size());
+  if (c.type == TensorType::F16) {
+    for (size_t i = 0; i < w.size(); ++i) w_ref[i] = fp16_to_fp32(fp32_to_fp16(w[i]));
+  } else {
+    const quant::TypeTraits& tr = quant::type_traits(c.type);
+    for (int64_t r = 0; r < c.n; ++r) tr.to_float_ref(q.bytes.data() + r * q.row_bytes, w_ref.data() + r * c.k, c.k);
+    for (auto& v : w_ref) v = fp16_to_fp32(fp32_to_fp16(v));
+  }
+  // Quantized weights: the activations through the CPU's 8-bit blocks first.
+  std::vector<float> x_ref = x;
+  if (c.type != TensorType::F16) {
+    const cpu::ActQuant f = act_format_for(c.type) == ActFormat::Q8_0 ? cpu::ActQuant::Q8_0 : cpu::ActQuant::Q8_K;
+    cpu::act_quant_round_trip(f, x.data(), x_ref.data(), static_cast<int64_t>(x.size()));
+  }
+  for (auto& v : x_ref) v = fp16_to_fp32(fp32_to_fp16(v));
+  std::vector<float> ref(static_cast<size_t>(c.m * c.n));
+  for (int64_t t = 0; t < c.m; ++t) {
+    for (int64_t r = 0; r < c.n; ++r) {
+      double s = 0;
+      for (int64_t i = 0; i < c.k; ++i) s += static_cast<double>(w_ref[r * c.k + i]) * x_ref[t * c.k + i];
+      ref[t * c.n + r] = static_cast<float>(s);
+    }
+  }
+
+  DeviceBuffer wbuf;
+  const GpuMatrix g = upload_matrix(c.type, c.n, c.k, q.bytes.data(), wbuf, "w");
+  DeviceBuffer xd = to_device(x);
+  DeviceBuffer yd = test::poisoned(ref.size());
+  Activation act;
+  act.set(xd.as<float>(), c.m, c.k);
+  LinearRunner lin(nullptr);
+  lin.run(g, act, yd.as<float>());
+  const std::vector<float> y = to_host<float>(yd, ref.size());
+  const double err = relative_error(y, ref);
+  std::printf("  %s m=%lld: relative error %.3g\n", tensor_type_name(c.type).c_str(), static_cast<long long>(c.m),
+              err);
+  EXPECT_LE(err, c.tol);
+
+  // Accumulating adds the same product again.
+  lin.run(g, act, yd.as<float>(), true);
+  std::vector<float> twice = to_host<float>(yd, ref.size());
+  for (auto& v : twice) v *= 0.5f;
+  EXPECT_LE(relative_error(twice, ref), c.tol);
+}
+
+std::vector<Case> gemm_cases() {
+  constexpr double kGemmTol = 2e-5;
+  std::vector<Case> out;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::F16}) {
+    for (int64_t m : {kGemmMinRows + 1, int64_t{64}}) out.push_back({t, 96, 1024, m, kGemmTol});
+  }
+  out.push_back({TensorType::Q4_K, 300, 4096, 40, kGemmTol});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuLinearGemm, ::testing::ValuesIn(gemm_cases()));
 
 // The 8-bit activation blocks the GPU forms dequantize to the CPU's round trip.
 TEST(GpuActQuant, RoundTripMatchesCpu) {

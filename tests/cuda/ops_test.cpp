@@ -115,7 +115,9 @@ TEST(GpuOps, GetRowsEveryType) {
 
 // Attention of several tokens (prefill, causal) and one token (decode) over
 // a cache with grouped heads, against cpu::attention_ref.
-void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng) {
+// tiled: the prefill kernel (attention_tiled.cu) instead of the exact one.
+void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng,
+                     bool tiled = false) {
   constexpr int64_t kHeads = 8, kHeadsKv = 2;
   const int64_t kv_w = kHeadsKv * head_dim;
   const auto q = random_floats(n_tokens * kHeads * head_dim, rng, -2.0f, 2.0f);
@@ -166,8 +168,14 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   p.scale = a.scale;
   p.softcap = softcap;
   p.out = od.as<float>();
-  attention(p, nullptr);
-  // f16 probabilities may round differently after a last-bit difference in
+  if (tiled) {
+    ASSERT_TRUE(attention_tiled_supports(p));
+    attention_tiled(p, nullptr);
+  } else {
+    const test::ProductMode exact(true);
+    attention(p, nullptr);
+  }
+  // f16 probabilities (the tiled kernel keeps them in f32) may round differently after a last-bit difference in
   // the softmax (an f16 ulp is 5e-4 relative).
   expect_near_all(to_host<float>(od, q.size()), ref, 2e-3);
 }
@@ -179,6 +187,19 @@ TEST(GpuAttention, PrefillAndDecode) {
   check_attention(1, 301, 128, 0.0f, rng);
   check_attention(4, 1000, 256, 0.0f, rng);
   check_attention(3, 50, 32, 30.0f, rng);
+}
+
+// The tiled prefill kernel: block edges (tokens and cells not multiples of
+// the 32-wide tiles), a cache longer than the batch, both head sizes,
+// soft-capping; the CPU's f16 probabilities bound the difference.
+TEST(GpuAttention, TiledPrefill) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  check_attention(40, 40, 64, 0.0f, rng, true);
+  check_attention(70, 100, 128, 0.0f, rng, true);
+  check_attention(33, 1000, 128, 0.0f, rng, true);
+  check_attention(20, 50, 64, 30.0f, rng, true);
+  check_attention(1, 37, 128, 0.0f, rng, true);
 }
 
 }  // namespace

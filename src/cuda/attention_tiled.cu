@@ -1,0 +1,211 @@
+// Tiled attention for prefill (flash-attention style, online softmax): a
+// block takes kQTile queries of one head and walks the cache in tiles of
+// kKTile cells; each K and V tile is read from memory once per block of
+// queries (into shared memory as f32) instead of once per query, and tiles
+// that the mask hides from every query of the block are skipped (causal
+// prefill does about half the work). Four lanes share a query: each scores
+// kKTile / 4 cells and accumulates head_dim / 4 output dimensions.
+// Arithmetic: q rounded to f16 as the CPU does; scores, the running max and
+// sum, and the output in f32; probabilities stay f32 (the CPU rounds them
+// to f16), so results differ from cpu/attention.cpp within f16 rounding.
+#include <cuda_fp16.h>
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/device_math.cuh"
+#include "cuda/ops.h"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr int kQTile = 32;                           // queries per block
+constexpr int kKTile = 32;                           // cells per step
+constexpr int kLanesPerQuery = 4;
+constexpr int kThreads = kQTile * kLanesPerQuery;    // 128
+constexpr int kCellsPerLane = kKTile / kLanesPerQuery;
+constexpr int kPad = 4;                              // floats after each Q/K row (no bank conflicts)
+constexpr int kVec = 4;                              // floats per 16-byte access
+
+template <int HD>
+constexpr size_t smem_bytes() {
+  return sizeof(float) * (static_cast<size_t>(kQTile) * (HD + kPad) + static_cast<size_t>(kKTile) * (HD + kPad) +
+                          static_cast<size_t>(kKTile) * HD + static_cast<size_t>(kQTile) * (kKTile + 1));
+}
+
+__device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
+  acc = __fmaf_rn(a.x, b.x, acc);
+  acc = __fmaf_rn(a.y, b.y, acc);
+  acc = __fmaf_rn(a.z, b.z, acc);
+  return __fmaf_rn(a.w, b.w, acc);
+}
+
+__device__ __forceinline__ float4 load_half4(const half* p) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const half2*>(&raw.x));
+  const float2 b = __half22float2(*reinterpret_cast<const half2*>(&raw.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const AttentionParams p) {
+  constexpr int QS = HD + kPad;          // row stride of the Q and K tiles
+  constexpr int kDimsPerLane = HD / kLanesPerQuery;
+  constexpr int kVecs = HD / kVec;       // float4 per row
+  extern __shared__ float4 smem4[];
+  float* qs = reinterpret_cast<float*>(smem4);  // [kQTile][QS]
+  float* ks = qs + kQTile * QS;                 // [kKTile][QS]
+  float* vs = ks + kKTile * QS;                 // [kKTile][HD]
+  float* ps = vs + kKTile * HD;                 // [kQTile][kKTile + 1]
+  const int tid = threadIdx.x;
+  const int r = tid / kLanesPerQuery, sub = tid % kLanesPerQuery;
+  const int64_t h = blockIdx.y, q0 = static_cast<int64_t>(blockIdx.x) * kQTile;
+  const int64_t g = h / (p.n_head / p.n_head_kv);
+  const int64_t kv_stride = p.n_head_kv * HD, n_kv = p.n_kv;
+  const int64_t t = q0 + r;
+  const bool row_live = t < p.n_tokens;
+  const half* k_head = reinterpret_cast<const half*>(p.k) + g * HD;
+  const half* v_head = reinterpret_cast<const half*>(p.v) + g * HD;
+
+  for (int i = tid; i < kQTile * kVecs; i += kThreads) {
+    const int rr = i / kVecs, d4 = i % kVecs;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (q0 + rr < p.n_tokens) {
+      v = reinterpret_cast<const float4*>(p.q + ((q0 + rr) * p.n_head + h) * HD)[d4];
+      v = make_float4(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
+    }
+    reinterpret_cast<float4*>(qs + rr * QS)[d4] = v;
+  }
+
+  float acc[kDimsPerLane];
+#pragma unroll
+  for (int i = 0; i < kDimsPerLane; ++i) acc[i] = 0.0f;
+  float m_run = -INFINITY, l_run = 0.0f;
+  const float* mask_row = p.mask + (row_live ? t : 0) * n_kv;
+
+  for (int64_t j0 = 0; j0 < n_kv; j0 += kKTile) {
+    // This lane's cells are j0 + sub + 4 jj.
+    float mk[kCellsPerLane];
+    bool any = false;
+#pragma unroll
+    for (int jj = 0; jj < kCellsPerLane; ++jj) {
+      const int64_t j = j0 + sub + kLanesPerQuery * jj;
+      mk[jj] = row_live && j < n_kv ? mask_row[j] : -INFINITY;
+      any = any || mk[jj] != -INFINITY;
+    }
+    if (!__syncthreads_or(any)) continue;  // hidden from every query of the block
+
+    for (int i = tid; i < kKTile * kVecs; i += kThreads) {
+      const int cc = i / kVecs, d4 = i % kVecs;
+      const int64_t j = j0 + cc;
+      float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kv;
+      if (j < n_kv) {
+        kv = load_half4(k_head + j * kv_stride + d4 * kVec);
+        vv = load_half4(v_head + j * kv_stride + d4 * kVec);
+      }
+      reinterpret_cast<float4*>(ks + cc * QS)[d4] = kv;
+      reinterpret_cast<float4*>(vs + cc * HD)[d4] = vv;
+    }
+    __syncthreads();
+
+    float s[kCellsPerLane];
+#pragma unroll
+    for (int jj = 0; jj < kCellsPerLane; ++jj) s[jj] = 0.0f;
+#pragma unroll 4
+    for (int d4 = 0; d4 < kVecs; ++d4) {
+      const float4 qv = reinterpret_cast<const float4*>(qs + r * QS)[d4];
+#pragma unroll
+      for (int jj = 0; jj < kCellsPerLane; ++jj) {
+        s[jj] = dot4(qv, reinterpret_cast<const float4*>(ks + (sub + kLanesPerQuery * jj) * QS)[d4], s[jj]);
+      }
+    }
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int jj = 0; jj < kCellsPerLane; ++jj) {
+      float v = s[jj] * p.scale;
+      if (p.softcap > 0.0f) v = tanhf(v / p.softcap) * p.softcap;
+      s[jj] = mk[jj] == -INFINITY ? -INFINITY : v + mk[jj];
+      tile_max = fmaxf(tile_max, s[jj]);
+    }
+#pragma unroll
+    for (int o = 1; o < kLanesPerQuery; o <<= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullMask, tile_max, o));
+    const float m_new = fmaxf(m_run, tile_max);
+    float sum = 0.0f;
+#pragma unroll
+    for (int jj = 0; jj < kCellsPerLane; ++jj) {
+      const float pj = s[jj] == -INFINITY ? 0.0f : expf(s[jj] - m_new);
+      sum += pj;
+      ps[r * (kKTile + 1) + sub + kLanesPerQuery * jj] = pj;
+    }
+#pragma unroll
+    for (int o = 1; o < kLanesPerQuery; o <<= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
+    const float corr = m_run == -INFINITY ? 0.0f : expf(m_run - m_new);
+    l_run = l_run * corr + sum;
+    m_run = m_new;
+#pragma unroll
+    for (int i = 0; i < kDimsPerLane; ++i) acc[i] *= corr;
+    __syncwarp();  // a query's four lanes share one warp
+
+    // acc[4 i + e] is dimension 16 i + 4 sub + e.
+    for (int c = 0; c < kKTile; ++c) {
+      const float pc = ps[r * (kKTile + 1) + c];
+#pragma unroll
+      for (int i = 0; i < kDimsPerLane / kVec; ++i) {
+        const float4 v = reinterpret_cast<const float4*>(vs + c * HD)[i * kLanesPerQuery + sub];
+        acc[kVec * i + 0] = __fmaf_rn(pc, v.x, acc[kVec * i + 0]);
+        acc[kVec * i + 1] = __fmaf_rn(pc, v.y, acc[kVec * i + 1]);
+        acc[kVec * i + 2] = __fmaf_rn(pc, v.z, acc[kVec * i + 2]);
+        acc[kVec * i + 3] = __fmaf_rn(pc, v.w, acc[kVec * i + 3]);
+      }
+    }
+    __syncthreads();  // the next tile overwrites ks and vs
+  }
+
+  if (!row_live) return;
+  const float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;  // every cell hidden: zeros, as the CPU
+  float4* out = reinterpret_cast<float4*>(p.out + (t * p.n_head + h) * HD);
+#pragma unroll
+  for (int i = 0; i < kDimsPerLane / kVec; ++i) {
+    out[i * kLanesPerQuery + sub] = make_float4(acc[kVec * i] * inv, acc[kVec * i + 1] * inv,
+                                                acc[kVec * i + 2] * inv, acc[kVec * i + 3] * inv);
+  }
+}
+
+template <int HD>
+void launch(const AttentionParams& p, cudaStream_t s) {
+  constexpr size_t bytes = smem_bytes<HD>();
+  static const bool configured = [] {
+    FERRITE_CUDA_CHECK(cudaFuncSetAttribute(attention_tiled_kernel<HD>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    return true;
+  }();
+  (void)configured;
+  const int64_t q_tiles = (p.n_tokens + kQTile - 1) / kQTile;
+  if (q_tiles > 0x7FFFFFFF || p.n_head > 65535) throw InvalidArgument("GPU attention: too many tokens or heads");
+  attention_tiled_kernel<HD><<<dim3(static_cast<unsigned>(q_tiles), static_cast<unsigned>(p.n_head)), kThreads,
+                               bytes, s>>>(p);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+}  // namespace
+
+bool attention_tiled_supports(const AttentionParams& p) {
+  return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0 &&
+         aligned16(p.q) && aligned16(p.out) && reinterpret_cast<uintptr_t>(p.k) % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(p.v) % 8 == 0;
+}
+
+void attention_tiled(const AttentionParams& p, cudaStream_t s) {
+  if (p.n_tokens == 0 || p.n_head == 0) return;
+  if (!attention_tiled_supports(p)) throw InvalidArgument("GPU attention: shape not supported by the tiled kernel");
+  if (p.head_dim == 64) {
+    launch<64>(p, s);
+  } else {
+    launch<128>(p, s);
+  }
+}
+
+}  // namespace ferrite::cuda
