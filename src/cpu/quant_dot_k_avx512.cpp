@@ -38,10 +38,10 @@ constexpr int kQ6Bias = 32;
 constexpr __mmask16 kLowHalf = 0x00FF;  // 32-bit lanes 0..7
 constexpr int kSwapHalves = 0x4E;       // vshufi64x2: 256-bit halves swapped
 
-// Every cache line of one weight block, kPrefetchBytes ahead.
+// Every cache line of one weight block, `ahead` bytes further.
 template <size_t Bytes>
-inline void prefetch_block(const void* p) {
-  const char* c = static_cast<const char*>(p) + kPrefetchBytes;
+inline void prefetch_block(const void* p, size_t ahead) {
+  const char* c = static_cast<const char*>(p) + ahead;
   for (size_t o = 0; o < Bytes; o += kCacheLine) _mm_prefetch(c + o, _MM_HINT_T0);
 }
 
@@ -102,7 +102,7 @@ void q4_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
     #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const BlockQ4_K& wb = reinterpret_cast<const BlockQ4_K*>(w + r * wrb)[b];
-      prefetch_block<sizeof(BlockQ4_K)>(&wb);
+      prefetch_block<sizeof(BlockQ4_K)>(&wb, NR * wrb);
       uint64_t sc8, mn8;
       q4_k_scales_mins(wb.scales, &sc8, &mn8);
       const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sc8))));
@@ -166,7 +166,7 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
     #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const BlockQ6_K& wb = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[b];
-      prefetch_block<sizeof(BlockQ6_K)>(&wb);
+      prefetch_block<sizeof(BlockQ6_K)>(&wb, NR * wrb);
       const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
       const __m512i sc_a = _mm512_permutexvar_epi16(idx0, _mm512_castsi256_si512(sc));  // packs(v0, v1)
       const __m512i sc_b = _mm512_permutexvar_epi16(idx1, _mm512_castsi256_si512(sc));  // packs(v2, v3)
