@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/act_quant.h"
 #include "cpu/quant_dot_k.h"
@@ -26,6 +27,7 @@ namespace ferrite::cpu {
 namespace {
 
 using quant::BlockQ4_K;
+using quant::BlockQ5_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::kQKK;
@@ -35,6 +37,7 @@ constexpr int kPrefetchBytes = 1024;
 constexpr size_t kCacheLine = 64;
 
 constexpr int kQ6Bias = 32;
+constexpr int kOrAnd = 0xEA;              // vpternlog: (a & b) | c
 constexpr __mmask16 kLowHalf = 0x00FF;  // 32-bit lanes 0..7
 constexpr int kSwapHalves = 0x4E;       // vshufi64x2: 256-bit halves swapped
 
@@ -85,8 +88,10 @@ inline void q4_k_scales_mins(const uint8_t* packed, uint64_t* scales, uint64_t* 
   *mins = mn_lo | (static_cast<uint64_t>(mn_hi) << 32);
 }
 
-template <int NR, int NT>
-void q4_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+// Q4_K, and Q5_K (Block = BlockQ5_K): the fifth bit of each value from qh.
+template <typename Block, int NR, int NT>
+void q45_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  constexpr bool kFiveBit = std::is_same_v<Block, BlockQ5_K>;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   // Low 256 bits keep the low nibbles, high 256 bits get the high ones.
   const __m512i nibble_shift = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
@@ -101,8 +106,8 @@ void q4_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
   for (int64_t b = 0; b < k / kQKK; ++b) {
     #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const BlockQ4_K& wb = reinterpret_cast<const BlockQ4_K*>(w + r * wrb)[b];
-      prefetch_block<sizeof(BlockQ4_K)>(&wb, NR * wrb);
+      const Block& wb = reinterpret_cast<const Block*>(w + r * wrb)[b];
+      prefetch_block<sizeof(Block)>(&wb, NR * wrb);
       uint64_t sc8, mn8;
       q4_k_scales_mins(wb.scales, &sc8, &mn8);
       const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sc8))));
@@ -116,6 +121,18 @@ void q4_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
       for (int j = 0; j < 4; ++j) {
         const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * j)));
         q[j] = _mm512_and_si512(_mm512_srlv_epi64(raw, nibble_shift), m4);
+      }
+      if constexpr (kFiveBit) {
+        // Bit 2j of qh[l] is the fifth bit of sub-block 2j (low half of
+        // q[j]), bit 2j+1 that of sub-block 2j+1 (high half): to bit 4.
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh)));
+        const __m512i m_bit4 = _mm512_set1_epi8(0x10);
+        const __m512i hi[4] = {_mm512_sllv_epi64(qh, _mm512_set_epi64(3, 3, 3, 3, 4, 4, 4, 4)),
+                               _mm512_sllv_epi64(qh, _mm512_set_epi64(1, 1, 1, 1, 2, 2, 2, 2)),
+                               _mm512_srlv_epi64(qh, _mm512_set_epi64(1, 1, 1, 1, 0, 0, 0, 0)),
+                               _mm512_srlv_epi64(qh, _mm512_set_epi64(3, 3, 3, 3, 2, 2, 2, 2))};
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) q[j] = _mm512_ternarylogic_epi32(hi[j], m_bit4, q[j], kOrAnd);
       }
       // [d x 8 | -dmin x 8]: the scales of the two halves of `both` below.
       const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(wb.d)), _mm256_set1_ps(-_cvtsh_ss(wb.dmin)), 1);
@@ -153,7 +170,6 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
   // move pairs 0 and 2 (left), 4 and 6 (right) to bits 4..5.
   const __m512i shift_a = _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4);
   const __m512i shift_b = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
-  constexpr int kOrAnd = 0xEA;  // vpternlog: (a & b) | c
   const __m512i idx0 = load_idx(kQ6KIdx0), idx1 = load_idx(kQ6KIdx1);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[NR][NT];
@@ -223,7 +239,13 @@ TileFn pick(int64_t nr, int64_t nt) {
 template <int NR, int NT>
 struct Q4KTile {
   static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
-    q4_k_tile<NR, NT>(w, wrb, a, arb, k, y, ys);
+    q45_k_tile<BlockQ4_K, NR, NT>(w, wrb, a, arb, k, y, ys);
+  }
+};
+template <int NR, int NT>
+struct Q5KTile {
+  static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
+    q45_k_tile<BlockQ5_K, NR, NT>(w, wrb, a, arb, k, y, ys);
   }
 };
 template <int NR, int NT>
@@ -247,6 +269,7 @@ float dot(const void* w_row, const void* act_row, int64_t k) {
 }
 
 const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q4KTile>, tile<Q4KTile>};
+const QuantDot kQ5_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q5KTile>, tile<Q5KTile>};
 const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q6KTile>, tile<Q6KTile>};
 
 }  // namespace
@@ -255,6 +278,8 @@ const QuantDot* quant_dot_k_avx512(TensorType type) {
   switch (type) {
     case TensorType::Q4_K:
       return &kQ4_K;
+    case TensorType::Q5_K:
+      return &kQ5_K;
     case TensorType::Q6_K:
       return &kQ6_K;
     default:

@@ -3,6 +3,7 @@
 // against these.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/fp16.h"
 #include "cpu/quant_dot.h"
@@ -14,6 +15,7 @@ namespace {
 
 using quant::BlockQ4_0;
 using quant::BlockQ4_K;
+using quant::BlockQ5_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_0;
 using quant::BlockQ8_K;
@@ -23,6 +25,7 @@ using quant::kQKK;
 constexpr int kSub4K = 32;  // Q4_K sub-block
 constexpr int kSub6K = 16;  // Q6_K sub-block (and Q8_K bsums group)
 constexpr int kQ6Offset = 32;
+constexpr int kQ5High = 16;  // the fifth bit of a Q5_K value
 
 constexpr float kQ8Max = 127.0f;
 
@@ -103,8 +106,12 @@ void quantize_q8_k(const float* x, void* dst, int64_t k) {
   }
 }
 
-float dot_q4_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+// Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; the value
+// of element l of sub-block sb is nibble (low for even sb, high for odd) of
+// qs[(sb / 2) * 32 + l], plus 16 when bit sb of qh[l] is set (Q5_K).
+template <typename Block>
+float dot_q45_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const Block*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(act_row);
   float sum = 0.0f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
@@ -115,7 +122,8 @@ float dot_q4_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
       const uint8_t* q = w[b].qs + (sb / 2) * kSub4K;
       int32_t dot = 0;
       for (int l = 0; l < kSub4K; ++l) {
-        const int v = sb % 2 == 0 ? (q[l] & 0x0F) : (q[l] >> 4);
+        int v = sb % 2 == 0 ? (q[l] & 0x0F) : (q[l] >> 4);
+        if constexpr (std::is_same_v<Block, BlockQ5_K>) v += (w[b].qh[l] >> sb) & 1 ? kQ5High : 0;
         dot += v * a[b].qs[sb * kSub4K + l];
       }
       sumi += sc * dot;
@@ -125,6 +133,13 @@ float dot_q4_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
            fp16_to_fp32(w[b].dmin) * a[b].d * static_cast<float>(summ);
   }
   return sum;
+}
+
+float dot_q4_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  return dot_q45_k_q8_k<BlockQ4_K>(w_row, act_row, k);
+}
+float dot_q5_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  return dot_q45_k_q8_k<BlockQ5_K>(w_row, act_row, k);
 }
 
 float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
@@ -156,6 +171,7 @@ float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
 }
 
 const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q4_k_q8_k, nullptr};
+const QuantDot kQ5_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q5_k_q8_k, nullptr};
 const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q6_k_q8_k, nullptr};
 
 const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0, nullptr};
@@ -171,6 +187,8 @@ const QuantDot* quant_dot_ref(TensorType type) {
       return &kQ8_0;
     case TensorType::Q4_K:
       return &kQ4_K;
+    case TensorType::Q5_K:
+      return &kQ5_K;
     case TensorType::Q6_K:
       return &kQ6_K;
     default:

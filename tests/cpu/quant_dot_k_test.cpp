@@ -15,6 +15,7 @@
 #include "core/fp16.h"
 #include "cpu/act_quant.h"
 #include "cpu/features.h"
+#include "cpu/matmul.h"
 #include "cpu/quant_dot.h"
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"
@@ -25,7 +26,7 @@ namespace ferrite::cpu {
 namespace {
 
 constexpr int64_t kQKK = quant::kQKK;
-const TensorType kKTypes[] = {TensorType::Q4_K, TensorType::Q6_K};
+const TensorType kKTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 
 bool have_avx512() { return detected_isa() == Isa::Avx512; }
 
@@ -177,6 +178,55 @@ double abs_product_sum(TensorType t, const std::vector<uint8_t>& w, const std::v
   double s = 0.0;
   for (int64_t i = 0; i < k; ++i) s += std::fabs(static_cast<double>(wd[i]) * xq[i]);
   return s;
+}
+
+// The reference dots (no SIMD) against the definition: dequantized weights
+// times round-tripped activations, summed in double.
+TEST(QuantDotK, ReferenceDotsEqualDequantizedProduct) {
+  for (TensorType t : kKTypes) {
+    const QuantDot* ref = quant_dot_ref(t);
+    ASSERT_NE(ref, nullptr) << tensor_type_name(t);
+    for (int64_t k : {256, 1024}) {
+      for (uint32_t seed = 1; seed <= 4; ++seed) {
+        const auto w = seed % 2 == 0 ? quantized_row(t, k, seed) : random_raw_row(t, k, seed);
+        const auto x = test::random_floats(static_cast<size_t>(k), 200 + seed, -3.0f, 3.0f);
+        std::vector<float> wd(static_cast<size_t>(k)), xq(static_cast<size_t>(k));
+        quant::type_traits(t).to_float_ref(w.data(), wd.data(), k);
+        act_quant_round_trip(ActQuant::Q8_K, x.data(), xq.data(), k);
+        double expect = 0.0;
+        for (int64_t i = 0; i < k; ++i) expect += static_cast<double>(wd[i]) * xq[i];
+        std::vector<uint8_t> a;
+        quantize_ref(x.data(), a, k);
+        const double tol = 1e-5 * (1.0 + abs_product_sum(t, w, x, k));
+        EXPECT_NEAR(ref->dot(w.data(), a.data(), k), expect, tol) << tensor_type_name(t) << " seed=" << seed;
+      }
+    }
+  }
+}
+
+// Through the threaded product: tiles and the fast quantizer in place.
+TEST(QuantDotK, MatmulEqualsReferenceProduct) {
+  const int64_t n = 13, k = 512;
+  for (TensorType t : kKTypes) {
+    const size_t rb = tensor_row_bytes(t, k);
+    std::vector<uint8_t> w(static_cast<size_t>(n) * rb);
+    for (int64_t r = 0; r < n; ++r) {
+      const auto row = r % 2 == 0 ? quantized_row(t, k, 50 + r) : random_raw_row(t, k, 50 + r);
+      std::memcpy(w.data() + r * rb, row.data(), rb);
+    }
+    const MatView view{t, w.data(), k, n, rb};
+    for (int64_t m : {1, 6}) {
+      const auto x = test::random_floats(static_cast<size_t>(m * k), 60, -2.0f, 2.0f);
+      std::vector<float> y(static_cast<size_t>(m * n)), y_ref(static_cast<size_t>(m * n));
+      ThreadPool pool(2);
+      MatmulScratch scratch;
+      matmul(view, x.data(), m, y.data(), pool, scratch);
+      matmul_ref(view, x.data(), m, y_ref.data());
+      for (size_t i = 0; i < y.size(); ++i) {
+        EXPECT_NEAR(y[i], y_ref[i], 1e-4 * (1.0 + std::fabs(y_ref[i]))) << tensor_type_name(t) << " m=" << m;
+      }
+    }
+  }
 }
 
 TEST(QuantDotK, DotsMatchReference) {
