@@ -96,7 +96,8 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
 }
 
 // Packed weights (packed.h) times activations quantized to Q8_0: the
-// 16-row groups split between threads, tokens in tiles of kPackTokens.
+// 16-row groups split between threads, tokens in AMX tiles of 16 where the
+// CPU has AMX, the rest in VNNI tiles of up to kPackTokens.
 void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, const float* x, int64_t m, float* y,
                     ThreadPool& pool, MatmulScratch& scratch) {
   const int64_t k = w.k;
@@ -122,13 +123,20 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   a.d = scratch.act_d.data();
   a.sum = scratch.act_sum.data();
   const int64_t n_groups = w.n / kPackRows;
+  const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
   pool.run([&](int ith, int nth) {
     const Range groups = split_range(n_groups, ith, nth);
     for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
       const int64_t t1 = std::min(t0 + kTokenTile, m);
       for (int64_t g = groups.begin; g < groups.end; ++g) {
-        for (int64_t t = t0; t < t1; t += kPackTokens) {
+        int64_t t = t0;
+        if (amx != nullptr) {
+          const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
+          if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
+          t += n_amx;
+        }
+        for (; t < t1; t += kPackTokens) {
           kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
         }
       }

@@ -42,4 +42,17 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa);
 PackedKernel packed_kernel_ref(TensorType type);
 PackedKernel packed_kernel_avx512(TensorType type);
 
+// Token tile of the AMX kernels (one 16 x 16 tile of outputs): they take
+// nt a multiple of kAmxTokens.
+constexpr int64_t kAmxTokens = 16;
+
+// True when the CPU has AMX with int8 tiles and the kernel lets this process
+// use them (asked once); FERRITE_AMX=0 in the environment says no.
+bool amx_available();
+
+// The AMX kernel for packed weights of `type` (nt a multiple of 16) when
+// amx_available() and the active level is AVX-512, or nullptr.
+PackedKernel find_packed_kernel_amx(TensorType type);
+PackedKernel packed_kernel_amx_impl(TensorType type);  // packed_matmul_amx.cpp
+
 }  // namespace ferrite::cpu

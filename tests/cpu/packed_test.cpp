@@ -176,3 +176,28 @@ TEST(Packed, BufferHoldsBytes) {
 
 }  // namespace
 }  // namespace ferrite::cpu
+
+namespace ferrite::cpu {
+namespace {
+
+TEST(Packed, AmxKernelEqualsReferenceBitForBit) {
+  if (!amx_available() || detected_isa() < Isa::Avx512) GTEST_SKIP() << "no AMX on this CPU";
+  constexpr int64_t kN = 32, kK = 2080;  // 65 blocks: chunks of 16 and a rest
+  for (TensorType type : kTypes) {
+    const Plain p = make(type, kN, kK, 40);
+    std::vector<uint8_t> packed(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    constexpr int64_t kNt = 2 * kAmxTokens;
+    const Acts a = make_acts(type, kNt + 5, kK, 41);
+    std::vector<float> y(static_cast<size_t>(kNt * kN)), y_ref(y.size());
+    for (int64_t g = 0; g < kN / kPackRows; ++g) {
+      const uint8_t* group = packed.data() + g * kPackRows * p.view.row_bytes;
+      find_packed_kernel_amx(type)(group, a.view, 5, kNt, y.data() + g * kPackRows, kN);
+      packed_kernel_ref(type)(group, a.view, 5, kNt, y_ref.data() + g * kPackRows, kN);
+    }
+    ASSERT_EQ(y, y_ref) << tensor_type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu

@@ -1,0 +1,187 @@
+// AMX (Advanced Matrix Extensions) kernels for packed weights: 16 tokens x
+// 16 rows per tile product. Per block of 32 values:
+//   A = the 16 tokens' int8 activations  [16 tokens, 32 bytes]  (rows of the Q8_0 blocks, in place)
+//   B = the 16 rows' unsigned weights     [8 quads, 16 rows x 4 bytes]  (the packed layout itself
+//       for Q8_0; Q4_0 nibbles unpacked to bytes into a 512-byte buffer)
+//   C = A . B with tdpbsud (signed x unsigned, int32)  [16 tokens, 16 rows]
+// then the same finish as the VNNI kernel: minus offset * sum(a), times
+// d_w * d_a, one FMA per token into 16 f32 accumulators. The integer sums
+// are exact and the float steps the same, so results equal the reference's.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "cpu/packed.h"
+#include "cpu/packed_matmul.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::kQK;
+
+constexpr int64_t kScaleBytes = kPackRows * 2;
+constexpr int64_t kActQsOffset = 2;  // BlockQ8_0: f16 d, then 32 int8
+constexpr int kTileBytes = 64;       // bytes per tile row
+constexpr int kQuads = kQK / 4;      // rows of B: groups of 4 values
+// Tiles (the intrinsics take literal numbers): 0-3 hold the products of
+// four blocks in flight (one accumulator tile would chain every block on the
+// previous one's latency), 4/5 and 6/7 two pairs of A and B operands.
+constexpr int kCTiles = 4;
+constexpr int kTileA0 = 4, kTileB0 = 5, kTileA1 = 6, kTileB1 = 7;
+
+// The tile shapes of ldtilecfg's 64-byte operand (palette 1).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+TileConfig make_config() {
+  TileConfig c;
+  for (int i = 0; i < kCTiles; ++i) {
+    c.rows[i] = kAmxTokens;
+    c.colsb[i] = kTileBytes;  // 16 int32: one per weight row
+  }
+  for (int i : {kTileA0, kTileA1}) {
+    c.rows[i] = kAmxTokens;
+    c.colsb[i] = kQK;  // 32 int8 values per token
+  }
+  for (int i : {kTileB0, kTileB1}) {
+    c.rows[i] = kQuads;
+    c.colsb[i] = kTileBytes;  // 16 rows x 4 bytes
+  }
+  return c;
+}
+
+// Blocks whose products are computed before their finish: the finish reads
+// tile results stored a while earlier (a tile store followed at once by
+// vector loads of it stalls), and the C buffer stays in L1.
+constexpr int64_t kBlockChunk = 16;
+
+// The weights of one group as B tiles, block after block (Q4_0: unpacked to
+// bytes once per call and reused by every token tile).
+uint8_t* b_buffer(int64_t n_blocks) {
+  thread_local std::unique_ptr<uint8_t[], void (*)(uint8_t*)> buf(nullptr, [](uint8_t* p) {
+    ::operator delete[](p, std::align_val_t{64});
+  });
+  thread_local int64_t capacity = 0;
+  if (n_blocks > capacity) {
+    buf.reset(static_cast<uint8_t*>(::operator new[](static_cast<size_t>(n_blocks) * kQuads * kTileBytes,
+                                                     std::align_val_t{64})));
+    capacity = n_blocks;
+  }
+  return buf.get();
+}
+
+template <TensorType kType>
+void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  constexpr bool kQ4 = kType == TensorType::Q4_0;
+  constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * (kQ4 ? kQK / 2 : kQK);
+  constexpr int32_t kOffset = kQ4 ? 8 : 128;
+  constexpr int64_t kBTile = kQuads * kTileBytes;
+  static const TileConfig config = make_config();
+  _tile_loadconfig(&config);
+
+  // B tiles of every block: [n_blocks][8 quads][16 rows x 4 bytes].
+  const uint8_t* b_tiles = group + kScaleBytes;
+  int64_t b_stride = kGroupBlock;
+  if constexpr (kQ4) {
+    uint8_t* buf = b_buffer(a.n_blocks);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < a.n_blocks; ++b) {
+      const uint8_t* wq = group + b * kGroupBlock + kScaleBytes;
+      uint8_t* dst = buf + b * kBTile;
+      // Quad j of the low nibbles is B row j, of the high nibbles row 4 + j.
+      for (int j = 0; j < kQuads / 2; ++j) {
+        const __m512i v = _mm512_loadu_si512(wq + kTileBytes * j);
+        _mm512_store_si512(dst + kTileBytes * j, _mm512_and_si512(v, m4));
+        _mm512_store_si512(dst + kTileBytes * (kQuads / 2 + j), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      }
+    }
+    b_tiles = buf;
+    b_stride = kBTile;
+  }
+
+  alignas(64) int32_t c[kBlockChunk][kAmxTokens][kPackRows];
+  for (int64_t tt = t0; tt < t0 + nt; tt += kAmxTokens) {
+    __m512 acc[kAmxTokens];
+    for (auto& v : acc) v = _mm512_setzero_ps();
+    const uint8_t* act = a.q8 + tt * a.row_bytes + kActQsOffset;
+    const float* ad = a.d + tt * a.n_blocks;
+    const int32_t* as = a.sum + tt * a.n_blocks;
+    for (int64_t b0 = 0; b0 < a.n_blocks; b0 += kBlockChunk) {
+      const int64_t nb = std::min(kBlockChunk, a.n_blocks - b0);
+      const long arb = static_cast<long>(a.row_bytes);
+      const uint8_t* ab = act + b0 * static_cast<int64_t>(sizeof(BlockQ8_0));
+      const uint8_t* bb = b_tiles + b0 * b_stride;
+      int64_t i = 0;
+      for (; i + kCTiles <= nb; i += kCTiles) {
+        constexpr int64_t kA = sizeof(BlockQ8_0);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        _tile_loadd(4, ab + i * kA, arb);
+        _tile_loadd(5, bb + i * b_stride, kTileBytes);
+        _tile_dpbsud(0, 4, 5);
+        _tile_loadd(6, ab + (i + 1) * kA, arb);
+        _tile_loadd(7, bb + (i + 1) * b_stride, kTileBytes);
+        _tile_dpbsud(1, 6, 7);
+        _tile_loadd(4, ab + (i + 2) * kA, arb);
+        _tile_loadd(5, bb + (i + 2) * b_stride, kTileBytes);
+        _tile_dpbsud(2, 4, 5);
+        _tile_loadd(6, ab + (i + 3) * kA, arb);
+        _tile_loadd(7, bb + (i + 3) * b_stride, kTileBytes);
+        _tile_dpbsud(3, 6, 7);
+        _tile_stored(0, c[i], kTileBytes);
+        _tile_stored(1, c[i + 1], kTileBytes);
+        _tile_stored(2, c[i + 2], kTileBytes);
+        _tile_stored(3, c[i + 3], kTileBytes);
+      }
+      for (; i < nb; ++i) {
+        _tile_zero(0);
+        _tile_loadd(4, ab + i * static_cast<int64_t>(sizeof(BlockQ8_0)), arb);
+        _tile_loadd(5, bb + i * b_stride, kTileBytes);
+        _tile_dpbsud(0, 4, 5);
+        _tile_stored(0, c[i], kTileBytes);
+      }
+      for (int64_t i = 0; i < nb; ++i) {
+        const int64_t b = b0 + i;
+        const __m512 dw =
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * kGroupBlock)));
+        for (int t = 0; t < kAmxTokens; ++t) {
+          const __m512i s =
+              _mm512_sub_epi32(_mm512_load_si512(c[i][t]), _mm512_set1_epi32(kOffset * as[t * a.n_blocks + b]));
+          const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(ad[t * a.n_blocks + b]));
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[t]);
+        }
+      }
+    }
+    for (int t = 0; t < kAmxTokens; ++t) _mm512_storeu_ps(y + (tt - t0 + t) * ys, acc[t]);
+  }
+  _tile_release();
+}
+
+}  // namespace
+
+PackedKernel packed_kernel_amx_impl(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+      return amx_group<TensorType::Q4_0>;
+    case TensorType::Q8_0:
+      return amx_group<TensorType::Q8_0>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ferrite::cpu
