@@ -26,6 +26,8 @@
 namespace ferrite::cpu {
 namespace {
 
+using quant::BlockQ2_K;
+using quant::BlockQ3_K;
 using quant::BlockQ4_K;
 using quant::BlockQ5_K;
 using quant::BlockQ6_K;
@@ -64,13 +66,13 @@ constexpr std::array<int16_t, 32> pair_index(int pair, Sub sub) {
 // Q4_K: vector j holds sub-blocks 2j (32-bit lanes 0..7, i.e. L = 0, 1) and
 // 2j+1 (L = 2, 3); pairs are (v0, v1) and (v2, v3).
 constexpr auto q4_k_sub = [](int pair, int lane, bool from_b) { return 4 * pair + (from_b ? 2 : 0) + (lane >= 2); };
-// Q6_K: vector i holds sub-blocks 4i..4i+3, one per 128-bit lane.
-constexpr auto q6_k_sub = [](int pair, int lane, bool from_b) { return 8 * pair + (from_b ? 4 : 0) + lane; };
+// Q6_K, Q3_K, Q2_K: vector i holds sub-blocks 4i..4i+3, one per 128-bit lane.
+constexpr auto q16_sub = [](int pair, int lane, bool from_b) { return 8 * pair + (from_b ? 4 : 0) + lane; };
 
 alignas(64) constexpr std::array<int16_t, 32> kQ4KIdx0 = pair_index(0, q4_k_sub);
 alignas(64) constexpr std::array<int16_t, 32> kQ4KIdx1 = pair_index(1, q4_k_sub);
-alignas(64) constexpr std::array<int16_t, 32> kQ6KIdx0 = pair_index(0, q6_k_sub);
-alignas(64) constexpr std::array<int16_t, 32> kQ6KIdx1 = pair_index(1, q6_k_sub);
+alignas(64) constexpr std::array<int16_t, 32> kQ16Idx0 = pair_index(0, q16_sub);
+alignas(64) constexpr std::array<int16_t, 32> kQ16Idx1 = pair_index(1, q16_sub);
 
 inline __m512i load_idx(const std::array<int16_t, 32>& a) { return _mm512_load_si512(a.data()); }
 
@@ -98,13 +100,13 @@ void q45_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
   const __m512i idx0 = load_idx(kQ4KIdx0), idx1 = load_idx(kQ4KIdx1);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[NR][NT];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < k / kQKK; ++b) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const Block& wb = reinterpret_cast<const Block*>(w + r * wrb)[b];
       prefetch_block<sizeof(Block)>(&wb, NR * wrb);
@@ -117,7 +119,7 @@ void q45_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
       // m[g / 2] per 16-sum g, in both 256-bit halves.
       const __m512i mins = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)));
       __m512i q[4];  // [64] values 64j..64j+63: sub-blocks 2j, 2j+1
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * j)));
         q[j] = _mm512_and_si512(_mm512_srlv_epi64(raw, nibble_shift), m4);
@@ -136,11 +138,11 @@ void q45_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
       }
       // [d x 8 | -dmin x 8]: the scales of the two halves of `both` below.
       const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(wb.d)), _mm256_set1_ps(-_cvtsh_ss(wb.dmin)), 1);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b];
         __m512i v[4];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           v[j] = _mm512_dpbusd_epi32(zero, q[j], _mm512_loadu_si512(ab.qs + 64 * j));
         }
@@ -155,11 +157,30 @@ void q45_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
       }
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
   }
+}
+
+// Integer sum of one block of sixteen 16-value sub-blocks whose unsigned
+// values lie in q[0..3] (vector i: values 64i..64i+63, sub-blocks
+// 4i..4i+3, one per 128-bit lane), scales laid out by kQ16Idx0/1.
+inline __m512i sum_16_subblocks(const __m512i* q, const BlockQ8_K& ab, __m512i sc_a, __m512i sc_b) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i v[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) v[i] = _mm512_dpbusd_epi32(zero, q[i], _mm512_loadu_si512(ab.qs + 64 * i));
+  const __m512i s = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(v[0], v[1]), sc_a);
+  return _mm512_dpwssd_epi32(s, _mm512_packs_epi32(v[2], v[3]), sc_b);
+}
+
+inline __m512i load_bsums_low(const BlockQ8_K& ab) {
+  return _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)));
+}
+inline __m512i load_bsums_both(const BlockQ8_K& ab) {
+  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)));
 }
 
 template <int NR, int NT>
@@ -170,16 +191,15 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
   // move pairs 0 and 2 (left), 4 and 6 (right) to bits 4..5.
   const __m512i shift_a = _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4);
   const __m512i shift_b = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
-  const __m512i idx0 = load_idx(kQ6KIdx0), idx1 = load_idx(kQ6KIdx1);
-  const __m512i zero = _mm512_setzero_si512();
+  const __m512i idx0 = load_idx(kQ16Idx0), idx1 = load_idx(kQ16Idx1);
   __m512 acc[NR][NT];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < k / kQKK; ++b) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const BlockQ6_K& wb = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[b];
       prefetch_block<sizeof(BlockQ6_K)>(&wb, NR * wrb);
@@ -189,7 +209,7 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
       // -32 * scale per 16-sum, high half zero: the bias term.
       const __m512i sc_bias = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc, _mm256_set1_epi16(-kQ6Bias)));
       __m512i q[4];  // [64] values 64i..64i+63, 0..63 each: sub-blocks 4i..4i+3
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int h = 0; h < 2; ++h) {
         const __m512i ql = _mm512_loadu_si512(wb.ql + 64 * h);
         const __m512i qh =
@@ -200,25 +220,145 @@ void q6_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int
         q[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), m4, hi_b, kOrAnd);
       }
       const __m512 d = _mm512_set1_ps(_cvtsh_ss(wb.d));
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b];
-        __m512i v[4];
-        #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) {
-          v[i] = _mm512_dpbusd_epi32(zero, q[i], _mm512_loadu_si512(ab.qs + 64 * i));
-        }
-        __m512i s = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(v[0], v[1]), sc_a);
-        s = _mm512_dpwssd_epi32(s, _mm512_packs_epi32(v[2], v[3]), sc_b);
-        s = _mm512_dpwssd_epi32(
-            s, _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums))), sc_bias);
+        const __m512i s = _mm512_dpwssd_epi32(sum_16_subblocks(q, ab, sc_a, sc_b), load_bsums_low(ab), sc_bias);
         acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(s), acc[r][t]);
       }
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
+
+// Bits 2j..2j+1 of qs[32h + i] belong to value 128h + 32j + i (Q2_K, Q3_K).
+// Vector v = 2h + p gets j = 2p in its low half and j = 2p + 1 in its high
+// half, shifted to bits 0..1 (not masked).
+inline void two_bit_fields(const uint8_t* qs, __m512i* lo) {
+  const __m512i shift0 = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+  const __m512i shift1 = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h)));
+    lo[2 * h] = _mm512_srlv_epi64(raw, shift0);
+    lo[2 * h + 1] = _mm512_srlv_epi64(raw, shift1);
+  }
+}
+
+// The sixteen Q3_K scales minus 32 from their 12 packed bytes: low nibbles
+// in bytes 0..7 (sub-blocks 0..7 low, 8..15 high nibble), two high bits per
+// sub-block in bytes 8..11 (bit pair j / 4 of byte 8 + j % 4).
+inline __m256i q3_k_scales(const uint8_t* packed) {
+  constexpr uint32_t kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
+  constexpr int kScaleBias = 32;
+  uint32_t a[3];
+  std::memcpy(a, packed, sizeof a);
+  const uint32_t s0 = (a[0] & kLow4) | ((a[2] & kLow2) << 4);
+  const uint32_t s1 = (a[1] & kLow4) | (((a[2] >> 2) & kLow2) << 4);
+  const uint32_t s2 = ((a[0] >> 4) & kLow4) | (((a[2] >> 4) & kLow2) << 4);
+  const uint32_t s3 = ((a[1] >> 4) & kLow4) | (((a[2] >> 6) & kLow2) << 4);
+  const __m128i bytes = _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1),
+                                      static_cast<int>(s0));
+  return _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(kScaleBias));
+}
+
+// Q3_K: value = (2 low bits | high bit << 2) - 4, the high bit from hmask
+// (bit 4h + j of hmask[i] for value 128h + 32j + i); the -4 goes through
+// the 16-sums.
+template <int NR, int NT>
+void q3_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  constexpr int kBias = 4;
+  const __m512i m3 = _mm512_set1_epi8(0x03);
+  const __m512i m_bit2 = _mm512_set1_epi8(0x04);
+  const __m512i idx0 = load_idx(kQ16Idx0), idx1 = load_idx(kQ16Idx1);
+  __m512 acc[NR][NT];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const BlockQ3_K& wb = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[b];
+      prefetch_block<sizeof(BlockQ3_K)>(&wb, NR * wrb);
+      const __m256i sc = q3_k_scales(wb.scales);
+      const __m512i sc_a = _mm512_permutexvar_epi16(idx0, _mm512_castsi256_si512(sc));
+      const __m512i sc_b = _mm512_permutexvar_epi16(idx1, _mm512_castsi256_si512(sc));
+      const __m512i sc_bias = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc, _mm256_set1_epi16(-kBias)));
+      __m512i q[4];
+      two_bit_fields(wb.qs, q);
+      // hmask bits 2v (low half of vector v) and 2v + 1 (high half) to bit 2.
+      const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.hmask)));
+      const __m512i hb[4] = {_mm512_sllv_epi64(hm, _mm512_set_epi64(1, 1, 1, 1, 2, 2, 2, 2)),
+                             _mm512_srlv_epi64(hm, _mm512_set_epi64(1, 1, 1, 1, 0, 0, 0, 0)),
+                             _mm512_srlv_epi64(hm, _mm512_set_epi64(3, 3, 3, 3, 2, 2, 2, 2)),
+                             _mm512_srlv_epi64(hm, _mm512_set_epi64(5, 5, 5, 5, 4, 4, 4, 4))};
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) q[v] = _mm512_ternarylogic_epi32(q[v], m3, _mm512_and_si512(hb[v], m_bit2), kOrAnd);
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(wb.d));
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b];
+        const __m512i s = _mm512_dpwssd_epi32(sum_16_subblocks(q, ab, sc_a, sc_b), load_bsums_low(ab), sc_bias);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(s), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
+
+// Q2_K: 2-bit values with a 4-bit scale (low nibble) and min (high nibble)
+// per sub-block; the mins go through the 16-sums, as for Q4_K.
+template <int NR, int NT>
+void q2_k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  const __m512i m3 = _mm512_set1_epi8(0x03);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m512i idx0 = load_idx(kQ16Idx0), idx1 = load_idx(kQ16Idx1);
+  __m512 acc[NR][NT];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const BlockQ2_K& wb = reinterpret_cast<const BlockQ2_K*>(w + r * wrb)[b];
+      prefetch_block<sizeof(BlockQ2_K)>(&wb, NR * wrb);
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
+      const __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4));
+      const __m512i mins = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4)));
+      const __m512i sc_a = _mm512_permutexvar_epi16(idx0, _mm512_castsi256_si512(sc));
+      const __m512i sc_b = _mm512_permutexvar_epi16(idx1, _mm512_castsi256_si512(sc));
+      __m512i q[4];
+      two_bit_fields(wb.qs, q);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) q[v] = _mm512_and_si512(q[v], m3);
+      // [d x 8 | -dmin x 8], as in q45_k_tile.
+      const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(wb.d)), _mm256_set1_ps(-_cvtsh_ss(wb.dmin)), 1);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b];
+        const __m512i s = sum_16_subblocks(q, ab, sc_a, sc_b);
+        // Upper 8 lanes: m[2i] bsums[2i] + m[2i+1] bsums[2i+1].
+        const __m512i sm = _mm512_madd_epi16(load_bsums_both(ab), mins);
+        const __m512i both = _mm512_mask_add_epi32(sm, kLowHalf, s, _mm512_shuffle_i64x2(s, s, kSwapHalves));
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dd, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(both), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
   }
 }
@@ -249,6 +389,18 @@ struct Q5KTile {
   }
 };
 template <int NR, int NT>
+struct Q3KTile {
+  static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
+    q3_k_tile<NR, NT>(w, wrb, a, arb, k, y, ys);
+  }
+};
+template <int NR, int NT>
+struct Q2KTile {
+  static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
+    q2_k_tile<NR, NT>(w, wrb, a, arb, k, y, ys);
+  }
+};
+template <int NR, int NT>
 struct Q6KTile {
   static void run(const uint8_t* w, size_t wrb, const uint8_t* a, size_t arb, int64_t k, float* y, int64_t ys) {
     q6_k_tile<NR, NT>(w, wrb, a, arb, k, y, ys);
@@ -269,6 +421,8 @@ float dot(const void* w_row, const void* act_row, int64_t k) {
 }
 
 const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q4KTile>, tile<Q4KTile>};
+const QuantDot kQ2_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q2KTile>, tile<Q2KTile>};
+const QuantDot kQ3_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q3KTile>, tile<Q3KTile>};
 const QuantDot kQ5_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q5KTile>, tile<Q5KTile>};
 const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q6KTile>, tile<Q6KTile>};
 
@@ -276,6 +430,10 @@ const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k_avx512, dot<Q
 
 const QuantDot* quant_dot_k_avx512(TensorType type) {
   switch (type) {
+    case TensorType::Q2_K:
+      return &kQ2_K;
+    case TensorType::Q3_K:
+      return &kQ3_K;
     case TensorType::Q4_K:
       return &kQ4_K;
     case TensorType::Q5_K:

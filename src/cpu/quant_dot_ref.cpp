@@ -14,6 +14,8 @@ namespace ferrite::cpu {
 namespace {
 
 using quant::BlockQ4_0;
+using quant::BlockQ2_K;
+using quant::BlockQ3_K;
 using quant::BlockQ4_K;
 using quant::BlockQ5_K;
 using quant::BlockQ6_K;
@@ -142,6 +144,57 @@ float dot_q5_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
   return dot_q45_k_q8_k<BlockQ5_K>(w_row, act_row, k);
 }
 
+// Q2_K and Q3_K: sixteen sub-blocks of 16; value 128h + 32j + i has bits
+// 2j..2j+1 of qs[32h + i]. Q2_K: 4-bit scale (low nibble) and min (high
+// nibble) per sub-block. Q3_K: 6-bit scales (minus 32), and the value minus
+// 4 unless bit 4h + j of hmask[i] is set.
+float dot_q2_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    int32_t sumi = 0, summ = 0;
+    for (int sb = 0; sb < kQKK / kSub6K; ++sb) {
+      const int h = sb / 8, j = (sb % 8) / 2, part = sb % 2;
+      int32_t dot = 0;
+      for (int l = 0; l < kSub6K; ++l) {
+        const int v = (w[b].qs[32 * h + kSub6K * part + l] >> (2 * j)) & 3;
+        dot += v * a[b].qs[sb * kSub6K + l];
+      }
+      sumi += (w[b].scales[sb] & 0x0F) * dot;
+      summ += (w[b].scales[sb] >> 4) * a[b].bsums[sb];
+    }
+    sum += fp16_to_fp32(w[b].d) * a[b].d * static_cast<float>(sumi) -
+           fp16_to_fp32(w[b].dmin) * a[b].d * static_cast<float>(summ);
+  }
+  return sum;
+}
+
+float dot_q3_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  constexpr int kScaleBias = 32, kLowBias = 4;
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    int8_t scales[kQKK / kSub6K];
+    quant::ref::q3_k_unpack_scales(w[b].scales, scales);
+    int32_t sumi = 0;
+    for (int sb = 0; sb < kQKK / kSub6K; ++sb) {
+      const int h = sb / 8, j = (sb % 8) / 2, part = sb % 2;
+      int32_t dot = 0;
+      for (int l = 0; l < kSub6K; ++l) {
+        const int i = kSub6K * part + l;
+        const int high = (w[b].hmask[i] >> (4 * h + j)) & 1;
+        const int v = ((w[b].qs[32 * h + i] >> (2 * j)) & 3) - (high != 0 ? 0 : kLowBias);
+        dot += v * a[b].qs[sb * kSub6K + l];
+      }
+      sumi += (scales[sb] - kScaleBias) * dot;
+    }
+    sum += fp16_to_fp32(w[b].d) * a[b].d * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
 float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
   const auto* w = static_cast<const BlockQ6_K*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(act_row);
@@ -171,6 +224,8 @@ float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
 }
 
 const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q4_k_q8_k, nullptr};
+const QuantDot kQ2_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q2_k_q8_k, nullptr};
+const QuantDot kQ3_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q3_k_q8_k, nullptr};
 const QuantDot kQ5_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q5_k_q8_k, nullptr};
 const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q6_k_q8_k, nullptr};
 
@@ -185,6 +240,10 @@ const QuantDot* quant_dot_ref(TensorType type) {
       return &kQ4_0;
     case TensorType::Q8_0:
       return &kQ8_0;
+    case TensorType::Q2_K:
+      return &kQ2_K;
+    case TensorType::Q3_K:
+      return &kQ3_K;
     case TensorType::Q4_K:
       return &kQ4_K;
     case TensorType::Q5_K:

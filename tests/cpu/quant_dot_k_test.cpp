@@ -26,7 +26,8 @@ namespace ferrite::cpu {
 namespace {
 
 constexpr int64_t kQKK = quant::kQKK;
-const TensorType kKTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const TensorType kKTypes[] = {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                               TensorType::Q6_K};
 
 bool have_avx512() { return detected_isa() == Isa::Avx512; }
 
