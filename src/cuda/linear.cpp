@@ -94,9 +94,12 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   const int64_t m = a.m();
   if (m == 0) return;
   if (bias != nullptr && accumulate) throw InvalidArgument("GPU linear: bias with accumulate is not supported");
-  const bool gemm = m > kGemmMinRows && !exact_products();
+  const bool fast = !exact_products();
+  const bool gemm = m > kGemmMinRows && fast;
   if (gemm && w.type == TensorType::F16) {
     gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
+  } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
+    gemv_f16(w, a.f16(stream_), m, y, accumulate, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
     w16_.reserve(static_cast<size_t>(w.n * w.k) * sizeof(uint16_t));
     dequantize_f16(w, w16_.as<uint16_t>(), stream_);

@@ -7,8 +7,9 @@
 // F16 weights as they are, f32 accumulation (tensor cores); the activations
 // rounded to f16 (F16 weights, as the CPU does) or through the 8-bit blocks
 // the CPU's quantized products use, then to f16 (quantized weights). set_exact_products(true) (or FERRITE_CUDA_EXACT=1) keeps
-// the CPU's arithmetic for every batch; F32 weights take cuBLAS only with
-// FERRITE_CUDA_CUBLAS=1.
+// the CPU's arithmetic for every batch; outside it, F16 weights of smaller
+// batches take a warp-per-row product in any order (matmul_f16_fast.cu).
+// F32 weights take cuBLAS only with FERRITE_CUDA_CUBLAS=1.
 // An Activation caches its converted forms (8-bit blocks, f16) until its
 // values change, so Q, K and V (or gate and up) convert their input once.
 #pragma once

@@ -53,6 +53,12 @@ void quantized_act_to_f16(const QuantAct& a, int64_t m, int64_t k, uint16_t* out
 void set_exact_products(bool exact);
 bool exact_products();
 
+// y [m, w.n] = x · W^T for F16 W and f16 x [m, k] in any summation order
+// (matmul_f16_fast.cu: small batches outside the exact mode); supports():
+// k a multiple of 8, 16-byte aligned rows and x.
+bool gemv_f16_supports(const GpuMatrix& w, const void* x);
+void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
+
 // ---- element-wise and row kernels ------------------------------------------
 
 // y = x / sqrt(mean(x^2) + eps) * w per row of n (w may be null; x, y may alias).

@@ -46,6 +46,7 @@ void expect_same_bits(const std::vector<float>& gpu, const std::vector<float>& c
 TEST(GpuCpuOrder, FloatMatmulBitsEqualCpu) {
   FERRITE_REQUIRE_GPU();
   FERRITE_REQUIRE_AVX512();
+  const test::ProductMode exact(true);  // the CPU-order kernels, not the fast ones
   const cpu::VecOps& ops = cpu::vec_ops_for(cpu::Isa::Avx512);
   std::mt19937 rng = fresh_rng();
   constexpr int64_t kRows = 37;
@@ -153,6 +154,7 @@ void check_attention_bits(int64_t n_tokens, int64_t n_kv, int64_t head_dim, std:
 
 TEST(GpuCpuOrder, AttentionBitsEqualCpu) {
   FERRITE_REQUIRE_GPU();
+  const test::ProductMode exact(true);
   FERRITE_REQUIRE_AVX512();
   std::mt19937 rng = fresh_rng();
   for (int64_t head_dim : {64, 128, 8, 72}) {

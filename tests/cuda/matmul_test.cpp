@@ -121,7 +121,8 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuLinear, ::testing::ValuesIn(cases()));
 
-// Prefill through cuBLAS (more than kGemmMinRows rows): the weights as the
+// Outside the exact mode: prefill through cuBLAS (more than kGemmMinRows
+// rows), and F16 weights of small batches (any summation order). The weights as the
 // CPU's reference dequantizer gives them, rounded to f16, times the
 // activations (for quantized weights first through the CPU's 8-bit
 // activation blocks) rounded to f16, summed in double. The products of f16 operands
@@ -192,6 +193,8 @@ std::vector<Case> gemm_cases() {
     for (int64_t m : {kGemmMinRows + 1, int64_t{64}}) out.push_back({t, 96, 1024, m, kGemmTol});
   }
   out.push_back({TensorType::Q4_K, 300, 4096, 40, kGemmTol});
+  // Small F16 batches outside the exact mode: the warp-per-row product.
+  for (int64_t m : {1, 3, 5, 16}) out.push_back({TensorType::F16, 300, 2048, m, kGemmTol});
   return out;
 }
 
