@@ -16,13 +16,13 @@
 #include <cstdio>
 #include <exception>
 #include <new>
-#include <regex>
 #include <string>
 
 #include "core/error.h"
 #include "cpu/features.h"
 #include "cpu/hw_limits.h"
 #include "cpu/thread_pool.h"
+#include "kernels/filter.h"
 #include "kernels/lab.h"
 #include "kernels/matmul_cases.h"
 #include "kernels/op_cases.h"
@@ -73,11 +73,7 @@ void check_options(const Options& o) {
   if (!(o.min_rep_ms > 0.0 && o.min_rep_ms <= kMaxMs)) throw InvalidArgument("--min-rep-ms must be in (0, 1e5]");
   if (!(o.max_call_ms > 0.0 && o.max_call_ms <= kMaxMs)) throw InvalidArgument("--max-call-ms must be in (0, 1e5]");
   if (!(o.max_op_ms > 0.0 && o.max_op_ms <= kMaxMs)) throw InvalidArgument("--max-op-ms must be in (0, 1e5]");
-  try {
-    std::regex check(o.filter);
-  } catch (const std::regex_error& e) {
-    throw InvalidArgument("--filter: bad regular expression '" + o.filter + "': " + e.what());
-  }
+  Filter check(o.filter);  // throws for a bad pattern
   matmul_types(o.types);  // throws for an unknown or unsupported type
 }
 

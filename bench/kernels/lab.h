@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "cpu/hw_limits.h"
 #include "cpu/thread_pool.h"
+#include "filter.h"
 #include "report.h"
 #include "timing.h"
 
@@ -20,7 +20,7 @@ constexpr size_t kF16Bytes = 2;
 constexpr size_t kF32Bytes = 4;
 
 struct Options {
-  std::string filter;                    // regex searched in "op type shape"; empty: all
+  std::string filter;                    // PCRE2 pattern searched in "op type shape"; empty: all
   int threads = 0;                       // 0: ThreadPool::default_threads()
   int64_t k = 4096;                      // matmul row length (n_embd)
   int64_t n = 4096;                      // matmul rows
@@ -52,7 +52,7 @@ class Lab {
   Lab(const Options& opt, cpu::ThreadPool& pool, const cpu::HwLimits& limits_n, const cpu::HwLimits& limits_1,
       size_t cold_bytes)
       : opt_(opt), pool_(pool), limits_n_(limits_n), limits_1_(limits_1), cold_bytes_(cold_bytes),
-        filter_(opt.filter.empty() ? ".*" : opt.filter, std::regex::ECMAScript | std::regex::icase) {
+        filter_(opt.filter) {
     plan_.reps = opt.reps;
     plan_.min_rep_s = opt.min_rep_ms * 1e-3;
     plan_.max_op_s = opt.max_op_ms * 1e-3;
@@ -68,7 +68,7 @@ class Lab {
 
   // Whether the case "op type shape" is selected.
   bool selected(const std::string& op, const std::string& type, const std::string& shape) const {
-    return std::regex_search(op + " " + type + " " + shape, filter_);
+    return filter_.matches(op + " " + type + " " + shape);
   }
 
   // Fills in the limits of the row's thread count and prints it.
@@ -88,7 +88,7 @@ class Lab {
   cpu::HwLimits limits_n_;
   cpu::HwLimits limits_1_;
   size_t cold_bytes_;
-  std::regex filter_;
+  Filter filter_;
   std::mt19937 rng_{kSeed};
   TimingPlan plan_;
 };
