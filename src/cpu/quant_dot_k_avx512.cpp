@@ -4,12 +4,15 @@
 // every token of the tile; a single dot is the 1 x 1 tile, so tiles and dots
 // agree bit for bit.
 //
+// Types: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+//
 // Integer part of a block (exact): vpdpbusd multiplies the unsigned weight
-// values (Q4_K: 0..15, Q6_K: 0..63) by the activations, four products per
-// 32-bit lane, 64 values per instruction. Such a lane stays below 2^15
-// (4 * 63 * 128), so two of them are packed to 16 bits (vpackssdw) and the
-// sub-block scales applied with one vpdpwssd per 128 values. Offsets (the
-// Q4_K mins, the Q6_K bias of 32) go through the activations' 16-sums.
+// values (Q2_K 0..3, Q3_K 0..7, Q4_K 0..15, Q5_K 0..31, Q6_K 0..63) by the
+// activations, four products per 32-bit lane, 64 values per instruction.
+// Such a lane stays below 2^15 (4 * 63 * 128), so two of them are packed to
+// 16 bits (vpackssdw) and the sub-block scales applied with one vpdpwssd
+// per 128 values. Offsets (the Q2_K/Q4_K/Q5_K mins, the Q3_K bias of 4, the
+// Q6_K bias of 32) go through the activations' 16-sums.
 // Float part: one FMA per block into 16 lanes, summed at the end.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
