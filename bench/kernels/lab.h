@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/hw_limits.h"
@@ -37,6 +38,7 @@ struct Options {
   double max_call_ms = 250.0;            // matmul: fewer rows of W when a call would take longer
   size_t cold_mib = 0;                   // operand copies cycled per op (0: 2 x last-level cache)
   bool hot = false;                      // one copy: operands stay in cache
+  bool repack = true;                    // matmul: repack weights as the runtime does at load (packed.h)
   size_t probe_mib = 0;                  // bandwidth probe buffer (0: hw_limits' default)
   std::string output = "md";
 };
@@ -74,9 +76,13 @@ class Lab {
   // Fills in the limits of the row's thread count and prints it.
   void emit(Row r, cpu::PeakKind kind) {
     const cpu::HwLimits& h = limits(r.threads);
-    r.read_bytes_per_s = h.read_bytes_per_s;
-    r.peak_ops_per_s = h.peak_ops_per_s(kind);
-    r.peak_name = cpu::peak_kind_name(kind);
+    emit(std::move(r), h.peak_ops_per_s(kind), cpu::peak_kind_name(kind));
+  }
+  // With a peak that hw_limits does not measure (operations per second of the row's threads).
+  void emit(Row r, double peak_ops_per_s, const std::string& peak_name) {
+    r.read_bytes_per_s = limits(r.threads).read_bytes_per_s;
+    r.peak_ops_per_s = peak_ops_per_s;
+    r.peak_name = peak_name;
     std::fputs((opt_.output == "csv" ? csv_row(r) : markdown_row(r)).c_str(), stdout);
     std::fflush(stdout);
   }

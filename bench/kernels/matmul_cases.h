@@ -16,6 +16,8 @@
 #include "core/error.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
+#include "cpu/packed.h"
+#include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "gguf/tensor_type.h"
 #include "lab.h"
@@ -64,6 +66,18 @@ inline cpu::PeakKind matmul_peak_kind(TensorType t) {
   // Types without an integer dot product are dequantized to f32 rows and dotted with f32 FMA.
   return dequant_path(t) ? cpu::PeakKind::F32Fma : cpu::peak_kind_for(t);
 }
+
+// Whether the runtime repacks weights of this shape at load (model/packed_weights.cpp's test).
+inline bool repacked(const cpu::MatView& w) {
+  return cpu::packable(w) && cpu::find_packed_kernel(w.type, cpu::active_isa()) != nullptr;
+}
+// Whether a product of m tokens with repacked weights runs on AMX tiles (matmul.cpp's test).
+inline bool amx_product(TensorType t, int64_t m) {
+  return m >= cpu::kAmxTokens && cpu::find_packed_kernel_amx(t) != nullptr;
+}
+// AMX int8 throughput per core, as Intel documents it: one 16x16x64 tdpbusd
+// (16384 multiply-adds) per 16 cycles. hw_limits does not measure it.
+constexpr double kAmxInt8OpsPerCycle = 2.0 * 16 * 16 * 64 / 16;
 
 inline std::string matmul_kernel(TensorType t) {
   const std::string kind = cpu::peak_kind_name(matmul_peak_kind(t));
@@ -126,9 +140,20 @@ inline void run_matmul(Lab& lab) {
     }
     const uint64_t row_bytes = tensor_row_bytes(type, static_cast<uint64_t>(o.k));
     const uint64_t w_bytes = row_bytes * static_cast<uint64_t>(o.n);
-    Rotation weights(w_bytes, lab.cold_bytes());
+    const cpu::MatView whole{.type = type, .data = nullptr, .k = o.k, .n = o.n, .row_bytes = row_bytes};
+    const bool pack = o.repack && repacked(whole);
+    // Repacked: the kernel reads only the packed copies; one plain copy stays for row lookups.
+    Rotation weights(w_bytes, pack ? 0 : lab.cold_bytes());
     make_weights(type, o.k, o.n, weights.slot(0), lab.rng());
     weights.replicate();
+    Rotation packed(pack ? w_bytes : 1, pack ? lab.cold_bytes() : 0);
+    if (pack) {
+      cpu::MatView plain = whole;
+      plain.data = weights.slot(0);
+      cpu::pack_rows(plain, packed.slot(0));
+      packed.replicate();
+    }
+    Rotation& stream = pack ? packed : weights;  // the bytes the product reads
     cpu::MatmulScratch scratch;
     double prev_s = 0.0, prev_work = 0.0;  // the last row of this type: seconds per call, m x rows
     for (int64_t m : ms) {
@@ -137,25 +162,32 @@ inline void run_matmul(Lab& lab) {
       std::vector<float> x(static_cast<size_t>(m * o.k)), y(static_cast<size_t>(m * n));  // [m, k], [m, n]
       fill_normal(x.data(), x.size(), lab.rng());
       const auto call = [&](int64_t i) {
-        const int64_t first = i / static_cast<int64_t>(weights.copies()) % parts * n;
-        const cpu::MatView w{.type = type,
-                             .data = weights.slot(i) + static_cast<uint64_t>(first) * row_bytes,
-                             .k = o.k,
-                             .n = n,
-                             .row_bytes = row_bytes};
+        const uint64_t first = static_cast<uint64_t>(i / static_cast<int64_t>(stream.copies()) % parts * n);
+        cpu::MatView w{.type = type,
+                       .data = weights.slot(pack ? 0 : i) + first * row_bytes,
+                       .k = o.k,
+                       .n = n,
+                       .row_bytes = row_bytes};
+        if (pack) w.packed = packed.slot(i) + first * row_bytes;
         cpu::matmul(w, x.data(), m, y.data(), lab.pool(), scratch);
       };
       Row r;
       r.op = m == 1 ? "gemv" : "gemm";
       r.type = name;
       r.shape = matmul_shape(m, n, o.k);
-      r.kernel = matmul_kernel(type);
+      const bool amx = pack && amx_product(type, m);
+      r.kernel = !pack ? matmul_kernel(type) : amx ? "packed amx-int8" : "packed " + matmul_kernel(type);
       r.threads = lab.pool().size();
       r.time = time_calls(call, lab.plan());
       r.bytes = static_cast<double>(row_bytes * static_cast<uint64_t>(n)) +
                 static_cast<double>(kF32Bytes * (m * o.k + m * n));
       r.ops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(o.k);
-      lab.emit(r, matmul_peak_kind(type));
+      if (amx) {
+        const cpu::HwLimits& h = lab.limits(r.threads);
+        lab.emit(r, r.threads * h.clock_hz * kAmxInt8OpsPerCycle, "amx-int8");
+      } else {
+        lab.emit(r, matmul_peak_kind(type));
+      }
       prev_s = r.time.median_s;
       prev_work = static_cast<double>(m * n);
     }
