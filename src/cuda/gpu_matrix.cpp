@@ -38,6 +38,20 @@ void repack(const Block* src, int64_t n_blocks, uint8_t* quants, uint16_t* scale
 
 }  // namespace
 
+GpuMatrix row_slice(const GpuMatrix& m, int64_t r0, int64_t rows) {
+  if (r0 < 0 || rows < 0 || r0 + rows > m.n) throw InvalidArgument("row_slice: rows outside the matrix");
+  GpuMatrix s = m;
+  s.n = rows;
+  if (m.type == TensorType::Q4_0 || m.type == TensorType::Q8_0) {
+    const int64_t blocks = r0 * (m.k / kBlock);
+    s.data = m.data + blocks * (m.type == TensorType::Q4_0 ? kQ4Bytes : kQ8Bytes);
+    s.scales = m.scales + blocks;
+  } else {
+    s.data = m.data + static_cast<uint64_t>(r0) * m.row_bytes;
+  }
+  return s;
+}
+
 bool gpu_supports(TensorType t) {
   switch (t) {
     case TensorType::F32:

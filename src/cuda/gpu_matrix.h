@@ -21,6 +21,9 @@ struct GpuMatrix {
   uint64_t row_bytes = 0;            // Q4_K/Q6_K/F16/F32: bytes per row
 };
 
+// Rows [r0, r0 + rows) of m as a matrix of its own (no copy).
+GpuMatrix row_slice(const GpuMatrix& m, int64_t r0, int64_t rows);
+
 // True for the weight types the GPU path multiplies.
 bool gpu_supports(TensorType t);
 

@@ -1,5 +1,6 @@
 #include "cuda/linear.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -11,6 +12,8 @@ namespace ferrite::cuda {
 namespace {
 
 constexpr int64_t kChunk = 32;
+// Dequantized f16 values the prefill scratch holds at most (128 MiB).
+constexpr int64_t kMaxScratchElems = int64_t{1} << 26;
 // cuBLAS (when enabled) takes float products of more rows than this.
 constexpr int64_t kCublasMinRows = 8;
 
@@ -64,7 +67,7 @@ const uint16_t* Activation::f16_via(ActFormat f, cudaStream_t s) {
   return via_[i].as<uint16_t>();
 }
 
-LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream) {
+LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream), scratch_limit_(kMaxScratchElems) {
   const char* env = std::getenv("FERRITE_CUDA_CUBLAS");
   use_cublas_ = env != nullptr && std::string(env) == "1";
   FERRITE_CUBLAS_CHECK(cublasCreate(&handle_));
@@ -77,13 +80,13 @@ LinearRunner::~LinearRunner() {
 }
 
 void LinearRunner::gemm_f16(const void* w16, int64_t n, int64_t k, const void* x16, int64_t m, float* y,
-                            bool accumulate) {
+                            bool accumulate, int64_t ldy) {
   // Column-major view: Y^T [n, m] = W [n, k] (stored as W^T [k, n]) · X^T [k, m].
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   FERRITE_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
                                     static_cast<int>(k), &alpha, w16, CUDA_R_16F, static_cast<int>(k), x16,
-                                    CUDA_R_16F, static_cast<int>(k), &beta, y, CUDA_R_32F, static_cast<int>(n),
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                    CUDA_R_16F, static_cast<int>(k), &beta, y, CUDA_R_32F,
+                                    static_cast<int>(ldy > 0 ? ldy : n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumulate, const float* bias) {
@@ -101,9 +104,16 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
     gemv_f16(w, a.f16(stream_), m, y, accumulate, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
-    w16_.reserve(static_cast<size_t>(w.n * w.k) * sizeof(uint16_t));
-    dequantize_f16(w, w16_.as<uint16_t>(), stream_);
-    gemm_f16(w16_.as(), w.n, w.k, a.f16_via(act_format_for(w.type), stream_), m, y, accumulate);
+    // Row blocks of at most kMaxScratchElems dequantized values (a large
+    // output matrix must not need a scratch of its own size).
+    const int64_t block_rows = std::max<int64_t>(1, std::min<int64_t>(w.n, scratch_limit_ / w.k));
+    w16_.reserve(static_cast<size_t>(block_rows * w.k) * sizeof(uint16_t));
+    const uint16_t* x16 = a.f16_via(act_format_for(w.type), stream_);
+    for (int64_t r0 = 0; r0 < w.n; r0 += block_rows) {
+      const int64_t rows = std::min(block_rows, w.n - r0);
+      dequantize_f16(row_slice(w, r0, rows), w16_.as<uint16_t>(), stream_);
+      gemm_f16(w16_.as(), rows, w.k, x16, m, y + r0, accumulate, w.n);
+    }
   } else {
     run_exact(w, a, y, accumulate);
   }

@@ -72,16 +72,23 @@ class LinearRunner {
 
   cudaStream_t stream() const { return stream_; }
 
+  // Dequantized values the prefill scratch may hold (products of larger
+  // matrices run in row blocks); the default is 64 Mi values.
+  void set_scratch_limit(int64_t elems) { scratch_limit_ = elems > 0 ? elems : 1; }
+
  private:
   // The CPU's arithmetic (matmul_quant / matmul_float, or cuBLAS for F32 with FERRITE_CUDA_CUBLAS=1).
   void run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
-  // y [m, w.n] (+)= x16 [m, k] · w16^T through cuBLAS (f16 operands, f32 sums).
-  void gemm_f16(const void* w16, int64_t n, int64_t k, const void* x16, int64_t m, float* y, bool accumulate);
+  // y [m, n] (+)= x16 [m, k] · w16^T through cuBLAS (f16 operands, f32 sums);
+  // rows of y ldy apart (0: n).
+  void gemm_f16(const void* w16, int64_t n, int64_t k, const void* x16, int64_t m, float* y, bool accumulate,
+                int64_t ldy = 0);
 
   cudaStream_t stream_;
   cublasHandle_t handle_ = nullptr;
   bool use_cublas_ = false;  // FERRITE_CUDA_CUBLAS=1: cuBLAS for F32 prefill too (see bench/cuda/NOTES.md)
-  DeviceBuffer w16_;         // dequantized weights of the current product [n, k] f16
+  DeviceBuffer w16_;         // dequantized weights of the current row block [rows, k] f16
+  int64_t scratch_limit_;
 };
 
 }  // namespace ferrite::cuda

@@ -184,6 +184,12 @@ TEST_P(GpuLinearGemm, MatchesF16RoundedReference) {
   std::vector<float> twice = to_host<float>(yd, ref.size());
   for (auto& v : twice) v *= 0.5f;
   EXPECT_LE(relative_error(twice, ref), c.tol);
+
+  // A scratch of 7 rows: the product runs in row blocks (the last one short).
+  lin.set_scratch_limit(7 * c.k);
+  DeviceBuffer yb = test::poisoned(ref.size());
+  lin.run(g, act, yb.as<float>());
+  EXPECT_LE(relative_error(to_host<float>(yb, ref.size()), ref), c.tol);
 }
 
 std::vector<Case> gemm_cases() {
