@@ -8,6 +8,7 @@
 #include "core/fp16.h"
 #include "cpu/act_quant.h"
 #include "cpu/packed.h"
+#include "cpu/packed_float.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "cpu/vec_ops.h"
@@ -144,6 +145,52 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   }, m * w.n * k);
 }
 
+// Packed F16/BF16 weights: activations rounded to the weight's 16-bit type
+// once (bf16 values, or f16-rounded values kept as f32), groups split
+// between threads, AMX tiles of 16 tokens for BF16 where the CPU has AMX.
+void packed_float_product(const MatView& w, PackedFloatKernel kernel, const float* x, int64_t m, float* y,
+                          ThreadPool& pool, MatmulScratch& scratch) {
+  const VecOps& ops = vec_ops();
+  const int64_t k = w.k;
+  const bool bf16 = w.type == TensorType::BF16;
+  PackedFloatActs a;
+  a.k = k;
+  if (bf16) {
+    scratch.act.resize(static_cast<size_t>(m * k) * sizeof(uint16_t));
+    auto* dst = reinterpret_cast<uint16_t*>(scratch.act.data());
+    for (int64_t t = 0; t < m; ++t) ops.f32_to_bf16(x + t * k, dst + t * k, k);
+  } else {
+    scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(float) + sizeof(uint16_t)));
+    auto* rounded = reinterpret_cast<float*>(scratch.act.data());
+    auto* half = reinterpret_cast<uint16_t*>(rounded + m * k);
+    for (int64_t t = 0; t < m; ++t) {
+      ops.f32_to_f16(x + t * k, half + t * k, k);
+      ops.f16_to_f32(half + t * k, rounded + t * k, k);
+    }
+  }
+  a.data = scratch.act.data();
+  const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
+  const int64_t n_groups = w.n / kPackRows;
+  const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
+  pool.run([&](int ith, int nth) {
+    const Range groups = split_range(n_groups, ith, nth);
+    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
+      const int64_t t1 = std::min(t0 + kTokenTile, m);
+      for (int64_t g = groups.begin; g < groups.end; ++g) {
+        int64_t t = t0;
+        if (amx != nullptr) {
+          const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
+          if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
+          t += n_amx;
+        }
+        for (; t < t1; t += kPackTokens) {
+          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
+        }
+      }
+    }
+  }, m * w.n * k);
+}
+
 }  // namespace
 
 bool matmul_supports(TensorType type) {
@@ -159,6 +206,13 @@ bool matmul_supports(TensorType type) {
 void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& pool, MatmulScratch& scratch,
             DotOrder order) {
   check(w);
+  if (w.packed != nullptr && packable(w) && (w.type == TensorType::F16 || w.type == TensorType::BF16) &&
+      order == DotOrder::Tiled) {
+    if (const PackedFloatKernel kernel = find_packed_float_kernel(w.type)) {
+      packed_float_product(w, kernel, x, m, y, pool, scratch);
+      return;
+    }
+  }
   if (w.packed != nullptr && packable(w)) {
     const PackedKernel kernel = find_packed_kernel(w.type, active_isa());
     const QuantDot* qd = find_quant_dot(w.type, active_isa());

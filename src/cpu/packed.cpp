@@ -58,19 +58,46 @@ void convert_group(TensorType type, const uint8_t* plain_group, size_t row_bytes
   }
 }
 
+bool is_float16(TensorType t) { return t == TensorType::F16 || t == TensorType::BF16; }
+
+// F16/BF16: lane j of row r holds elements 2j, 2j+1; no scales.
+template <bool kPack>
+void convert_float_group(const uint8_t* plain_group, size_t row_bytes, uint8_t* packed_group, const uint8_t* packed_src,
+                         uint8_t* plain_dst) {
+  const auto lanes = static_cast<int64_t>(row_bytes) / kLaneBytes;
+  for (int64_t j = 0; j < lanes; ++j) {
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      const size_t p = static_cast<size_t>((j * kPackRows + r) * kLaneBytes);
+      const size_t q = static_cast<size_t>(r) * row_bytes + static_cast<size_t>(j * kLaneBytes);
+      if constexpr (kPack) {
+        std::memcpy(packed_group + p, plain_group + q, kLaneBytes);
+      } else {
+        std::memcpy(plain_dst + q, packed_src + p, kLaneBytes);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-bool packable(TensorType type) { return type == TensorType::Q4_0 || type == TensorType::Q8_0; }
+bool packable(TensorType type) {
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || is_float16(type);
+}
 
 bool packable(const MatView& w) {
-  return packable(w.type) && w.n > 0 && w.n % kPackRows == 0 && w.k % kQK == 0 &&
-         w.row_bytes == static_cast<uint64_t>(w.k / kQK) * block_bytes(w.type);
+  if (!packable(w.type) || w.n <= 0 || w.n % kPackRows != 0 || w.k % kQK != 0) return false;
+  if (is_float16(w.type)) return w.row_bytes == static_cast<uint64_t>(w.k) * 2;
+  return w.row_bytes == static_cast<uint64_t>(w.k / kQK) * block_bytes(w.type);
 }
 
 void pack_rows(const MatView& w, uint8_t* dst) {
   if (!packable(w)) throw InvalidArgument("pack_rows: matrix of type " + tensor_type_name(w.type) + " is not packable");
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
   for (int64_t g = 0; g < w.n / kPackRows; ++g) {
+    if (is_float16(w.type)) {
+      convert_float_group<true>(w.row(g * kPackRows), w.row_bytes, dst + g * group_bytes, nullptr, nullptr);
+      continue;
+    }
     convert_group<true>(w.type, w.row(g * kPackRows), w.row_bytes, w.k / kQK, dst + g * group_bytes, nullptr,
                         nullptr);
   }
@@ -80,6 +107,10 @@ void unpack_rows(const MatView& w, const uint8_t* packed, uint8_t* dst) {
   if (!packable(w)) throw InvalidArgument("unpack_rows: matrix of type " + tensor_type_name(w.type) + " is not packable");
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
   for (int64_t g = 0; g < w.n / kPackRows; ++g) {
+    if (is_float16(w.type)) {
+      convert_float_group<false>(nullptr, w.row_bytes, nullptr, packed + g * group_bytes, dst + g * group_bytes);
+      continue;
+    }
     convert_group<false>(w.type, nullptr, w.row_bytes, w.k / kQK, nullptr, packed + g * group_bytes,
                          dst + g * group_bytes);
   }

@@ -10,6 +10,8 @@
 //   Q4_0: [16 x f16 d] then for j = 0..3, r = 0..15: qs[r][4j .. 4j+3]
 //         (byte i holds element i in its low nibble, element i+16 in its high one)
 //   Q8_0: [16 x f16 d] then for j = 0..7, r = 0..15: qs[r][4j .. 4j+3] + 128 (as unsigned)
+//   F16, BF16 (whole rows, no blocks): for j = 0..k/2-1, r = 0..15: row r elements 2j, 2j+1
+//         (one 64-byte line per pair of columns: a bf16 pair per lane for vdpbf16ps, an AMX B row)
 // A packed matrix keeps the size of the plain one: group g starts at byte
 // g * kPackRows * row_bytes.
 #pragma once
@@ -25,7 +27,7 @@ namespace ferrite::cpu {
 constexpr int64_t kPackRows = 16;
 
 // True when matrices of `type` have a packed layout and `w`'s shape fits it
-// (rows a multiple of kPackRows).
+// (rows a multiple of kPackRows, row length a multiple of 32).
 bool packable(TensorType type);
 bool packable(const MatView& w);
 

@@ -1,5 +1,5 @@
 // Weights repacked at load for the CPU's products (cpu/packed.h): every
-// Q4_0/Q8_0 matrix whose rows come in groups of 16 is copied once into the
+// Q4_0/Q8_0 (and on request F16/BF16) matrix whose rows come in groups of 16 is copied once into the
 // interleaved layout, and the plain pages of the mapping are handed back to
 // the kernel (they are re-read from the file only if something touches them:
 // an embedding row lookup, an upload to a GPU). Resident memory stays the
@@ -7,7 +7,8 @@
 //
 // WeightBinder finds a tensor's packed copy with find_packed() while an
 // architecture binds its weights; the copies live as long as the Model.
-// FERRITE_REPACK=0 in the environment turns repacking off.
+// FERRITE_REPACK=0 in the environment turns repacking off;
+// FERRITE_REPACK_FLOAT=1 packs F16/BF16 matrices too (see packed_weights.cpp).
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 #include "cpu/features.h"
 #include "cpu/matmul.h"
 #include "cpu/packed.h"
+#include "cpu/packed_float.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "quant/blocks.h"
@@ -196,6 +197,107 @@ TEST(Packed, AmxKernelEqualsReferenceBitForBit) {
       packed_kernel_ref(type)(group, a.view, 5, kNt, y_ref.data() + g * kPackRows, kN);
     }
     ASSERT_EQ(y, y_ref) << tensor_type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
+
+// F16/BF16: the layout round-trips; the layout's reference, the AVX-512 and
+// AMX kernels and matmul() on packed views agree with the plain reference
+// within the operands' rounding (bf16 activations 2^-8, f16 2^-11, relative
+// to sum |w x|) — the summation orders differ.
+namespace ferrite::cpu {
+namespace {
+
+struct FloatPlain {
+  std::vector<uint8_t> bytes;
+  MatView view;
+};
+
+FloatPlain make_float(TensorType type, int64_t n, int64_t k, uint32_t seed) {
+  const auto f = test::random_floats(static_cast<size_t>(n * k), seed);
+  FloatPlain p;
+  p.bytes.resize(static_cast<size_t>(n * k) * 2);
+  for (size_t i = 0; i < f.size(); ++i) {
+    const uint16_t h = type == TensorType::F16 ? fp32_to_fp16(f[i]) : fp32_to_bf16(f[i]);
+    std::memcpy(p.bytes.data() + 2 * i, &h, 2);
+  }
+  p.view = MatView{type, p.bytes.data(), k, n, static_cast<uint64_t>(k) * 2};
+  return p;
+}
+
+double float_tolerance(TensorType t, int64_t k) { return (t == TensorType::BF16 ? 1e-2 : 2e-3) * k / 4.0; }
+
+constexpr TensorType kFloatTypes[] = {TensorType::F16, TensorType::BF16};
+
+TEST(PackedFloat, LayoutRoundTrips) {
+  for (TensorType type : kFloatTypes) {
+    const FloatPlain p = make_float(type, 32, 96, 50);
+    ASSERT_TRUE(packable(p.view));
+    std::vector<uint8_t> packed(p.bytes.size()), back(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    unpack_rows(p.view, packed.data(), back.data());
+    EXPECT_EQ(back, p.bytes);
+  }
+}
+
+TEST(PackedFloat, KernelsAndMatmulMatchPlainReference) {
+  constexpr int64_t kN = 48, kK = 288;
+  for (TensorType type : kFloatTypes) {
+    const FloatPlain p = make_float(type, kN, kK, 51);
+    std::vector<uint8_t> packed(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    MatView w = p.view;
+    w.packed = packed.data();
+    for (int64_t m : {1, 3, 8, 16, 37, 70}) {
+      const auto x = test::random_floats(static_cast<size_t>(m * kK), static_cast<uint32_t>(52 + m));
+      std::vector<float> y_ref(static_cast<size_t>(m * kN));
+      matmul_ref(p.view, x.data(), m, y_ref.data());
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        MatmulScratch scratch;
+        std::vector<float> y(y_ref.size());
+        matmul(w, x.data(), m, y.data(), pool, scratch);
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_NEAR(y[i], y_ref[i], float_tolerance(type, kK)) << tensor_type_name(type) << " m=" << m << " i=" << i;
+        }
+      }
+      // Each kernel on its own, against the layout's reference.
+      std::vector<uint16_t> a16(static_cast<size_t>(m * kK));
+      std::vector<float> a32(a16.size());
+      for (size_t i = 0; i < a16.size(); ++i) {
+        a16[i] = type == TensorType::BF16 ? fp32_to_bf16(x[i]) : fp32_to_fp16(x[i]);
+        a32[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+      }
+      const PackedFloatActs acts{type == TensorType::BF16 ? static_cast<const void*>(a16.data()) : a32.data(), kK};
+      std::vector<float> y_lay(y_ref.size()), y_fast(y_ref.size());
+      for (int64_t g = 0; g < kN / kPackRows; ++g) {
+        const uint8_t* group = packed.data() + g * kPackRows * p.view.row_bytes;
+        packed_float_kernel_ref(type)(group, acts, 0, m, y_lay.data() + g * kPackRows, kN);
+        if (detected_isa() >= Isa::Avx512) {
+          for (int64_t t = 0; t < m; t += kPackTokens) {
+            packed_float_kernel_avx512(type)(group, acts, t, std::min(kPackTokens, m - t),
+                                             y_fast.data() + t * kN + g * kPackRows, kN);
+          }
+          for (size_t i = 0; i < y_lay.size(); ++i) {
+            ASSERT_NEAR(y_fast[i], y_lay[i], 1e-4 * kK / 4) << "avx512 " << tensor_type_name(type) << " i=" << i;
+          }
+        }
+        const PackedFloatKernel amx = packed_float_kernel_amx_impl(type);
+        if (amx != nullptr && amx_available() && m >= kAmxTokens) {
+          const int64_t n_amx = m / kAmxTokens * kAmxTokens;
+          amx(group, acts, 0, n_amx, y_fast.data() + g * kPackRows, kN);
+          for (int64_t i = 0; i < n_amx; ++i) {
+            for (int64_t r = 0; r < kPackRows; ++r) {
+              const size_t at = static_cast<size_t>(i * kN + g * kPackRows + r);
+              ASSERT_NEAR(y_fast[at], y_lay[at], 1e-4 * kK / 4) << "amx t=" << i << " r=" << r;
+            }
+          }
+        }
+      }
+      for (size_t i = 0; i < y_lay.size(); ++i) ASSERT_NEAR(y_lay[i], y_ref[i], float_tolerance(type, kK));
+    }
   }
 }
 

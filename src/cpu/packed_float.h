@@ -1,0 +1,36 @@
+// Products of packed F16/BF16 weights (packed.h: 16 rows interleaved by
+// pairs of columns) with activations, a 16-row group per call.
+//   BF16: activations rounded to bf16 (as the plain path does), pairs
+//         multiplied exactly and summed in f32 (vdpbf16ps; AMX tdpbf16ps for
+//         tiles of 16 tokens).
+//   F16:  activations rounded to f16 and held as f32, products and sums in f32.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/features.h"
+#include "gguf/tensor_type.h"
+
+namespace ferrite::cpu {
+
+// The activations of a float product: [m, k] rows of bf16 (BF16 weights) or
+// of f32 values already rounded to f16 (F16 weights).
+struct PackedFloatActs {
+  const void* data = nullptr;
+  int64_t k = 0;  // row length (elements)
+};
+
+// y[t * y_stride + r] = row r of `group` · activation row t0 + t, t < nt, r < 16.
+// nt <= kPackTokens for the AVX-512 kernels, a multiple of 16 for AMX.
+using PackedFloatKernel = void (*)(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y,
+                                   int64_t y_stride);
+
+PackedFloatKernel packed_float_kernel_ref(TensorType type);
+PackedFloatKernel packed_float_kernel_avx512(TensorType type);
+PackedFloatKernel packed_float_kernel_amx_impl(TensorType type);  // BF16 only
+
+// The fast kernels at the active level (nullptr when absent: the plain rows are used).
+PackedFloatKernel find_packed_float_kernel(TensorType type);
+PackedFloatKernel find_packed_float_kernel_amx(TensorType type);
+
+}  // namespace ferrite::cpu
