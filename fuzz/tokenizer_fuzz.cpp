@@ -2,7 +2,7 @@
 // (with and without special-token parsing), decode and the streaming decoder
 // of every vocabulary named in $FERRITE_FUZZ_VOCABS (colon-separated GGUF
 // paths; default: the llama-spm, llama-bpe, qwen2, gpt-2, bert-bge and phi-3
-// vocabularies of ../shared/vocab). Never a crash; for valid UTF-8 input the
+// vocabularies of ../shared/vocab, or $FERRITE_SHARED/vocab). Never a crash; for valid UTF-8 input the
 // lossless tokenizers (SPM with byte fallback, byte-level BPE) must give the
 // input back, unless it holds U+2581 (SPM reads it as a space) or text equal
 // to a special token.
@@ -32,9 +32,11 @@ std::vector<Loaded>& tokenizers() {
     if (const char* env = std::getenv("FERRITE_FUZZ_VOCABS")) {
       list = env;
     } else {
+      const char* shared = std::getenv("FERRITE_SHARED");  // as the tests: ../shared unless set
+      const std::string dir = shared != nullptr ? shared : "../shared";
       for (const char* n : {"llama-spm", "llama-bpe", "qwen2", "gpt-2", "bert-bge", "phi-3"}) {
         if (!list.empty()) list += ':';
-        list += std::string("../shared/vocab/ggml-vocab-") + n + ".gguf";
+        list += dir + "/vocab/ggml-vocab-" + n + ".gguf";
       }
     }
     size_t start = 0;
