@@ -96,6 +96,33 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
   return sum;
 }
 
+// The 16-row groups of a packed matrix split between threads; per group,
+// tokens in chunks of kTokenTile: AMX tiles of 16 tokens where `amx` is set,
+// the rest in tiles of up to kPackTokens.
+template <typename Acts, typename Kernel>
+void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, ThreadPool& pool, Kernel kernel,
+                       Kernel amx) {
+  const int64_t n_groups = w.n / kPackRows;
+  const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
+  pool.run([&](int ith, int nth) {
+    const Range groups = split_range(n_groups, ith, nth);
+    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
+      const int64_t t1 = std::min(t0 + kTokenTile, m);
+      for (int64_t g = groups.begin; g < groups.end; ++g) {
+        int64_t t = t0;
+        if (amx != nullptr) {
+          const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
+          if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
+          t += n_amx;
+        }
+        for (; t < t1; t += kPackTokens) {
+          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
+        }
+      }
+    }
+  }, m * w.n * w.k);
+}
+
 // Packed weights (packed.h) times activations quantized to Q8_0: the
 // 16-row groups split between threads, tokens in AMX tiles of 16 where the
 // CPU has AMX, the rest in VNNI tiles of up to kPackTokens.
@@ -123,26 +150,8 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   a.q8 = scratch.act.data();
   a.d = scratch.act_d.data();
   a.sum = scratch.act_sum.data();
-  const int64_t n_groups = w.n / kPackRows;
   const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
-  const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
-  pool.run([&](int ith, int nth) {
-    const Range groups = split_range(n_groups, ith, nth);
-    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
-      const int64_t t1 = std::min(t0 + kTokenTile, m);
-      for (int64_t g = groups.begin; g < groups.end; ++g) {
-        int64_t t = t0;
-        if (amx != nullptr) {
-          const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
-          if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
-          t += n_amx;
-        }
-        for (; t < t1; t += kPackTokens) {
-          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
-        }
-      }
-    }
-  }, m * w.n * k);
+  run_packed_groups(w, a, m, y, pool, kernel, amx);
 }
 
 // Packed F16/BF16 weights: activations rounded to the weight's 16-bit type
@@ -170,25 +179,7 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   }
   a.data = scratch.act.data();
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
-  const int64_t n_groups = w.n / kPackRows;
-  const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
-  pool.run([&](int ith, int nth) {
-    const Range groups = split_range(n_groups, ith, nth);
-    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
-      const int64_t t1 = std::min(t0 + kTokenTile, m);
-      for (int64_t g = groups.begin; g < groups.end; ++g) {
-        int64_t t = t0;
-        if (amx != nullptr) {
-          const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
-          if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
-          t += n_amx;
-        }
-        for (; t < t1; t += kPackTokens) {
-          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
-        }
-      }
-    }
-  }, m * w.n * k);
+  run_packed_groups(w, a, m, y, pool, kernel, amx);
 }
 
 }  // namespace
