@@ -19,6 +19,9 @@ namespace ferrite::cpu {
 
 // A 2-D weight matrix: n rows of k elements, each row `row_bytes` long.
 struct MatView {
+  // Rows per interleaved group of a packed matrix (cpu/packed.h).
+  static constexpr int64_t kPackGroupRows = 16;
+
   TensorType type = TensorType::F32;
   const uint8_t* data = nullptr;
   int64_t k = 0;
@@ -32,8 +35,7 @@ struct MatView {
   // Rows [first, first + count) as a matrix of their own (packed too when
   // the range starts and ends on group boundaries of 16 rows).
   MatView rows(int64_t first, int64_t count) const {
-    constexpr int64_t kGroup = 16;  // == kPackRows
-    const bool whole_groups = first % kGroup == 0 && count % kGroup == 0;
+    const bool whole_groups = first % kPackGroupRows == 0 && count % kPackGroupRows == 0;
     return {type, row(first), k, count, row_bytes,
             packed != nullptr && whole_groups ? packed + static_cast<uint64_t>(first) * row_bytes : nullptr};
   }

@@ -24,7 +24,7 @@
 namespace ferrite::cpu {
 
 // Rows per interleaved group.
-constexpr int64_t kPackRows = 16;
+constexpr int64_t kPackRows = MatView::kPackGroupRows;
 
 // True when matrices of `type` have a packed layout and `w`'s shape fits it
 // (rows a multiple of kPackRows, row length a multiple of 32).

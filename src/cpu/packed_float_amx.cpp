@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "cpu/amx_tiles.h"
 #include "cpu/packed.h"
 #include "cpu/packed_float.h"
 #include "cpu/packed_matmul.h"
@@ -15,22 +16,14 @@
 namespace ferrite::cpu {
 namespace {
 
-constexpr int kTileBytes = 64;
+constexpr int kTileBytes = kAmxTileBytes;
 constexpr int64_t kChunk = 32;                       // columns per tile product
 constexpr int64_t kChunkBytes = kChunk / 2 * kTileBytes;  // 16 pair lines
 constexpr int64_t kTokenTiles = 4;                   // C tiles 0-3
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-TileConfig make_config() {
-  TileConfig c;
-  for (int i = 0; i < 8; ++i) {  // C0-3: 16 tokens x 16 f32; 4: B; 5-7: A (16 tokens x 32 bf16)
+AmxTileConfig make_config() {
+  AmxTileConfig c;
+  for (int i = 0; i < kAmxTileCount; ++i) {  // C0-3: 16 tokens x 16 f32; 4: B; 5/6: A (16 tokens x 32 bf16)
     c.rows[i] = kAmxTokens;
     c.colsb[i] = kTileBytes;
   }
@@ -39,7 +32,7 @@ TileConfig make_config() {
 
 // Tiles (literal numbers): 0-3 C of token tiles 0-3, 4 B, 5/6 A.
 void bf16_amx(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static const TileConfig config = make_config();
+  static const AmxTileConfig config = make_config();
   _tile_loadconfig(&config);
   const auto* act = static_cast<const uint16_t*>(a.data);
   const long a_stride = static_cast<long>(a.k * 2);

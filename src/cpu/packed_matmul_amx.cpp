@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 
+#include "cpu/amx_tiles.h"
 #include "cpu/packed.h"
 #include "cpu/packed_matmul.h"
 #include "quant/blocks.h"
@@ -28,7 +29,7 @@ using quant::kQK;
 
 constexpr int64_t kScaleBytes = kPackRows * 2;
 constexpr int64_t kActQsOffset = 2;  // BlockQ8_0: f16 d, then 32 int8
-constexpr int kTileBytes = 64;       // bytes per tile row
+constexpr int kTileBytes = kAmxTileBytes;
 constexpr int kQuads = kQK / 4;      // rows of B: groups of 4 values
 // Tiles (the intrinsics take literal numbers): 0-3 hold the products of
 // four blocks in flight (one accumulator tile would chain every block on the
@@ -36,17 +37,8 @@ constexpr int kQuads = kQK / 4;      // rows of B: groups of 4 values
 constexpr int kCTiles = 4;
 constexpr int kTileA0 = 4, kTileB0 = 5, kTileA1 = 6, kTileB1 = 7;
 
-// The tile shapes of ldtilecfg's 64-byte operand (palette 1).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-TileConfig make_config() {
-  TileConfig c;
+AmxTileConfig make_config() {
+  AmxTileConfig c;
   for (int i = 0; i < kCTiles; ++i) {
     c.rows[i] = kAmxTokens;
     c.colsb[i] = kTileBytes;  // 16 int32: one per weight row
@@ -88,7 +80,7 @@ void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt
   constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * (kQ4 ? kQK / 2 : kQK);
   constexpr int32_t kOffset = kQ4 ? 8 : 128;
   constexpr int64_t kBTile = kQuads * kTileBytes;
-  static const TileConfig config = make_config();
+  static const AmxTileConfig config = make_config();
   _tile_loadconfig(&config);
 
   // B tiles of every block: [n_blocks][8 quads][16 rows x 4 bytes].

@@ -14,6 +14,7 @@
 #include "cpu/matmul.h"
 #include "cpu/packed_float.h"
 #include "cpu/packed_matmul.h"
+#include "model/weights.h"
 
 namespace ferrite::model {
 namespace {
@@ -39,9 +40,7 @@ bool repack_enabled() {
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
-cpu::MatView view_of(const gguf::TensorInfo& t) {
-  return cpu::MatView{t.type, t.data, t.ne[0], t.ne[1] * t.ne[2] * t.ne[3], t.row_bytes()};
-}
+cpu::MatView view_of(const gguf::TensorInfo& t) { return Tensor{&t}.mat(); }
 
 // Hands the whole pages inside [p, p + n) of a read-only file mapping back
 // to the kernel; a later read faults them in again from the file.
