@@ -26,13 +26,14 @@ constexpr unsigned kMaxPackThreads = 8;
 std::mutex g_mutex;
 std::unordered_map<const gguf::TensorInfo*, const uint8_t*> g_packed;
 
-// F16/BF16 products over the packed layout sum in another order than the
-// plain tiles, which follow llama.cpp's order (the golden logits of the F16
-// and BF16 models move by ~3e-4, over their 1e-4 tolerance); until that
-// order is reproduced they are packed only on request.
+// set_float_repack's override: -1 none (environment), 0 off, 1 on.
+std::atomic<int> g_float_override{-1};
+
 bool repack_float_enabled() {
+  const int forced = g_float_override.load();
+  if (forced >= 0) return forced == 1;
   const char* env = std::getenv("FERRITE_REPACK_FLOAT");
-  return env != nullptr && std::strcmp(env, "1") == 0;
+  return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
 bool repack_enabled() {
@@ -102,6 +103,8 @@ const uint8_t* PackedWeights::find(const gguf::TensorInfo* t) const {
   const auto it = copies_.find(t);
   return it == copies_.end() ? nullptr : it->second.data();
 }
+
+void set_float_repack(std::optional<bool> on) { g_float_override.store(on.has_value() ? (*on ? 1 : 0) : -1); }
 
 const uint8_t* find_packed(const gguf::TensorInfo* t) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -1,5 +1,5 @@
 // Weights repacked at load for the CPU's products (cpu/packed.h): every
-// Q4_0/Q8_0 (and on request F16/BF16) matrix whose rows come in groups of 16 is copied once into the
+// Q4_0/Q8_0/F16/BF16 matrix whose rows come in groups of 16 is copied once into the
 // interleaved layout, and the plain pages of the mapping are handed back to
 // the kernel (they are re-read from the file only if something touches them:
 // an embedding row lookup, an upload to a GPU). Resident memory stays the
@@ -8,11 +8,12 @@
 // WeightBinder finds a tensor's packed copy with find_packed() while an
 // architecture binds its weights; the copies live as long as the Model.
 // FERRITE_REPACK=0 in the environment turns repacking off;
-// FERRITE_REPACK_FLOAT=1 packs F16/BF16 matrices too (see packed_weights.cpp).
+// FERRITE_REPACK_FLOAT=0 keeps F16/BF16 matrices plain (see set_float_repack).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +44,16 @@ class PackedWeights {
   std::unordered_map<const gguf::TensorInfo*, cpu::PackedBuffer> copies_;
   uint64_t bytes_ = 0;
 };
+
+// F16/BF16 matrices are repacked by default: their packed products sum in
+// f32 in another order than the plain tiles, which reproduce llama.cpp's
+// (tinyBLAS) order bit for bit. The difference is f32 rounding, which the
+// f16 roundings of the KV cache and of the activations turn into last-bit
+// flips of f16 values: logits move by ~3e-4 of their scale. Off
+// (FERRITE_REPACK_FLOAT=0, or set_float_repack(false)), products keep
+// llama.cpp's order (the golden tests check both). Applies to later loads;
+// nullopt returns to the environment's choice.
+void set_float_repack(std::optional<bool> on);
 
 // The packed copy of t held by a live PackedWeights, or nullptr.
 const uint8_t* find_packed(const gguf::TensorInfo* t);
