@@ -1,12 +1,14 @@
 // AMX (Advanced Matrix Extensions) kernels for packed weights: 16 tokens x
 // 16 rows per tile product. Per block of 32 values:
 //   A = the 16 tokens' int8 activations  [16 tokens, 32 bytes]  (rows of the Q8_0 blocks, in place)
-//   B = the 16 rows' unsigned weights     [8 quads, 16 rows x 4 bytes]  (the packed layout itself
-//       for Q8_0; Q4_0 nibbles unpacked to bytes into a 512-byte buffer)
-//   C = A . B with tdpbsud (signed x unsigned, int32)  [16 tokens, 16 rows]
-// then the same finish as the VNNI kernel: minus offset * sum(a), times
-// d_w * d_a, one FMA per token into 16 f32 accumulators. The integer sums
-// are exact and the float steps the same, so results equal the reference's.
+//   B = the 16 rows' signed weights       [8 quads, 16 rows x 4 bytes]  (unpacked once per call
+//       into a buffer: Q4_0 nibbles minus 8, Q8_0's stored bytes minus 128)
+//   C = A . B with tdpbssd (signed x signed, int32)  [16 tokens, 16 rows]
+// then times d_w * d_a, one FMA per token into 16 f32 accumulators. The
+// VNNI kernel and the reference subtract offset * sum(a) from unsigned sums
+// instead: the same integers, so the same floats, and results equal the
+// reference's bit for bit (with one vector op less per token and block in
+// the finish, which is what bounds this kernel).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -78,29 +80,34 @@ template <TensorType kType>
 void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
   constexpr bool kQ4 = kType == TensorType::Q4_0;
   constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * (kQ4 ? kQK / 2 : kQK);
-  constexpr int32_t kOffset = kQ4 ? 8 : 128;
+  constexpr int8_t kOffset = kQ4 ? 8 : static_cast<int8_t>(-128);  // subtracted modulo 256 for Q8_0
   constexpr int64_t kBTile = kQuads * kTileBytes;
   static const AmxTileConfig config = make_config();
   _tile_loadconfig(&config);
 
-  // B tiles of every block: [n_blocks][8 quads][16 rows x 4 bytes].
-  const uint8_t* b_tiles = group + kScaleBytes;
-  int64_t b_stride = kGroupBlock;
-  if constexpr (kQ4) {
-    uint8_t* buf = b_buffer(a.n_blocks);
+  // B tiles of every block, signed: [n_blocks][8 quads][16 rows x 4 bytes].
+  uint8_t* b_tiles = b_buffer(a.n_blocks);
+  constexpr int64_t b_stride = kBTile;
+  {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i off = _mm512_set1_epi8(kOffset);
     for (int64_t b = 0; b < a.n_blocks; ++b) {
       const uint8_t* wq = group + b * kGroupBlock + kScaleBytes;
-      uint8_t* dst = buf + b * kBTile;
-      // Quad j of the low nibbles is B row j, of the high nibbles row 4 + j.
-      for (int j = 0; j < kQuads / 2; ++j) {
-        const __m512i v = _mm512_loadu_si512(wq + kTileBytes * j);
-        _mm512_store_si512(dst + kTileBytes * j, _mm512_and_si512(v, m4));
-        _mm512_store_si512(dst + kTileBytes * (kQuads / 2 + j), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      uint8_t* dst = b_tiles + b * kBTile;
+      if constexpr (kQ4) {
+        // Quad j of the low nibbles is B row j, of the high nibbles row 4 + j.
+        for (int j = 0; j < kQuads / 2; ++j) {
+          const __m512i v = _mm512_loadu_si512(wq + kTileBytes * j);
+          _mm512_store_si512(dst + kTileBytes * j, _mm512_sub_epi8(_mm512_and_si512(v, m4), off));
+          _mm512_store_si512(dst + kTileBytes * (kQuads / 2 + j),
+                             _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), off));
+        }
+      } else {
+        for (int j = 0; j < kQuads; ++j) {
+          _mm512_store_si512(dst + kTileBytes * j, _mm512_sub_epi8(_mm512_loadu_si512(wq + kTileBytes * j), off));
+        }
       }
     }
-    b_tiles = buf;
-    b_stride = kBTile;
   }
 
   alignas(64) int32_t c[kBlockChunk][kAmxTokens][kPackRows];
@@ -109,7 +116,6 @@ void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt
     for (auto& v : acc) v = _mm512_setzero_ps();
     const uint8_t* act = a.q8 + tt * a.row_bytes + kActQsOffset;
     const float* ad = a.d + tt * a.n_blocks;
-    const int32_t* as = a.sum + tt * a.n_blocks;
     for (int64_t b0 = 0; b0 < a.n_blocks; b0 += kBlockChunk) {
       const int64_t nb = std::min(kBlockChunk, a.n_blocks - b0);
       const long arb = static_cast<long>(a.row_bytes);
@@ -124,16 +130,16 @@ void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt
         _tile_zero(3);
         _tile_loadd(4, ab + i * kA, arb);
         _tile_loadd(5, bb + i * b_stride, kTileBytes);
-        _tile_dpbsud(0, 4, 5);
+        _tile_dpbssd(0, 4, 5);
         _tile_loadd(6, ab + (i + 1) * kA, arb);
         _tile_loadd(7, bb + (i + 1) * b_stride, kTileBytes);
-        _tile_dpbsud(1, 6, 7);
+        _tile_dpbssd(1, 6, 7);
         _tile_loadd(4, ab + (i + 2) * kA, arb);
         _tile_loadd(5, bb + (i + 2) * b_stride, kTileBytes);
-        _tile_dpbsud(2, 4, 5);
+        _tile_dpbssd(2, 4, 5);
         _tile_loadd(6, ab + (i + 3) * kA, arb);
         _tile_loadd(7, bb + (i + 3) * b_stride, kTileBytes);
-        _tile_dpbsud(3, 6, 7);
+        _tile_dpbssd(3, 6, 7);
         _tile_stored(0, c[i], kTileBytes);
         _tile_stored(1, c[i + 1], kTileBytes);
         _tile_stored(2, c[i + 2], kTileBytes);
@@ -143,7 +149,7 @@ void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt
         _tile_zero(0);
         _tile_loadd(4, ab + i * static_cast<int64_t>(sizeof(BlockQ8_0)), arb);
         _tile_loadd(5, bb + i * b_stride, kTileBytes);
-        _tile_dpbsud(0, 4, 5);
+        _tile_dpbssd(0, 4, 5);
         _tile_stored(0, c[i], kTileBytes);
       }
       for (int64_t i = 0; i < nb; ++i) {
@@ -151,10 +157,8 @@ void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt
         const __m512 dw =
             _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * kGroupBlock)));
         for (int t = 0; t < kAmxTokens; ++t) {
-          const __m512i s =
-              _mm512_sub_epi32(_mm512_load_si512(c[i][t]), _mm512_set1_epi32(kOffset * as[t * a.n_blocks + b]));
           const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(ad[t * a.n_blocks + b]));
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[t]);
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[i][t])), scale, acc[t]);
         }
       }
     }
