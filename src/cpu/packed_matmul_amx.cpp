@@ -56,10 +56,10 @@ AmxTileConfig make_config() {
   return c;
 }
 
-// Blocks whose products are computed before their finish: the finish reads
-// tile results stored a while earlier (a tile store followed at once by
-// vector loads of it stalls), and the C buffer stays in L1.
-constexpr int64_t kBlockChunk = 16;
+// The tile products of kCTiles blocks are stored to one half of a double
+// buffer while the vector unit finishes the previous kCTiles blocks from the
+// other half: the finish (the bound) overlaps the tile unit's latency.
+constexpr int kHalves = 2;
 
 // The weights of one group as B tiles, block after block (Q4_0: unpacked to
 // bytes once per call and reused by every token tile).
@@ -110,57 +110,60 @@ void amx_group(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt
     }
   }
 
-  alignas(64) int32_t c[kBlockChunk][kAmxTokens][kPackRows];
+  alignas(64) int32_t c[kHalves][kCTiles][kAmxTokens][kPackRows];
+  const long arb = static_cast<long>(a.row_bytes);
+  constexpr int64_t kA = sizeof(BlockQ8_0);
   for (int64_t tt = t0; tt < t0 + nt; tt += kAmxTokens) {
     __m512 acc[kAmxTokens];
     for (auto& v : acc) v = _mm512_setzero_ps();
     const uint8_t* act = a.q8 + tt * a.row_bytes + kActQsOffset;
     const float* ad = a.d + tt * a.n_blocks;
-    for (int64_t b0 = 0; b0 < a.n_blocks; b0 += kBlockChunk) {
-      const int64_t nb = std::min(kBlockChunk, a.n_blocks - b0);
-      const long arb = static_cast<long>(a.row_bytes);
-      const uint8_t* ab = act + b0 * static_cast<int64_t>(sizeof(BlockQ8_0));
-      const uint8_t* bb = b_tiles + b0 * b_stride;
-      int64_t i = 0;
-      for (; i + kCTiles <= nb; i += kCTiles) {
-        constexpr int64_t kA = sizeof(BlockQ8_0);
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        _tile_loadd(4, ab + i * kA, arb);
-        _tile_loadd(5, bb + i * b_stride, kTileBytes);
-        _tile_dpbssd(0, 4, 5);
-        _tile_loadd(6, ab + (i + 1) * kA, arb);
-        _tile_loadd(7, bb + (i + 1) * b_stride, kTileBytes);
-        _tile_dpbssd(1, 6, 7);
-        _tile_loadd(4, ab + (i + 2) * kA, arb);
-        _tile_loadd(5, bb + (i + 2) * b_stride, kTileBytes);
-        _tile_dpbssd(2, 4, 5);
-        _tile_loadd(6, ab + (i + 3) * kA, arb);
-        _tile_loadd(7, bb + (i + 3) * b_stride, kTileBytes);
-        _tile_dpbssd(3, 6, 7);
-        _tile_stored(0, c[i], kTileBytes);
-        _tile_stored(1, c[i + 1], kTileBytes);
-        _tile_stored(2, c[i + 2], kTileBytes);
-        _tile_stored(3, c[i + 3], kTileBytes);
-      }
-      for (; i < nb; ++i) {
-        _tile_zero(0);
-        _tile_loadd(4, ab + i * static_cast<int64_t>(sizeof(BlockQ8_0)), arb);
-        _tile_loadd(5, bb + i * b_stride, kTileBytes);
-        _tile_dpbssd(0, 4, 5);
-        _tile_stored(0, c[i], kTileBytes);
-      }
-      for (int64_t i = 0; i < nb; ++i) {
-        const int64_t b = b0 + i;
+    // Adds the products of blocks [b, b + n) stored in c[half] to acc.
+    auto finish = [&](int half, int64_t b, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
         const __m512 dw =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * kGroupBlock)));
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + (b + i) * kGroupBlock)));
         for (int t = 0; t < kAmxTokens; ++t) {
-          const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(ad[t * a.n_blocks + b]));
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[i][t])), scale, acc[t]);
+          const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(ad[t * a.n_blocks + b + i]));
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[half][i][t])), scale, acc[t]);
         }
       }
+    };
+    const int64_t n_full = a.n_blocks / kCTiles * kCTiles;
+    int half = 0;
+    for (int64_t b = 0; b < n_full; b += kCTiles, half ^= 1) {
+      const uint8_t* ab = act + b * kA;
+      const uint8_t* bb = b_tiles + b * b_stride;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      _tile_loadd(4, ab, arb);
+      _tile_loadd(5, bb, kTileBytes);
+      _tile_dpbssd(0, 4, 5);
+      _tile_loadd(6, ab + kA, arb);
+      _tile_loadd(7, bb + b_stride, kTileBytes);
+      _tile_dpbssd(1, 6, 7);
+      _tile_loadd(4, ab + 2 * kA, arb);
+      _tile_loadd(5, bb + 2 * b_stride, kTileBytes);
+      _tile_dpbssd(2, 4, 5);
+      _tile_loadd(6, ab + 3 * kA, arb);
+      _tile_loadd(7, bb + 3 * b_stride, kTileBytes);
+      _tile_dpbssd(3, 6, 7);
+      if (b > 0) finish(half ^ 1, b - kCTiles, kCTiles);
+      _tile_stored(0, c[half][0], kTileBytes);
+      _tile_stored(1, c[half][1], kTileBytes);
+      _tile_stored(2, c[half][2], kTileBytes);
+      _tile_stored(3, c[half][3], kTileBytes);
+    }
+    if (n_full > 0) finish(half ^ 1, n_full - kCTiles, kCTiles);
+    for (int64_t b = n_full; b < a.n_blocks; ++b) {
+      _tile_zero(0);
+      _tile_loadd(4, act + b * kA, arb);
+      _tile_loadd(5, b_tiles + b * b_stride, kTileBytes);
+      _tile_dpbssd(0, 4, 5);
+      _tile_stored(0, c[0][0], kTileBytes);
+      finish(0, b, 1);
     }
     for (int t = 0; t < kAmxTokens; ++t) _mm512_storeu_ps(y + (tt - t0 + t) * ys, acc[t]);
   }
