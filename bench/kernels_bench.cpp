@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
                  "matmul: time fewer rows of W (shown in the shape) when a call would take longer");
   app.add_option("--cold-mib", opt.cold_mib, "Operand copies cycled per op, MiB (default: 2 x last-level cache)");
   app.add_flag("--no-repack", [&opt](int64_t) { opt.repack = false; },
-               "matmul: plain rows (the runtime repacks Q4_0/Q8_0 at load; FERRITE_REPACK=0)");
+               "matmul: plain rows (the runtime repacks Q4_0/Q8_0/F16/BF16 at load; FERRITE_REPACK=0)");
   app.add_flag("--hot", opt.hot, "One copy of the operands (cache-resident after the first call)");
   app.add_option("--probe-mib", opt.probe_mib, "Bandwidth probe buffer, MiB (default: 8 x LLC, >= 256)");
   app.add_option("-o,--output", opt.output, "Output format: md or csv");

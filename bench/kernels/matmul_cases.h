@@ -17,6 +17,7 @@
 #include "cpu/features.h"
 #include "cpu/matmul.h"
 #include "cpu/packed.h"
+#include "cpu/packed_float.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "gguf/tensor_type.h"
@@ -68,16 +69,22 @@ inline cpu::PeakKind matmul_peak_kind(TensorType t) {
 }
 
 // Whether the runtime repacks weights of this shape at load (model/packed_weights.cpp's test).
+inline bool float_type(TensorType t) { return t == TensorType::F16 || t == TensorType::BF16; }
 inline bool repacked(const cpu::MatView& w) {
-  return cpu::packable(w) && cpu::find_packed_kernel(w.type, cpu::active_isa()) != nullptr;
+  if (!cpu::packable(w)) return false;
+  if (float_type(w.type)) return cpu::find_packed_float_kernel(w.type) != nullptr;
+  return cpu::find_packed_kernel(w.type, cpu::active_isa()) != nullptr;
 }
 // Whether a product of m tokens with repacked weights runs on AMX tiles (matmul.cpp's test).
 inline bool amx_product(TensorType t, int64_t m) {
-  return m >= cpu::kAmxTokens && cpu::find_packed_kernel_amx(t) != nullptr;
+  if (m < cpu::kAmxTokens) return false;
+  return float_type(t) ? cpu::find_packed_float_kernel_amx(t) != nullptr : cpu::find_packed_kernel_amx(t) != nullptr;
 }
 // AMX int8 throughput per core, as Intel documents it: one 16x16x64 tdpbusd
 // (16384 multiply-adds) per 16 cycles. hw_limits does not measure it.
 constexpr double kAmxInt8OpsPerCycle = 2.0 * 16 * 16 * 64 / 16;
+// AMX bf16: one 16x16x32 tdpbf16ps per 16 cycles.
+constexpr double kAmxBf16OpsPerCycle = kAmxInt8OpsPerCycle / 2;
 
 inline std::string matmul_kernel(TensorType t) {
   const std::string kind = cpu::peak_kind_name(matmul_peak_kind(t));
@@ -176,7 +183,8 @@ inline void run_matmul(Lab& lab) {
       r.type = name;
       r.shape = matmul_shape(m, n, o.k);
       const bool amx = pack && amx_product(type, m);
-      r.kernel = !pack ? matmul_kernel(type) : amx ? "packed amx-int8" : "packed " + matmul_kernel(type);
+      const char* amx_kind = float_type(type) ? "amx-bf16" : "amx-int8";
+      r.kernel = !pack ? matmul_kernel(type) : amx ? std::string("packed ") + amx_kind : "packed " + matmul_kernel(type);
       r.threads = lab.pool().size();
       r.time = time_calls(call, lab.plan());
       r.bytes = static_cast<double>(row_bytes * static_cast<uint64_t>(n)) +
@@ -184,7 +192,7 @@ inline void run_matmul(Lab& lab) {
       r.ops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(o.k);
       if (amx) {
         const cpu::HwLimits& h = lab.limits(r.threads);
-        lab.emit(r, r.threads * h.clock_hz * kAmxInt8OpsPerCycle, "amx-int8");
+        lab.emit(r, r.threads * h.clock_hz * (float_type(type) ? kAmxBf16OpsPerCycle : kAmxInt8OpsPerCycle), amx_kind);
       } else {
         lab.emit(r, matmul_peak_kind(type));
       }
