@@ -3,12 +3,14 @@
 // (tests/model/golden_quant_test.cpp, golden_f32_test.cpp): whole prompts in
 // one pass (prefill kernels) and one token per pass (decode kernels).
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "device_util.h"
 #include "model/golden.h"
+#include "model/packed_weights.h"
 #include "runtime/context.h"
 #include "runtime/offload.h"
 
@@ -55,6 +57,12 @@ void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayer
   FERRITE_SHARED_FILE(model_path, c.model);
   FERRITE_SHARED_FILE(golden_path, c.golden);
   const test::Golden g = test::load_golden(golden_path);
+  // The CPU layers of a partial offload keep llama.cpp's F16 order too in
+  // exact mode (model/packed_weights.h: repacked F16 products sum otherwise).
+  struct FloatOrder {
+    explicit FloatOrder(bool exact) { model::set_float_repack(exact ? std::optional<bool>(false) : std::nullopt); }
+    ~FloatOrder() { model::set_float_repack(std::nullopt); }
+  } const order(exact);
   auto model = model::Model::load(model_path.string());
   runtime::ContextParams cp;
   cp.n_ctx = 1024;
