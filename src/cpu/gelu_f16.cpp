@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/fp16.h"
+#include "cpu/features.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -14,6 +15,7 @@ namespace {
 constexpr float kLowCut = -10.0f;
 constexpr float kHighCut = 10.0f;
 constexpr size_t kTableSize = size_t{1} << 16;
+constexpr size_t kTablePadding = 1;  // for 32-bit gathers (gelu_f16.h)
 
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 constexpr float kGeluCoef = 0.044715f;
@@ -26,9 +28,10 @@ float gelu_fma(float x) {
 }
 
 // f16 bits -> f16 bits of gelu, built once (128 KiB).
-const std::array<uint16_t, kTableSize>& table() {
-  static const std::unique_ptr<std::array<uint16_t, kTableSize>> t = [] {
-    auto a = std::make_unique<std::array<uint16_t, kTableSize>>();
+const std::array<uint16_t, kTableSize + kTablePadding>& table() {
+  static const std::unique_ptr<std::array<uint16_t, kTableSize + kTablePadding>> t = [] {
+    auto a = std::make_unique<std::array<uint16_t, kTableSize + kTablePadding>>();
+    a->back() = 0;
     for (size_t i = 0; i < kTableSize; ++i) {
       (*a)[i] = fp32_to_fp16(gelu_fma(fp16_to_fp32(static_cast<uint16_t>(i))));
     }
@@ -45,11 +48,15 @@ float gelu_f16(float x) {
   return fp16_to_fp32(table()[fp32_to_fp16(x)]);
 }
 
+const uint16_t* gelu_f16_table() { return table().data(); }
+
 void gelu_f16_inplace(float* x, int64_t n) {
+  if (active_isa() >= Isa::Avx512) return geglu_f16_avx512(gelu_f16_table(), x, nullptr, n, x);
   for (int64_t i = 0; i < n; ++i) x[i] = gelu_f16(x[i]);
 }
 
 void geglu_f16(const float* gate, const float* up, int64_t n, float* y) {
+  if (active_isa() >= Isa::Avx512) return geglu_f16_avx512(gelu_f16_table(), gate, up, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = gelu_f16(gate[i]) * up[i];
 }
 

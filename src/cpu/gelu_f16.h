@@ -17,4 +17,12 @@ void gelu_f16_inplace(float* x, int64_t n);
 // y[i] = gelu_f16(gate[i]) * up[i]; y may alias either.
 void geglu_f16(const float* gate, const float* up, int64_t n, float* y);
 
+// The table: f16 bits of x -> f16 bits of gelu(x), for every f16 x, plus
+// one padding entry (a 32-bit gather at the last index stays inside).
+const uint16_t* gelu_f16_table();
+
+// AVX-512 versions (gelu_f16_avx512.cpp), bit for bit the scalar ones:
+// y[i] = gelu_f16(x[i]) * up[i], or gelu_f16(x[i]) when up is nullptr.
+void geglu_f16_avx512(const uint16_t* table, const float* x, const float* up, int64_t n, float* y);
+
 }  // namespace ferrite::cpu

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <vector>
 
 #include "core/fp16.h"
+#include "cpu/features.h"
 #include "cpu/gelu_f16.h"
 
 namespace ferrite {
@@ -49,6 +52,42 @@ TEST(GeluF16, GegluMultipliesByUp) {
   float x[6] = {-11.0f, -1.5f, 0.0f, 0.7f, 3.0f, 12.0f};
   cpu::gelu_f16_inplace(x, 6);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(x[i], cpu::gelu_f16(gate[i]));
+}
+
+
+// The AVX-512 kernel against the scalar lookup, bit for bit: every f16 value
+// (each table entry), random values around the cuts and in the f16 subnormal
+// range, lengths that leave a scalar tail, and in-place use.
+TEST(GeluF16, Avx512EqualsScalarBitForBit) {
+  if (cpu::detected_isa() < cpu::Isa::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::vector<float> x;
+  for (uint32_t h = 0; h < (1u << 16); ++h) x.push_back(fp16_to_fp32(static_cast<uint16_t>(h)));
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f), tiny(-1e-6f, 1e-6f);
+  for (int i = 0; i < 20000; ++i) x.push_back(wide(rng));
+  for (int i = 0; i < 5000; ++i) x.push_back(tiny(rng));
+  for (float v : {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), 65520.0f, -65520.0f,
+                  1e30f, -1e30f, INFINITY, -INFINITY})
+    x.push_back(v);
+  x.push_back(7.0f);  // 90,547 values in all: a scalar tail of 3 after the 16-wide steps
+  std::vector<float> up(x.size());
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (float& v : up) v = u(rng);
+  const uint16_t* table = cpu::gelu_f16_table();
+  const auto same_bits = [](float a, float b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  };
+  std::vector<float> y(x.size());
+  cpu::geglu_f16_avx512(table, x.data(), up.data(), static_cast<int64_t>(x.size()), y.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_TRUE(same_bits(y[i], cpu::gelu_f16(x[i]) * up[i])) << "x = " << x[i] << " i = " << i;
+  }
+  std::vector<float> in_place = x;
+  cpu::geglu_f16_avx512(table, in_place.data(), nullptr, static_cast<int64_t>(x.size()), in_place.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_TRUE(same_bits(in_place[i], cpu::gelu_f16(x[i]))) << "x = " << x[i] << " i = " << i;
+  }
 }
 
 }  // namespace
