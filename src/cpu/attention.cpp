@@ -6,6 +6,8 @@
 
 #include "core/fp16.h"
 #include "cpu/activations.h"
+#include "cpu/attention_avx512.h"
+#include "cpu/features.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
@@ -50,6 +52,11 @@ TokenRange token_range(const AttentionArgs& a, int64_t t) {
 }
 
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
+  if (active_isa() == Isa::Avx512 && attention_avx512_applies(a)) return attention_avx512(a, pool, scratch);
+  attention_generic(a, pool, scratch);
+}
+
+void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
   const size_t n_threads = static_cast<size_t>(pool.size());
   if (scratch.scores.size() < n_threads) {
     scratch.scores.resize(n_threads);

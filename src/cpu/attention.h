@@ -52,9 +52,17 @@ struct AttentionScratch {
   std::vector<std::vector<float>> scores;   // per thread [n_kv]
   std::vector<std::vector<uint16_t>> q16;   // per thread [head_dim]
   std::vector<std::vector<uint16_t>> p16;   // per thread [n_kv]
+  // The AVX-512 kernel (attention_avx512.h): per thread q, K tile, scores.
+  std::vector<std::vector<float>> block;
+  std::vector<std::vector<int32_t>> live;   // per thread: query indices
+  std::vector<int64_t> token_blocks;        // first token of each block, then n_tokens
 };
 
+// Dispatches to the AVX-512 kernel when active and applicable (same bits).
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);
+
+// One dot_f16 per (token, head, cell) and per output element: the generic path.
+void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);
 
 // Single-threaded plain reference (same operand rounding, double sums).
 void attention_ref(const AttentionArgs& a);
