@@ -201,7 +201,10 @@ void pv_queries(int qb, const float* const* p, const uint16_t* vt, int64_t vs, i
 // Largest query count per P.V call: 4 with one accumulator, 2 with four.
 constexpr int kPvQueries1 = 4;
 constexpr int kPvQueries4 = 2;
-constexpr int kPvDims = 4;  // head_dim % 16 == 0, so a multiple of this
+// d values per P.V call (head_dim % 16 == 0 is a multiple of both): the
+// accumulators, NA * queries * dims, stay at 16 registers.
+constexpr int kPvDims1 = 4;
+constexpr int kPvDims4 = 2;
 
 struct Block {
   int64_t t0 = 0, n_tok = 0, g = 0;
@@ -331,20 +334,21 @@ class Worker {
         }
       }
       if (c_hi <= c_lo) c_lo = c_hi = 0;
-      for (int64_t d = 0; d < hd_; d += kPvDims) {
-        float res[kPvQueries1][kPvDims];
+      const int64_t step = one_acc ? kPvDims1 : kPvDims4;
+      for (int64_t d = 0; d < hd_; d += step) {
+        float res[kPvQueries1][kPvDims1];
         float* outs[kPvQueries1];
         for (int j = 0; j < qb; ++j) outs[j] = res[j];
         const uint16_t* vt = a_.vt + (b.g * hd_ + d) * a_.vt_stride + r.begin;
         if (one_acc) {
-          pv_queries<1, kPvDims>(qb, ps, vt, a_.vt_stride, r.len, c_lo, c_hi, outs);
+          pv_queries<1, kPvDims1>(qb, ps, vt, a_.vt_stride, r.len, c_lo, c_hi, outs);
         } else {
-          pv_queries<4, kPvDims>(qb, ps, vt, a_.vt_stride, r.len, c_lo, c_hi, outs);
+          pv_queries<4, kPvDims4>(qb, ps, vt, a_.vt_stride, r.len, c_lo, c_hi, outs);
         }
         for (int j = 0; j < qb; ++j) {
           const int64_t qi = q0 + j;
           float* dst = a_.out + ((b.t0 + qi / group_) * a_.n_head + b.g * group_ + qi % group_) * hd_ + d;
-          for (int e = 0; e < kPvDims; ++e) dst[e] = res[j][e];
+          for (int64_t e = 0; e < step; ++e) dst[e] = res[j][e];
         }
       }
     }
