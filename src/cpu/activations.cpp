@@ -50,7 +50,11 @@ void gelu_inplace(float* x, int64_t n) {
 
 void softmax_inplace(float* x, int64_t n) {
   float max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  // A comparison, not std::fmax (a libm call per element at baseline x86-64);
+  // the same maximum: NaN compares false and is skipped as fmax skips it.
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] > max) max = x[i];
+  }
   if (max == -std::numeric_limits<float>::infinity()) {
     for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
     return;
