@@ -85,6 +85,19 @@ void transpose_k_tile(const uint16_t* k, int64_t stride, int64_t n, int64_t head
   }
 }
 
+// The K rows of a later tile: 16 strided rows, which the hardware
+// prefetchers follow poorly (decode is bound by these loads otherwise).
+constexpr int64_t kPrefetchTiles = 2;
+constexpr int64_t kCacheLineHalves = 32;  // f16 values per 64-byte line
+
+void prefetch_k_tile(const uint16_t* k, int64_t stride, int64_t n, int64_t head_dim) {
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t d = 0; d < head_dim; d += kCacheLineHalves) {
+      _mm_prefetch(reinterpret_cast<const char*>(k + c * stride + d), _MM_HINT_T0);
+    }
+  }
+}
+
 // Scores of QB queries for one tile: A_l = sum_i q[16i + l] * kt[16i + l]
 // (fused, in i order), combined by the reduce_add tree.
 template <int QB>
@@ -131,6 +144,10 @@ void tile_scores_any(int qb, const float* kt, const float* const* q, int64_t hea
   }
 }
 
+// Distance ahead along each V^T row that P.V prefetches (cells): several
+// rows stream at once, which the hardware prefetchers follow poorly.
+constexpr int64_t kPrefetchCells = 512;
+
 // out[j][d] for QB queries and DB consecutive d of V^T (rows at vt, stride
 // vs), over the cells [16 * c_lo, 16 * c_hi) of [0, len), in dot_f16's order.
 // NA = 1: len % 16 == 0, one accumulator. NA = 4: four over the blocks of 64
@@ -153,6 +170,7 @@ void pv_block(const float* const* p, const uint16_t* vt, int64_t vs, int64_t len
       __m512 pv[QB];
       for (int j = 0; j < QB; ++j) pv[j] = _mm512_loadu_ps(p[j] + i);
       for (int e = 0; e < DB; ++e) {
+        _mm_prefetch(reinterpret_cast<const char*>(vt + e * vs + i + kPrefetchCells), _MM_HINT_T0);
         const __m512 v = load_f16(vt + e * vs + i);
         for (int j = 0; j < QB; ++j) acc[a][j][e] = _mm512_fmadd_ps(pv[j], v, acc[a][j][e]);
       }
@@ -249,6 +267,10 @@ class Worker {
         }
       }
       if (n_live == 0) continue;
+      if (tile + kPrefetchTiles < n_tiles) {
+        const int64_t pc = c0 + kPrefetchTiles * kLanes;
+        prefetch_k_tile(kbase + pc * a_.kv_stride, a_.kv_stride, std::min(kLanes, r.len - pc), hd_);
+      }
       transpose_k_tile(kbase + c0 * a_.kv_stride, a_.kv_stride, n, hd_, kt);
       for (int64_t i = 0; i < n_live; i += kScoreQueries) {
         const int qb = static_cast<int>(std::min<int64_t>(kScoreQueries, n_live - i));
