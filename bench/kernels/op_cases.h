@@ -22,6 +22,7 @@
 #include "core/fp16.h"
 #include "cpu/activations.h"
 #include "cpu/attention.h"
+#include "cpu/attention_avx512.h"
 #include "cpu/features.h"
 #include "cpu/norm.h"
 #include "cpu/rope.h"
@@ -80,28 +81,30 @@ inline void attention_case(Lab& lab, const char* op, int64_t tokens, int64_t dep
     }
   }
   cpu::AttentionScratch scratch;
+  cpu::AttentionArgs args;
+  args.q = q.data();
+  args.vt_stride = depth;
+  args.kv_stride = kv_dim;
+  args.n_kv = depth;
+  args.mask = mask.data();
+  args.n_tokens = tokens;
+  args.n_head = o.n_head;
+  args.n_head_kv = o.n_head_kv;
+  args.head_dim = o.head_dim;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(o.head_dim));
+  args.out = out.data();
   const auto call = [&](int64_t i) {
-    cpu::AttentionArgs a;
-    a.q = q.data();
+    cpu::AttentionArgs a = args;
     a.k = reinterpret_cast<const uint16_t*>(cache.slot(i));
     a.vt = a.k + cache_elems;
-    a.vt_stride = depth;
-    a.kv_stride = kv_dim;
-    a.n_kv = depth;
-    a.mask = mask.data();
-    a.n_tokens = tokens;
-    a.n_head = o.n_head;
-    a.n_head_kv = o.n_head_kv;
-    a.head_dim = o.head_dim;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(o.head_dim));
-    a.out = out.data();
     cpu::attention(a, lab.pool(), scratch);
   };
   Row r;
   r.op = op;
   r.type = "f16";
   r.shape = shape;
-  r.kernel = "f16 dots (" + cpu::isa_name(cpu::active_isa()) + ")";
+  r.kernel = cpu::attention_avx512_applies(args) ? "query blocks (avx512)"
+                                              : "f16 dots (" + cpu::isa_name(cpu::active_isa()) + ")";
   r.threads = lab.pool().size();
   r.time = time_calls(call, lab.plan());
   r.bytes = static_cast<double>(2 * cache_elems * kF16Bytes + 2 * q_elems * kF32Bytes + mask.size() * kF32Bytes);
