@@ -4,7 +4,8 @@
 //   rms_norm      [T, n_embd]
 //   rope          [T, n_head, head_dim] in place (angle table precomputed, as per batch)
 //   swiglu        silu(gate) * up over [T, n_ff] (gated feed-forward, SiLU)
-//   geglu         gelu(gate) * up over [T, n_ff] (gated feed-forward, GELU)
+//   geglu         gelu(gate) * up over [T, n_ff] (gated feed-forward, GELU as the
+//                 models evaluate it: the f16 table, cpu/gelu_f16.h)
 // Attention runs on the pool (as the runtime calls it); the others run on
 // one thread, as the runtime calls them, and are held against the limits of
 // one thread. Outputs are written apart from the inputs so that repeated
@@ -24,6 +25,7 @@
 #include "cpu/attention.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/features.h"
+#include "cpu/gelu_f16.h"
 #include "cpu/norm.h"
 #include "cpu/rope.h"
 #include "lab.h"
@@ -169,7 +171,7 @@ inline void run_row_ops(Lab& lab) {
     single_thread_case(lab, "swiglu", dims({t, o.n_ff}), static_cast<size_t>(3 * ff), 3 * kF32Bytes * tf,
                        kSwigluOps * tf, [&](float* s) { cpu::swiglu(s, s + ff, t, o.n_ff, s + 2 * ff); });
     single_thread_case(lab, "geglu", dims({t, o.n_ff}), static_cast<size_t>(3 * ff), 3 * kF32Bytes * tf,
-                       kGegluOps * tf, [&](float* s) { cpu::geglu(s, s + ff, ff, s + 2 * ff); });
+                       kGegluOps * tf, [&](float* s) { cpu::geglu_f16(s, s + ff, ff, s + 2 * ff); });
   }
 }
 
