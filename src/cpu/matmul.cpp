@@ -154,6 +154,21 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   run_packed_groups(w, a, m, y, pool, kernel, amx);
 }
 
+// Packed K-quant weights (packed_k.h) times activations quantized to Q8_K:
+// the kernels read each token's blocks (scale and bsums inside), VNNI tiles
+// of up to kPackTokens tokens (no AMX kernel).
+void packed_product_k(const MatView& w, PackedKernel kernel, const QuantDot& qd, const float* x, int64_t m, float* y,
+                      ThreadPool& pool, MatmulScratch& scratch) {
+  const int64_t k = w.k;
+  PackedActs a;
+  a.row_bytes = qd.act_row_bytes(k);
+  a.n_blocks = k / quant::kQKK;
+  scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
+  for (int64_t t = 0; t < m; ++t) qd.quantize(x + t * k, scratch.act.data() + t * a.row_bytes, k);
+  a.q8 = scratch.act.data();
+  run_packed_groups(w, a, m, y, pool, kernel, PackedKernel{nullptr});
+}
+
 // Packed F16/BF16 weights: activations rounded to the weight's 16-bit type
 // once (bf16 values, or f16-rounded values kept as f32), groups split
 // between threads, AMX tiles of 16 tokens for BF16 where the CPU has AMX.
@@ -209,6 +224,10 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     const QuantDot* qd = find_quant_dot(w.type, active_isa());
     if (kernel != nullptr && qd != nullptr && qd->act == ActQuant::Q8_0) {
       packed_product(w, kernel, *qd, x, m, y, pool, scratch);
+      return;
+    }
+    if (kernel != nullptr && qd != nullptr && qd->act == ActQuant::Q8_K) {
+      packed_product_k(w, kernel, *qd, x, m, y, pool, scratch);
       return;
     }
   }

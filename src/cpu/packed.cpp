@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "cpu/packed_k.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -81,12 +82,15 @@ void convert_float_group(const uint8_t* plain_group, size_t row_bytes, uint8_t* 
 }  // namespace
 
 bool packable(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || is_float16(type);
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K || is_float16(type);
 }
 
 bool packable(const MatView& w) {
   if (!packable(w.type) || w.n <= 0 || w.n % kPackRows != 0 || w.k % kQK != 0) return false;
   if (is_float16(w.type)) return w.row_bytes == static_cast<uint64_t>(w.k) * 2;
+  if (w.type == TensorType::Q4_K) {
+    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ4_K);
+  }
   return w.row_bytes == static_cast<uint64_t>(w.k / kQK) * block_bytes(w.type);
 }
 
@@ -96,6 +100,10 @@ void pack_rows(const MatView& w, uint8_t* dst) {
   for (int64_t g = 0; g < w.n / kPackRows; ++g) {
     if (is_float16(w.type)) {
       convert_float_group<true>(w.row(g * kPackRows), w.row_bytes, dst + g * group_bytes, nullptr, nullptr);
+      continue;
+    }
+    if (w.type == TensorType::Q4_K) {
+      pack_q4_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     convert_group<true>(w.type, w.row(g * kPackRows), w.row_bytes, w.k / kQK, dst + g * group_bytes, nullptr,
@@ -109,6 +117,10 @@ void unpack_rows(const MatView& w, const uint8_t* packed, uint8_t* dst) {
   for (int64_t g = 0; g < w.n / kPackRows; ++g) {
     if (is_float16(w.type)) {
       convert_float_group<false>(nullptr, w.row_bytes, nullptr, packed + g * group_bytes, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::Q4_K) {
+      unpack_q4_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     convert_group<false>(w.type, nullptr, w.row_bytes, w.k / kQK, nullptr, packed + g * group_bytes,

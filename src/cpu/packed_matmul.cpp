@@ -15,6 +15,7 @@
 
 #include "core/fp16.h"
 #include "cpu/packed.h"
+#include "cpu/packed_k.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -74,6 +75,8 @@ PackedKernel packed_kernel_ref(TensorType type) {
       return packed_ref<TensorType::Q4_0>;
     case TensorType::Q8_0:
       return packed_ref<TensorType::Q8_0>;
+    case TensorType::Q4_K:
+      return packed_q4_k_ref;
     default:
       return nullptr;
   }
@@ -101,6 +104,7 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 }
 
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
+  if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
   return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
 }
 

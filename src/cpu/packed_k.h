@@ -1,0 +1,42 @@
+// Packed (16-row interleaved) layout of Q4_K weights and its products with
+// Q8_K activations (packed.h describes the Q4_0/Q8_0 layouts).
+//
+// Group super-block b of 16 rows (16 * 144 bytes, the same bytes as the 16
+// plain blocks in another order; the 6-bit scales re-encoded losslessly):
+//   [  0,  32) 16 x f16 d
+//   [ 32,  64) 16 x f16 dmin
+//   [ 64, 192) for sb = 0..7, r = 0..15: sc[r][sb] | (m[r][sb] & 3) << 6
+//   [192, 256) for sb = 0..7, i = 0..7: (m[i][sb] >> 2) | (m[i + 8][sb] >> 2) << 4
+//   [256,2304) for j = 0..31, r = 0..15: qs[r][4j .. 4j+3]
+// (qs byte l of pair p = sb / 2 holds element l of sub-block 2p in its low
+// nibble and of 2p+1 in its high one, as in the plain block.)
+//
+// Product, per token and row, exactly the plain Q4_K . Q8_K dot:
+//   sumi = sum_sb sc_sb * (sum_l q_l a_l),  summ = sum_sb m_sb * (bsums_2sb + bsums_2sb+1)
+//   y += (d * d_a) * f32(sumi) - (dmin * d_a) * f32(summ)       (per super-block, in order)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/packed_matmul.h"
+
+namespace ferrite::cpu {
+
+// Bytes of one group super-block (16 plain Q4_K blocks).
+constexpr int64_t kPackedQ4KBlockBytes = 16 * 144;
+constexpr int64_t kPackedQ4KDminOffset = 32;
+constexpr int64_t kPackedQ4KScOffset = 64;
+constexpr int64_t kPackedQ4KMhiOffset = 192;
+constexpr int64_t kPackedQ4KQsOffset = 256;
+
+// One group of 16 rows of n_blocks Q4_K blocks each (rows row_bytes apart).
+void pack_q4_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_q4_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+
+// Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
+// (row_bytes per token, n_blocks = k / 256; d and sum unused).
+void packed_q4_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q4_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,101 @@
+// AVX-512 VNNI kernel for packed Q4_K (layout and formula in packed_k.h).
+// Per sub-block of 32 of a group super-block: 8 zmm of nibbles (16 rows x 4
+// bytes each), then per token 8 vpdpbusd with broadcast dwords of the
+// token's Q8_K values give the 16 rows' sums in the 16 lanes; vpmulld by the
+// 16 sub-block scales, and the mins times the token's bsums, accumulate
+// exactly in int32. The f32 finish per super-block is the reference's.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "cpu/packed.h"
+#include "cpu/packed_k.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using quant::BlockQ8_K;
+using quant::kQKK;
+
+constexpr int kSubBlocks = 8;
+constexpr int kSubLen = kQKK / kSubBlocks;
+constexpr int kLanes = kSubLen / 4;  // 4-byte lanes per sub-block
+constexpr int kPrefetchBytes = 2048;
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+inline __m512i bcast32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+template <int NT>
+void q4_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+  const BlockQ8_K* act[NT];
+  for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i low6 = _mm512_set1_epi32(63);
+  const __m128i nib = _mm_set1_epi8(0x0F);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* gb = group + b * kPackedQ4KBlockBytes;
+    __m512i sumi[NT], summ[NT];
+    for (int t = 0; t < NT; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
+    for (int sb = 0; sb < kSubBlocks; ++sb) {
+      const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * 64;
+      _mm_prefetch(reinterpret_cast<const char*>(qs + kPrefetchBytes), _MM_HINT_T0);
+      __m512i w[kLanes];
+      for (int j = 0; j < kLanes; ++j) {
+        const __m512i raw = _mm512_loadu_si512(qs + j * 64);
+        w[j] = sb % 2 == 0 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+      }
+      // 16 scales and mins of this sub-block as int32 lanes.
+      const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedQ4KScOffset + sb * 16)));
+      const __m512i sc = _mm512_and_si512(s, low6);
+      __m128i mh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(gb + kPackedQ4KMhiOffset + sb * 8));
+      mh = _mm_unpacklo_epi64(_mm_and_si128(mh, nib), _mm_and_si128(_mm_srli_epi16(mh, 4), nib));
+      const __m512i m = _mm512_or_si512(_mm512_srli_epi32(s, 6), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mh), 2));
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* aq = act[t][b].qs + sb * kSubLen;
+        __m512i dot = _mm512_setzero_si512();
+        for (int j = 0; j < kLanes; ++j) dot = _mm512_dpbusd_epi32(dot, w[j], bcast32(aq + j * 4));
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot, sc));
+        const int32_t bs = act[t][b].bsums[2 * sb] + act[t][b].bsums[2 * sb + 1];
+        summ[t] = _mm512_add_epi32(summ[t], _mm512_mullo_epi32(m, _mm512_set1_epi32(bs)));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb + kPackedQ4KDminOffset)));
+    for (int t = 0; t < NT; ++t) {
+      const __m512 ad = _mm512_set1_ps(act[t][b].d);
+      // Explicitly rounded products: the compiler may not fuse them into an
+      // FMA, so the sums stay bit-identical to the reference's.
+      const __m512 p1 = _mm512_mul_round_ps(_mm512_mul_ps(d, ad), _mm512_cvtepi32_ps(sumi[t]), kRound);
+      const __m512 p2 = _mm512_mul_round_ps(_mm512_mul_ps(dmin, ad), _mm512_cvtepi32_ps(summ[t]), kRound);
+      acc[t] = _mm512_add_ps(acc[t], _mm512_sub_ps(p1, p2));
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
+}
+
+}  // namespace
+
+void packed_q4_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  static_assert(kPackTokens == 8);
+  switch (nt) {
+    case 1: return q4_k_group<1>(group, a, t0, y, ys);
+    case 2: return q4_k_group<2>(group, a, t0, y, ys);
+    case 3: return q4_k_group<3>(group, a, t0, y, ys);
+    case 4: return q4_k_group<4>(group, a, t0, y, ys);
+    case 5: return q4_k_group<5>(group, a, t0, y, ys);
+    case 6: return q4_k_group<6>(group, a, t0, y, ys);
+    case 7: return q4_k_group<7>(group, a, t0, y, ys);
+    default: return q4_k_group<8>(group, a, t0, y, ys);
+  }
+}
+
+}  // namespace ferrite::cpu

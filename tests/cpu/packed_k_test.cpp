@@ -1,0 +1,174 @@
+// Packed Q4_K (cpu/packed_k.h): the layout round-trips byte for byte, its
+// reference kernel equals the plain reference Q4_K . Q8_K dot, the AVX-512
+// kernel equals the layout's reference bit for bit, and matmul() on a packed
+// view agrees with the plain reference product.
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cpu/features.h"
+#include "cpu/matmul.h"
+#include "cpu/packed.h"
+#include "cpu/packed_k.h"
+#include "cpu/packed_matmul.h"
+#include "cpu/quant_dot.h"
+#include "cpu/thread_pool.h"
+#include "quant/blocks.h"
+#include "quant/type_traits.h"
+#include "random_data.h"
+
+namespace ferrite::cpu {
+namespace {
+
+constexpr int64_t kRows = 32;   // two groups
+constexpr int64_t kK = 512;     // two super-blocks
+constexpr int64_t kTokens = 11; // one full tile of 8 and a partial one
+
+struct Plain {
+  std::vector<uint8_t> bytes;
+  MatView view;
+};
+
+Plain make_q4_k(int64_t n, int64_t k, uint32_t seed) {
+  const auto f = test::random_floats(static_cast<size_t>(n * k), seed);
+  Plain p;
+  const uint64_t rb = tensor_row_bytes(TensorType::Q4_K, static_cast<uint64_t>(k));
+  p.bytes.resize(rb * static_cast<uint64_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    quant::type_traits(TensorType::Q4_K).from_float(f.data() + r * k, p.bytes.data() + r * rb, k, nullptr);
+  }
+  p.view = MatView{TensorType::Q4_K, p.bytes.data(), k, n, rb};
+  return p;
+}
+
+struct Acts {
+  std::vector<uint8_t> q8;
+  PackedActs view;
+};
+
+Acts make_acts(int64_t m, int64_t k, uint32_t seed) {
+  const auto x = test::random_floats(static_cast<size_t>(m * k), seed);
+  const QuantDot* qd = quant_dot_ref(TensorType::Q4_K);
+  Acts a;
+  const size_t rb = qd->act_row_bytes(k);
+  a.q8.resize(rb * static_cast<size_t>(m));
+  for (int64_t t = 0; t < m; ++t) qd->quantize(x.data() + t * k, a.q8.data() + t * rb, k);
+  a.view.q8 = a.q8.data();
+  a.view.row_bytes = rb;
+  a.view.n_blocks = k / quant::kQKK;
+  return a;
+}
+
+std::vector<uint8_t> packed_of(const Plain& p) {
+  std::vector<uint8_t> out(p.bytes.size());
+  pack_rows(p.view, out.data());
+  return out;
+}
+
+// Runs `kernel` over all groups and tokens in tiles of up to kPackTokens: [m, n].
+std::vector<float> run_kernel(PackedKernel kernel, const std::vector<uint8_t>& packed, const Plain& p, const Acts& a,
+                              int64_t m) {
+  std::vector<float> y(static_cast<size_t>(m * p.view.n), -1.0f);
+  const size_t group_bytes = static_cast<size_t>(kPackRows) * p.view.row_bytes;
+  for (int64_t g = 0; g < p.view.n / kPackRows; ++g) {
+    for (int64_t t = 0; t < m; t += kPackTokens) {
+      kernel(packed.data() + g * group_bytes, a.view, t, std::min(kPackTokens, m - t), y.data() + t * p.view.n + g * kPackRows,
+             p.view.n);
+    }
+  }
+  return y;
+}
+
+TEST(PackedQ4K, RoundTripsByteForByte) {
+  const Plain p = make_q4_k(kRows, kK, 1);
+  ASSERT_TRUE(packable(p.view));
+  const auto packed = packed_of(p);
+  EXPECT_NE(packed, p.bytes);
+  std::vector<uint8_t> back(p.bytes.size());
+  unpack_rows(p.view, packed.data(), back.data());
+  EXPECT_EQ(back, p.bytes);
+}
+
+TEST(PackedQ4K, RoundTripsEveryScaleBitPattern) {
+  // Random bytes everywhere (all 6-bit scale/min codes, all d values): still lossless.
+  Plain p = make_q4_k(kPackRows, kK, 2);
+  std::mt19937 rng(3);
+  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
+  const auto packed = packed_of(p);
+  std::vector<uint8_t> back(p.bytes.size());
+  unpack_rows(p.view, packed.data(), back.data());
+  EXPECT_EQ(back, p.bytes);
+}
+
+TEST(PackedQ4K, ShapesThatDoNotFitAreNotPackable) {
+  EXPECT_FALSE(packable(make_q4_k(24, 256, 4).view));  // rows not a multiple of 16
+  EXPECT_TRUE(packable(make_q4_k(16, 256, 5).view));
+}
+
+TEST(PackedQ4K, ReferenceKernelEqualsPlainDot) {
+  const Plain p = make_q4_k(kRows, kK, 6);
+  const Acts a = make_acts(kTokens, kK, 7);
+  const auto packed = packed_of(p);
+  const PackedKernel ref = packed_kernel_ref(TensorType::Q4_K);
+  ASSERT_NE(ref, nullptr);
+  const auto y = run_kernel(ref, packed, p, a, kTokens);
+  const QuantDot* qd = quant_dot_ref(TensorType::Q4_K);
+  for (int64_t t = 0; t < kTokens; ++t) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      const float want = qd->dot(p.view.row(r), a.q8.data() + t * a.view.row_bytes, kK);
+      EXPECT_EQ(y[static_cast<size_t>(t * kRows + r)], want) << "t=" << t << " r=" << r;
+    }
+  }
+}
+
+TEST(PackedQ4K, Avx512KernelEqualsReferenceBitForBit) {
+  if (active_isa() < Isa::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  const Plain p = make_q4_k(kRows, kK, 8);
+  const Acts a = make_acts(kTokens, kK, 9);
+  const auto packed = packed_of(p);
+  const PackedKernel fast = find_packed_kernel(TensorType::Q4_K, Isa::Avx512);
+  ASSERT_NE(fast, nullptr);
+  const auto want = run_kernel(packed_kernel_ref(TensorType::Q4_K), packed, p, a, kTokens);
+  // Every tile width 1..8.
+  for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
+    std::vector<float> y(static_cast<size_t>(nt * kRows));
+    for (int64_t g = 0; g < kRows / kPackRows; ++g) {
+      fast(packed.data() + g * kPackRows * p.view.row_bytes, a.view, 0, nt, y.data() + g * kPackRows, kRows);
+    }
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_EQ(std::memcmp(&y[i], &want[i], sizeof(float)), 0) << "nt=" << nt << " i=" << i;
+    }
+  }
+}
+
+TEST(PackedQ4K, MatmulOnPackedViewMatchesPlainReference) {
+  if (find_packed_kernel(TensorType::Q4_K, active_isa()) == nullptr) GTEST_SKIP() << "no packed Q4_K kernel here";
+  const Plain p = make_q4_k(kRows, kK, 10);
+  const auto packed = packed_of(p);
+  MatView w = p.view;
+  w.packed = packed.data();
+  const QuantDot* qd = quant_dot_ref(TensorType::Q4_K);
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    MatmulScratch scratch;
+    for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{13}}) {
+      const auto x = test::random_floats(static_cast<size_t>(m * kK), 11);
+      std::vector<float> y(static_cast<size_t>(m * kRows));
+      matmul(w, x.data(), m, y.data(), pool, scratch);
+      std::vector<uint8_t> act(qd->act_row_bytes(kK));
+      for (int64_t t = 0; t < m; ++t) {
+        qd->quantize(x.data() + t * kK, act.data(), kK);
+        for (int64_t r = 0; r < kRows; ++r) {
+          const float want = qd->dot(p.view.row(r), act.data(), kK);
+          EXPECT_NEAR(y[static_cast<size_t>(t * kRows + r)], want, 1e-4f * kK) << "m=" << m << " t=" << t;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
