@@ -82,12 +82,16 @@ void convert_float_group(const uint8_t* plain_group, size_t row_bytes, uint8_t* 
 }  // namespace
 
 bool packable(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K || is_float16(type);
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K ||
+         type == TensorType::Q6_K || is_float16(type);
 }
 
 bool packable(const MatView& w) {
   if (!packable(w.type) || w.n <= 0 || w.n % kPackRows != 0 || w.k % kQK != 0) return false;
   if (is_float16(w.type)) return w.row_bytes == static_cast<uint64_t>(w.k) * 2;
+  if (w.type == TensorType::Q6_K) {
+    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ6_K);
+  }
   if (w.type == TensorType::Q4_K) {
     return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ4_K);
   }
@@ -100,6 +104,10 @@ void pack_rows(const MatView& w, uint8_t* dst) {
   for (int64_t g = 0; g < w.n / kPackRows; ++g) {
     if (is_float16(w.type)) {
       convert_float_group<true>(w.row(g * kPackRows), w.row_bytes, dst + g * group_bytes, nullptr, nullptr);
+      continue;
+    }
+    if (w.type == TensorType::Q6_K) {
+      pack_q6_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     if (w.type == TensorType::Q4_K) {
@@ -117,6 +125,10 @@ void unpack_rows(const MatView& w, const uint8_t* packed, uint8_t* dst) {
   for (int64_t g = 0; g < w.n / kPackRows; ++g) {
     if (is_float16(w.type)) {
       convert_float_group<false>(nullptr, w.row_bytes, nullptr, packed + g * group_bytes, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::Q6_K) {
+      unpack_q6_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     if (w.type == TensorType::Q4_K) {

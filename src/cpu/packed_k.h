@@ -34,6 +34,19 @@ constexpr int64_t kPackedQ4KQsOffset = 256;
 void pack_q4_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
 void unpack_q4_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 
+// Q6_K group super-block (16 * 210 bytes): [0,32) 16 x f16 d; [32,288) for
+// sb = 0..15, r = 0..15: int8 scale; [288,2336) for j = 0..31, r: ql[r][4j..4j+3];
+// [2336,3360) for j = 0..15, r: qh[r][4j..4j+3]. Product per super-block:
+//   sumi = sum_sb sc_sb * (sum_l q_l a_l - 32 * bsums_sb),  y += (d * d_a) * f32(sumi)
+constexpr int64_t kPackedQ6KBlockBytes = 16 * 210;
+constexpr int64_t kPackedQ6KScOffset = 32;
+constexpr int64_t kPackedQ6KQlOffset = 288;
+constexpr int64_t kPackedQ6KQhOffset = 2336;
+void pack_q6_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_q6_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+void packed_q6_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q6_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).
 void packed_q4_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);

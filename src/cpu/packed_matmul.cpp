@@ -77,6 +77,8 @@ PackedKernel packed_kernel_ref(TensorType type) {
       return packed_ref<TensorType::Q8_0>;
     case TensorType::Q4_K:
       return packed_q4_k_ref;
+    case TensorType::Q6_K:
+      return packed_q6_k_ref;
     default:
       return nullptr;
   }
@@ -105,6 +107,7 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
+  if (type == TensorType::Q6_K) return isa >= Isa::Avx512 ? packed_q6_k_avx512 : nullptr;
   return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
 }
 

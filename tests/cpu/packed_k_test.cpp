@@ -1,5 +1,5 @@
-// Packed Q4_K (cpu/packed_k.h): the layout round-trips byte for byte, its
-// reference kernel equals the plain reference Q4_K . Q8_K dot, the AVX-512
+// Packed Q4_K and Q6_K (cpu/packed_k.h): the layout round-trips byte for byte, its
+// reference kernel equals the plain reference K . Q8_K dot, the AVX-512
 // kernel equals the layout's reference bit for bit, and matmul() on a packed
 // view agrees with the plain reference product.
 #include <algorithm>
@@ -32,15 +32,15 @@ struct Plain {
   MatView view;
 };
 
-Plain make_q4_k(int64_t n, int64_t k, uint32_t seed) {
+Plain make_k(TensorType type, int64_t n, int64_t k, uint32_t seed) {
   const auto f = test::random_floats(static_cast<size_t>(n * k), seed);
   Plain p;
-  const uint64_t rb = tensor_row_bytes(TensorType::Q4_K, static_cast<uint64_t>(k));
+  const uint64_t rb = tensor_row_bytes(type, static_cast<uint64_t>(k));
   p.bytes.resize(rb * static_cast<uint64_t>(n));
   for (int64_t r = 0; r < n; ++r) {
-    quant::type_traits(TensorType::Q4_K).from_float(f.data() + r * k, p.bytes.data() + r * rb, k, nullptr);
+    quant::type_traits(type).from_float(f.data() + r * k, p.bytes.data() + r * rb, k, nullptr);
   }
-  p.view = MatView{TensorType::Q4_K, p.bytes.data(), k, n, rb};
+  p.view = MatView{type, p.bytes.data(), k, n, rb};
   return p;
 }
 
@@ -49,9 +49,9 @@ struct Acts {
   PackedActs view;
 };
 
-Acts make_acts(int64_t m, int64_t k, uint32_t seed) {
+Acts make_acts(TensorType type, int64_t m, int64_t k, uint32_t seed) {
   const auto x = test::random_floats(static_cast<size_t>(m * k), seed);
-  const QuantDot* qd = quant_dot_ref(TensorType::Q4_K);
+  const QuantDot* qd = quant_dot_ref(type);
   Acts a;
   const size_t rb = qd->act_row_bytes(k);
   a.q8.resize(rb * static_cast<size_t>(m));
@@ -82,8 +82,11 @@ std::vector<float> run_kernel(PackedKernel kernel, const std::vector<uint8_t>& p
   return y;
 }
 
-TEST(PackedQ4K, RoundTripsByteForByte) {
-  const Plain p = make_q4_k(kRows, kK, 1);
+class PackedK : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(PackedK, RoundTripsByteForByte) {
+  const TensorType type = GetParam();
+  const Plain p = make_k(type, kRows, kK, 1);
   ASSERT_TRUE(packable(p.view));
   const auto packed = packed_of(p);
   EXPECT_NE(packed, p.bytes);
@@ -92,9 +95,10 @@ TEST(PackedQ4K, RoundTripsByteForByte) {
   EXPECT_EQ(back, p.bytes);
 }
 
-TEST(PackedQ4K, RoundTripsEveryScaleBitPattern) {
+TEST_P(PackedK, RoundTripsEveryScaleBitPattern) {
   // Random bytes everywhere (all 6-bit scale/min codes, all d values): still lossless.
-  Plain p = make_q4_k(kPackRows, kK, 2);
+  const TensorType type = GetParam();
+  Plain p = make_k(type, kPackRows, kK, 2);
   std::mt19937 rng(3);
   for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
   const auto packed = packed_of(p);
@@ -103,19 +107,21 @@ TEST(PackedQ4K, RoundTripsEveryScaleBitPattern) {
   EXPECT_EQ(back, p.bytes);
 }
 
-TEST(PackedQ4K, ShapesThatDoNotFitAreNotPackable) {
-  EXPECT_FALSE(packable(make_q4_k(24, 256, 4).view));  // rows not a multiple of 16
-  EXPECT_TRUE(packable(make_q4_k(16, 256, 5).view));
+TEST_P(PackedK, ShapesThatDoNotFitAreNotPackable) {
+  const TensorType type = GetParam();
+  EXPECT_FALSE(packable(make_k(type, 24, 256, 4).view));  // rows not a multiple of 16
+  EXPECT_TRUE(packable(make_k(type, 16, 256, 5).view));
 }
 
-TEST(PackedQ4K, ReferenceKernelEqualsPlainDot) {
-  const Plain p = make_q4_k(kRows, kK, 6);
-  const Acts a = make_acts(kTokens, kK, 7);
+TEST_P(PackedK, ReferenceKernelEqualsPlainDot) {
+  const TensorType type = GetParam();
+  const Plain p = make_k(type, kRows, kK, 6);
+  const Acts a = make_acts(type, kTokens, kK, 7);
   const auto packed = packed_of(p);
-  const PackedKernel ref = packed_kernel_ref(TensorType::Q4_K);
+  const PackedKernel ref = packed_kernel_ref(type);
   ASSERT_NE(ref, nullptr);
   const auto y = run_kernel(ref, packed, p, a, kTokens);
-  const QuantDot* qd = quant_dot_ref(TensorType::Q4_K);
+  const QuantDot* qd = quant_dot_ref(type);
   for (int64_t t = 0; t < kTokens; ++t) {
     for (int64_t r = 0; r < kRows; ++r) {
       const float want = qd->dot(p.view.row(r), a.q8.data() + t * a.view.row_bytes, kK);
@@ -124,14 +130,15 @@ TEST(PackedQ4K, ReferenceKernelEqualsPlainDot) {
   }
 }
 
-TEST(PackedQ4K, Avx512KernelEqualsReferenceBitForBit) {
+TEST_P(PackedK, Avx512KernelEqualsReferenceBitForBit) {
+  const TensorType type = GetParam();
   if (active_isa() < Isa::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  const Plain p = make_q4_k(kRows, kK, 8);
-  const Acts a = make_acts(kTokens, kK, 9);
+  const Plain p = make_k(type, kRows, kK, 8);
+  const Acts a = make_acts(type, kTokens, kK, 9);
   const auto packed = packed_of(p);
-  const PackedKernel fast = find_packed_kernel(TensorType::Q4_K, Isa::Avx512);
+  const PackedKernel fast = find_packed_kernel(type, Isa::Avx512);
   ASSERT_NE(fast, nullptr);
-  const auto want = run_kernel(packed_kernel_ref(TensorType::Q4_K), packed, p, a, kTokens);
+  const auto want = run_kernel(packed_kernel_ref(type), packed, p, a, kTokens);
   // Every tile width 1..8.
   for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
     std::vector<float> y(static_cast<size_t>(nt * kRows));
@@ -144,13 +151,14 @@ TEST(PackedQ4K, Avx512KernelEqualsReferenceBitForBit) {
   }
 }
 
-TEST(PackedQ4K, MatmulOnPackedViewMatchesPlainReference) {
-  if (find_packed_kernel(TensorType::Q4_K, active_isa()) == nullptr) GTEST_SKIP() << "no packed Q4_K kernel here";
-  const Plain p = make_q4_k(kRows, kK, 10);
+TEST_P(PackedK, MatmulOnPackedViewMatchesPlainReference) {
+  const TensorType type = GetParam();
+  if (find_packed_kernel(type, active_isa()) == nullptr) GTEST_SKIP() << "no packed kernel for this type here";
+  const Plain p = make_k(type, kRows, kK, 10);
   const auto packed = packed_of(p);
   MatView w = p.view;
   w.packed = packed.data();
-  const QuantDot* qd = quant_dot_ref(TensorType::Q4_K);
+  const QuantDot* qd = quant_dot_ref(type);
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     MatmulScratch scratch;
@@ -169,6 +177,9 @@ TEST(PackedQ4K, MatmulOnPackedViewMatchesPlainReference) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedK, ::testing::Values(TensorType::Q4_K, TensorType::Q6_K),
+                         [](const auto& info) { return tensor_type_name(info.param); });
 
 }  // namespace
 }  // namespace ferrite::cpu
