@@ -61,8 +61,13 @@ void q4_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
       const __m512i m = _mm512_or_si512(_mm512_srli_epi32(s, 6), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mh), 2));
       for (int t = 0; t < NT; ++t) {
         const int8_t* aq = act[t][b].qs + sb * kSubLen;
-        __m512i dot = _mm512_setzero_si512();
-        for (int j = 0; j < kLanes; ++j) dot = _mm512_dpbusd_epi32(dot, w[j], bcast32(aq + j * 4));
+        // Two independent vpdpbusd chains (latency, for few tokens), summed exactly.
+        __m512i dot0 = _mm512_setzero_si512(), dot1 = _mm512_setzero_si512();
+        for (int j = 0; j < kLanes / 2; ++j) {
+          dot0 = _mm512_dpbusd_epi32(dot0, w[j], bcast32(aq + j * 4));
+          dot1 = _mm512_dpbusd_epi32(dot1, w[j + kLanes / 2], bcast32(aq + (j + kLanes / 2) * 4));
+        }
+        const __m512i dot = _mm512_add_epi32(dot0, dot1);
         sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot, sc));
         const int32_t bs = act[t][b].bsums[2 * sb] + act[t][b].bsums[2 * sb + 1];
         summ[t] = _mm512_add_epi32(summ[t], _mm512_mullo_epi32(m, _mm512_set1_epi32(bs)));

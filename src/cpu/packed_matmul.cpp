@@ -107,7 +107,14 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
-  if (type == TensorType::Q6_K) return isa >= Isa::Avx512 ? packed_q6_k_avx512 : nullptr;
+  if (type == TensorType::Q6_K) {
+    // Measurement switch while the Q6_K kernel is tuned: FERRITE_REPACK_Q6K=0 keeps Q6_K plain.
+    static const bool q6k = [] {
+      const char* env = std::getenv("FERRITE_REPACK_Q6K");
+      return env == nullptr || std::strcmp(env, "0") != 0;
+    }();
+    return isa >= Isa::Avx512 && q6k ? packed_q6_k_avx512 : nullptr;
+  }
   return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
 }
 
