@@ -25,6 +25,7 @@ constexpr int kLanesPerSub = 4;     // per sub-block of 16
 constexpr int kLaneStride = 64;     // bytes of one lane of 16 rows
 constexpr int32_t kQ6Offset = 32;
 constexpr int kPrefetchBytes = 2048;
+constexpr int kSelectAB = 0xE4;  // vpternlog: C ? A : B, bit by bit
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 inline __m512i bcast32(const int8_t* p) {
@@ -40,23 +41,26 @@ void q6_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i low2 = _mm512_set1_epi8(0x03);
+  const __m512i low6 = _mm512_set1_epi8(0x3F);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kPackedQ6KBlockBytes;
     __m512i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
     for (int half = 0; half < 2; ++half) {
+      const uint8_t* qh = gb + kPackedQ6KQhOffset + (kLanes * half) * kLaneStride;
+      __m512i h[kLanes];  // the half's high bits, loaded once for its 4 quarters
+      for (int i = 0; i < kLanes; ++i) h[i] = _mm512_loadu_si512(qh + i * kLaneStride);
       for (int c = 0; c < 4; ++c) {
         const uint8_t* ql = gb + kPackedQ6KQlOffset + (16 * half + (c % 2) * kLanes) * kLaneStride;
-        const uint8_t* qh = gb + kPackedQ6KQhOffset + (kLanes * half) * kLaneStride;
         _mm_prefetch(reinterpret_cast<const char*>(ql + kPrefetchBytes), _MM_HINT_T0);
         __m512i w[kLanes];
         for (int i = 0; i < kLanes; ++i) {
           const __m512i l = _mm512_loadu_si512(ql + i * kLaneStride);
-          const __m512i h = _mm512_loadu_si512(qh + i * kLaneStride);
-          const __m512i nib = c < 2 ? _mm512_and_si512(l, low4) : _mm512_and_si512(_mm512_srli_epi16(l, 4), low4);
-          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(h, 2 * c), low2);
-          w[i] = _mm512_or_si512(nib, _mm512_slli_epi16(hi, 4));
+          const __m512i nib = c < 2 ? l : _mm512_srli_epi16(l, 4);
+          // bits 2c, 2c+1 of qh moved to bits 4, 5
+          const __m512i hs = c < 2 ? _mm512_slli_epi16(h[i], 4 - 2 * c) : (c == 2 ? h[i] : _mm512_srli_epi16(h[i], 2));
+          // nib & 0x0F | hs & 0x30 (bitwise select by low4, then the high two bits cleared)
+          w[i] = _mm512_and_si512(_mm512_ternarylogic_epi32(nib, hs, low4, kSelectAB), low6);
         }
         for (int s = 0; s < 2; ++s) {
           const int sb = 8 * half + 2 * c + s;
