@@ -18,16 +18,26 @@ constexpr int kQ6KBlockBytes = 210;
 
 unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
+// One block of kNormThreads per row. Decode normalizes one row, so the whole
+// norm runs on one SM: enough threads that each issues only a few loads (the
+// weight vector usually comes from HBM, each dependent load ~1 us), all issued
+// before their sums. The sum is in double: its order changes nothing visible
+// after the rounding to float.
+constexpr int kNormThreads = 1024;
+constexpr int kNormUnroll = 4;
+
 __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float eps, int64_t n,
                                 float* __restrict__ y) {
   __shared__ double scratch[kWarp];
   const float* xr = x + blockIdx.x * n;
   float* yr = y + blockIdx.x * n;
   double sum = 0.0;
+#pragma unroll kNormUnroll
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(xr[i] * xr[i]);
   sum = block_sum(sum, scratch);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / sqrtf(mean + eps);
+#pragma unroll kNormUnroll
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = w != nullptr ? (xr[i] * scale) * w[i] : xr[i] * scale;
 }
 
@@ -153,7 +163,7 @@ __global__ void store_kv_kernel(const float* __restrict__ k, const float* __rest
 
 void rms_norm(const float* x, const float* w, float eps, int64_t rows, int64_t n, float* y, cudaStream_t s) {
   if (rows == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, w, eps, n, y);
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, s>>>(x, w, eps, n, y);
   FERRITE_CUDA_LAUNCHED();
 }
 
