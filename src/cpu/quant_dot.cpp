@@ -6,6 +6,9 @@ const QuantDot* find_quant_dot(TensorType type, Isa isa) {
   if (isa == Isa::Avx512) {
     if (const QuantDot* q = quant_dot_avx512(type)) return q;
   }
+  if (isa >= Isa::Avx2) {
+    if (const QuantDot* q = quant_dot_avx2(type)) return q;
+  }
   return quant_dot_ref(type);
 }
 

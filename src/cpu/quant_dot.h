@@ -35,8 +35,9 @@ struct QuantDot {
 // The fast path for weights of `type` at level `isa`, or nullptr.
 const QuantDot* find_quant_dot(TensorType type, Isa isa);
 
-// Per-level tables (quant_dot_ref.cpp, quant_dot_avx512.cpp); nullptr when absent.
+// Per-level tables (quant_dot_ref.cpp, quant_dot_avx2.cpp, quant_dot_avx512.cpp); nullptr when absent.
 const QuantDot* quant_dot_ref(TensorType type);
+const QuantDot* quant_dot_avx2(TensorType type);  // Q4_0, Q8_0
 const QuantDot* quant_dot_avx512(TensorType type);
 
 }  // namespace ferrite::cpu
