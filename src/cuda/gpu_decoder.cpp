@@ -100,6 +100,44 @@ GpuMatrix GpuDecoder::upload(const std::string& name, bool required) {
   return g;
 }
 
+GpuMatrix GpuDecoder::upload_stacked(const std::vector<std::string>& names, const std::vector<GpuMatrix*>& views) {
+  std::vector<const gguf::TensorInfo*> parts;
+  for (const std::string& name : names) {
+    const gguf::TensorInfo* t = model_.file().find_tensor(name);
+    if (t == nullptr) throw ModelError(model_.file().path() + ": required tensor " + name + " is missing");
+    parts.push_back(t);
+  }
+  bool same = true;
+  for (const gguf::TensorInfo* t : parts) {
+    same = same && t->n_dims == 2 && t->type == parts[0]->type && t->ne[0] == parts[0]->ne[0] && t->data != nullptr;
+  }
+  if (!same) {
+    for (size_t i = 0; i < names.size(); ++i) *views[i] = upload(names[i], true);
+    return {};
+  }
+  // Rows are stored one after another in every GGUF weight type, so the
+  // stacked matrix is the parts' bytes in order.
+  uint64_t bytes = 0;
+  int64_t rows = 0;
+  for (const gguf::TensorInfo* t : parts) {
+    bytes += t->n_bytes;
+    rows += t->ne[1];
+  }
+  std::vector<uint8_t> host;
+  host.reserve(bytes);
+  for (const gguf::TensorInfo* t : parts) host.insert(host.end(), t->data, t->data + t->n_bytes);
+  buffers_.emplace_back();
+  const GpuMatrix all = upload_matrix(parts[0]->type, rows, parts[0]->ne[0], host.data(), buffers_.back(),
+                                      names[0] + " (stacked)");
+  weight_bytes_ += buffers_.back().size();
+  int64_t r0 = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    *views[i] = row_slice(all, r0, parts[i]->ne[1]);
+    r0 += parts[i]->ne[1];
+  }
+  return all;
+}
+
 GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     : model_(m), hp_(m.hparams()), n_cells_(p.n_cells) {
   const model::HParams& hp = hp_;
@@ -147,9 +185,9 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   for (int64_t il = first_gpu_layer_; il < hp.n_layer; ++il) {
     Layer& L = layers_[static_cast<size_t>(il - first_gpu_layer_)];
     L.attn_norm = upload(layer_name(il, "attn_norm.weight"), true);
-    L.wq = upload(layer_name(il, "attn_q.weight"), true);
-    L.wk = upload(layer_name(il, "attn_k.weight"), true);
-    L.wv = upload(layer_name(il, "attn_v.weight"), true);
+    L.qkv = upload_stacked({layer_name(il, "attn_q.weight"), layer_name(il, "attn_k.weight"),
+                            layer_name(il, "attn_v.weight")},
+                           {&L.wq, &L.wk, &L.wv});
     L.wo = upload(layer_name(il, "attn_output.weight"), true);
     L.bq = upload(layer_name(il, "attn_q.bias"), false);
     L.bk = upload(layer_name(il, "attn_k.bias"), false);
@@ -158,8 +196,8 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     L.k_norm = upload(layer_name(il, "attn_k_norm.weight"), false);
     L.bo = upload(layer_name(il, "attn_output.bias"), false);
     L.ffn_norm = upload(layer_name(il, "ffn_norm.weight"), true);
-    L.gate = upload(layer_name(il, "ffn_gate.weight"), true);
-    L.up = upload(layer_name(il, "ffn_up.weight"), true);
+    L.gate_up = upload_stacked({layer_name(il, "ffn_gate.weight"), layer_name(il, "ffn_up.weight")},
+                               {&L.gate, &L.up});
     L.down = upload(layer_name(il, "ffn_down.weight"), true);
   }
   k_cache_.resize(static_cast<size_t>(n_gpu));
@@ -192,12 +230,9 @@ void GpuDecoder::ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv) {
   auto f32 = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
   s_.x.reserve(f32(n * hp.n_embd));
   s_.h.reserve(f32(n * hp.n_embd));
-  s_.q.reserve(f32(n * hp.n_embd_q()));
-  s_.k.reserve(f32(n * hp.n_embd_kv()));
-  s_.v.reserve(f32(n * hp.n_embd_kv()));
+  s_.qkv.reserve(f32(n * (hp.n_embd_q() + 2 * hp.n_embd_kv())));
   s_.attn.reserve(f32(n * hp.n_embd_q()));
-  s_.gate.reserve(f32(n * n_ff));
-  s_.up.reserve(f32(n * n_ff));
+  s_.gate_up.reserve(f32(2 * n * n_ff));
   s_.rows.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_embd));
   s_.logits.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_vocab));
 }
@@ -267,12 +302,14 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
 
   float* x = s_.x.as<float>();
   float* h = s_.h.as<float>();
-  float* q = s_.q.as<float>();
-  float* k = s_.k.as<float>();
-  float* v = s_.v.as<float>();
+  // [n, n_q], [n, n_ekv], [n, n_ekv] one after another: for one token, the
+  // output row of the stacked product.
+  float* q = s_.qkv.as<float>();
+  float* k = q + n * n_q;
+  float* v = k + n * n_ekv;
   float* attn = s_.attn.as<float>();
-  float* gate = s_.gate.as<float>();
-  float* up = s_.up.as<float>();
+  float* gate = s_.gate_up.as<float>();  // [n, n_ff], then up [n, n_ff]
+  float* up = gate + n * (layers_.empty() ? 0 : layers_[0].up.n);
   const float eps = hp.norm_rms_eps;
   if (front_) {
     // The CPU layers, then the residual stream crosses to the device.
@@ -302,9 +339,14 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     const Layer& L = layers_[il];
     rms_norm(x, f32(L.attn_norm), eps, n, n_embd, h, st);
     s_.act_h.set(h, n, n_embd);
-    lin.run(L.wq, s_.act_h, q, false, L.bq.data ? f32(L.bq) : nullptr);
-    lin.run(L.wk, s_.act_h, k, false, L.bk.data ? f32(L.bk) : nullptr);
-    lin.run(L.wv, s_.act_h, v, false, L.bv.data ? f32(L.bv) : nullptr);
+    // One token: Q, K and V in one launch (the rows of q|k|v are its output row).
+    if (n == 1 && L.qkv.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr && L.bv.data == nullptr) {
+      lin.run(L.qkv, s_.act_h, q, false);
+    } else {
+      lin.run(L.wq, s_.act_h, q, false, L.bq.data ? f32(L.bq) : nullptr);
+      lin.run(L.wk, s_.act_h, k, false, L.bk.data ? f32(L.bk) : nullptr);
+      lin.run(L.wv, s_.act_h, v, false, L.bv.data ? f32(L.bv) : nullptr);
+    }
     if (L.q_norm.data) rms_norm(q, f32(L.q_norm), eps, n * hp.n_head, hd, q, st);
     if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
     rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
@@ -321,8 +363,12 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
 
     rms_norm(x, f32(L.ffn_norm), eps, n, n_embd, h, st);
     s_.act_h.set(h, n, n_embd);
-    lin.run(L.gate, s_.act_h, gate);
-    lin.run(L.up, s_.act_h, up);
+    if (n == 1 && L.gate_up.data != nullptr) {
+      lin.run(L.gate_up, s_.act_h, gate);  // gate | up
+    } else {
+      lin.run(L.gate, s_.act_h, gate);
+      lin.run(L.up, s_.act_h, up);
+    }
     swiglu(gate, up, n, L.up.n, up, st);
     s_.act_ffn.set(up, n, L.up.n);
     lin.run(L.down, s_.act_ffn, x, true);  // x += ffn

@@ -40,9 +40,17 @@ class GpuDecoder : public model::Architecture {
  private:
   struct Layer {
     GpuMatrix attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, ffn_norm, gate, up, down;
+    // wq|wk|wv and gate|up as one matrix each (rows stacked; wq ... up are
+    // views of them), or null where the parts differ in type or row length.
+    GpuMatrix qkv, gate_up;
   };
   // Uploads tensor `name` (null when optional and absent).
   GpuMatrix upload(const std::string& name, bool required);
+  // Uploads the required tensors `names` (same input, so same row length) as
+  // one matrix with their rows stacked and sets views[i] to part i; returns
+  // the whole. Parts of different types or row lengths are uploaded one by
+  // one instead (the whole is then null).
+  GpuMatrix upload_stacked(const std::vector<std::string>& names, const std::vector<GpuMatrix*>& views);
   void forward_impl(const model::ForwardBatch& batch, const model::KvView& kv, cpu::ThreadPool& pool,
                     model::Workspace& ws, float* logits);
   void ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv);
@@ -65,7 +73,7 @@ class GpuDecoder : public model::Architecture {
 
   // Per-pass scratch (grown on demand).
   struct Scratch {
-    DeviceBuffer x, h, q, k, v, attn, gate, up, rows, logits, staged;
+    DeviceBuffer x, h, qkv, attn, gate_up, rows, logits, staged;  // qkv: q, k, v one after another; gate_up too
     Activation act_h, act_attn, act_ffn, act_rows;
     int64_t n = 0, n_out = 0, n_kv = 0;
   };
