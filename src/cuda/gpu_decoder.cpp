@@ -349,8 +349,12 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     }
     if (L.q_norm.data) rms_norm(q, f32(L.q_norm), eps, n * hp.n_head, hd, q, st);
     if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
-    rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
-    rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
+    if (n == 1) {
+      rope(q, d_cos, d_sin, 1, hp.n_head + hp.n_head_kv, hd, rc.n_rot, rc.neox, st);  // q | k: one row of heads
+    } else {
+      rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
+      rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
+    }
     uint16_t* kc = k_cache_[il].as<uint16_t>();
     uint16_t* vc = v_cache_[il].as<uint16_t>();
     store_kv(k, v, d_slots, n, n_ekv, kc, vc, st);
