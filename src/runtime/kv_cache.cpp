@@ -70,14 +70,14 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
     throw InvalidArgument("KV cache full: " + std::to_string(n) + " tokens do not fit in " +
                           std::to_string(size() - used_) + " free cells of " + std::to_string(size()));
   }
-  uint64_t batch_seqs = 0;
+  SeqSet batch_seqs;
   for (int64_t t = 0; t < n; ++t) {
     if (seq[t] < 0 || seq[t] >= kMaxSequences) {
       throw InvalidArgument("sequence id " + std::to_string(seq[t]) + " out of range 0.." +
                             std::to_string(kMaxSequences - 1));
     }
     if (pos[t] < 0) throw InvalidArgument("negative position " + std::to_string(pos[t]));
-    batch_seqs |= uint64_t{1} << seq[t];
+    batch_seqs.add(seq[t]);
   }
   // One past the highest cell of each sequence of the batch (-1: none).
   std::array<int64_t, kMaxSequences> next{};
@@ -85,9 +85,7 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
   if (regions_) {
     for (int64_t i = 0; i < size(); ++i) {
       const Cell& c = cells_[static_cast<size_t>(i)];
-      for (uint64_t bits = c.pos >= 0 ? c.seqs & batch_seqs : 0; bits != 0; bits &= bits - 1) {
-        next[static_cast<size_t>(std::countr_zero(bits))] = i + 1;
-      }
+      if (c.pos >= 0) c.seqs.for_each_common(batch_seqs, [&](int s) { next[static_cast<size_t>(s)] = i + 1; });
     }
   }
   std::vector<int32_t> slots(static_cast<size_t>(n));
@@ -104,7 +102,7 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
     }
     Cell& c = cells_[static_cast<size_t>(cell)];
     c.pos = pos[t];
-    c.seqs = uint64_t{1} << seq[t];
+    c.seqs = SeqSet::only(seq[t]);
     slots[static_cast<size_t>(t)] = static_cast<int32_t>(cell);
     ++used_;
   }
@@ -147,11 +145,11 @@ void KvCache::remove(int seq, int32_t p0, int32_t p1) {
   for (Cell& c : cells_) {
     if (c.pos < 0 || c.pos < p0 || (p1 >= 0 && c.pos >= p1)) continue;
     if (seq < 0) {
-      c.seqs = 0;
+      c.seqs.clear();
     } else if (seq < kMaxSequences) {
-      c.seqs &= ~(uint64_t{1} << seq);
+      c.seqs.remove(seq);
     }
-    if (c.seqs == 0) {
+    if (c.seqs.empty()) {
       c.pos = -1;
       --used_;
     }
@@ -163,7 +161,7 @@ void KvCache::copy_sequence(int src, int dst) {
     throw InvalidArgument("sequence id out of range");
   }
   for (Cell& c : cells_) {
-    if (c.pos >= 0 && c.has(src)) c.seqs |= uint64_t{1} << dst;
+    if (c.pos >= 0 && c.has(src)) c.seqs.add(dst);
   }
 }
 

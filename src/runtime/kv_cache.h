@@ -4,6 +4,8 @@
 // so several sequences live in one cache with their own positions.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +18,40 @@
 namespace ferrite::runtime {
 
 // Sequence ids are 0 .. kMaxSequences-1 (a cell's sequences are a bit set).
-constexpr int kMaxSequences = 64;
+constexpr int kMaxSequences = 256;
+
+// A set of sequence ids (bits of kMaxSequences / 64 words).
+class SeqSet {
+ public:
+  static constexpr int kWords = kMaxSequences / 64;
+  void add(int s) { w_[static_cast<size_t>(s) / 64] |= uint64_t{1} << (s % 64); }
+  void remove(int s) { w_[static_cast<size_t>(s) / 64] &= ~(uint64_t{1} << (s % 64)); }
+  bool has(int s) const { return (w_[static_cast<size_t>(s) / 64] >> (s % 64)) & 1u; }
+  bool empty() const {
+    for (uint64_t w : w_) {
+      if (w != 0) return false;
+    }
+    return true;
+  }
+  void clear() { w_.fill(0); }
+  static SeqSet only(int s) {
+    SeqSet r;
+    r.add(s);
+    return r;
+  }
+  // Calls f(s) for each s in both this set and `other`, in increasing order.
+  template <typename F>
+  void for_each_common(const SeqSet& other, F&& f) const {
+    for (int i = 0; i < kWords; ++i) {
+      for (uint64_t bits = w_[static_cast<size_t>(i)] & other.w_[static_cast<size_t>(i)]; bits != 0; bits &= bits - 1) {
+        f(i * 64 + std::countr_zero(bits));
+      }
+    }
+  }
+
+ private:
+  std::array<uint64_t, kWords> w_{};
+};
 
 // The cache types, as the command line names them.
 constexpr const char* kCacheTypeNames = "f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl";
@@ -29,8 +64,8 @@ class KvCache {
  public:
   struct Cell {
     int32_t pos = -1;   // -1: free
-    uint64_t seqs = 0;  // bit s set: sequence s uses this cell
-    bool has(int seq) const { return (seqs >> seq) & 1u; }
+    SeqSet seqs;        // the sequences that use this cell
+    bool has(int seq) const { return seqs.has(seq); }
   };
 
   // Types: f16, or q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl (rows of K / V
