@@ -6,7 +6,8 @@
 // tail), each group of 16 summed with the lane tree and the groups in
 // double; probabilities rounded to f16; out[d] = dot(p, V[:, d]) in the dot
 // order over the cells. The scores of all cells live in shared memory
-// (attention_max_kv() bounds n_kv).
+// (attention_max_kv() bounds the cells one token reads). With per-token
+// ranges a token's cells are its range, summed as the CPU sums a range.
 #include <algorithm>
 
 #include <cuda_fp16.h>
@@ -32,19 +33,24 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   extern __shared__ float smem[];
   __shared__ float scratch_f[kWarp];
   __shared__ double scratch_d[kWarp];
-  const int64_t hd = p.head_dim, n_kv = p.n_kv;
-  float* scores = smem;           // [n_kv]
-  float* q16 = smem + n_kv;       // [hd]
-  float* partial = q16 + hd;      // [kOrderLanes][kDimsPerPass]
   const int64_t h = blockIdx.x, t = blockIdx.y;
+  // This token's cells [first, first + n_kv) (all of [0, p.n_kv) without ranges).
+  const int64_t first = p.kv_begin != nullptr ? p.kv_begin[t] : 0;
+  const int64_t n_kv = p.kv_begin != nullptr ? p.kv_len[t] : p.n_kv;
+  const int64_t mask_stride = p.kv_begin != nullptr ? p.mask_stride : p.n_kv;
+  const int64_t hd = p.head_dim;
+  const int64_t max_kv = p.kv_begin != nullptr ? p.max_len : p.n_kv;
+  float* scores = smem;           // [n_kv]
+  float* q16 = smem + max_kv;     // [hd]
+  float* partial = q16 + hd;      // [kOrderLanes][kDimsPerPass]
   const int64_t g = h / (p.n_head / p.n_head_kv);
   const int64_t kv_stride = p.n_head_kv * hd;
   const int tid = threadIdx.x;
   const float* q = p.q + (t * p.n_head + h) * hd;
-  const float* mask = p.mask + t * n_kv;
+  const float* mask = p.mask + t * mask_stride;
   float* out = p.out + (t * p.n_head + h) * hd;
-  const half* k_head = reinterpret_cast<const half*>(p.k) + g * hd;
-  const half* v_head = reinterpret_cast<const half*>(p.v) + g * hd;
+  const half* k_head = reinterpret_cast<const half*>(p.k) + first * kv_stride + g * hd;
+  const half* v_head = reinterpret_cast<const half*>(p.v) + first * kv_stride + g * hd;
 
   for (int64_t d = tid; d < hd; d += kThreads) q16[d] = __half2float(__float2half_rn(q[d]));
   __syncthreads();
@@ -163,13 +169,21 @@ int64_t attention_max_kv() {
 
 void attention(const AttentionParams& p, cudaStream_t s) {
   if (p.n_tokens == 0 || p.n_head == 0) return;
-  if (p.n_tokens >= kTiledMinTokens && !exact_products() && attention_tiled_supports(p)) {
-    attention_tiled(p, s);
-    return;
+  const int64_t run = p.tokens_per_range > 0 ? p.tokens_per_range : p.n_tokens;
+  if (!exact_products()) {
+    if (p.n_tokens >= kTiledMinTokens && run >= kTiledMinRun && attention_tiled_supports(p)) {
+      attention_tiled(p, s);
+      return;
+    }
+    if (attention_decode_supports(p)) {
+      attention_decode(p, s);
+      return;
+    }
   }
-  const size_t bytes = smem_bytes(p.n_kv, p.head_dim);
+  const int64_t cells = p.kv_begin != nullptr ? p.max_len : p.n_kv;  // the most one token reads
+  const size_t bytes = smem_bytes(cells, p.head_dim);
   if (bytes > static_cast<size_t>(max_dynamic_smem())) {
-    throw InvalidArgument("GPU attention: " + std::to_string(p.n_kv) + " cache cells exceed the limit of " +
+    throw InvalidArgument("GPU attention: " + std::to_string(cells) + " cache cells exceed the limit of " +
                           std::to_string(attention_max_kv()));
   }
   if (p.n_tokens > 65535) throw InvalidArgument("GPU attention: too many tokens in one pass");

@@ -3,7 +3,8 @@
 // kKTile cells; each K and V tile is read from memory once per block of
 // queries (into shared memory as f32) instead of once per query, and tiles
 // that the mask hides from every query of the block are skipped (causal
-// prefill does about half the work). Four lanes share a query: each scores
+// prefill does about half the work; with per-token ranges a block walks the
+// union of its queries' ranges). Four lanes share a query: each scores
 // kKTile / 4 cells and accumulates head_dim / 4 output dimensions.
 // Arithmetic: q rounded to f16 as the CPU does; scores, the running max and
 // sum, and the output in f32; probabilities stay f32 (the CPU rounds them
@@ -82,16 +83,32 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
 #pragma unroll
   for (int i = 0; i < kDimsPerLane; ++i) acc[i] = 0.0f;
   float m_run = -INFINITY, l_run = 0.0f;
-  const float* mask_row = p.mask + (row_live ? t : 0) * n_kv;
+  // This query's cells [first, first + len); the block walks the union of its queries' ranges.
+  const bool ranges = p.kv_begin != nullptr;
+  const int64_t first = row_live && ranges ? p.kv_begin[t] : 0;
+  const int64_t len = !row_live ? 0 : ranges ? p.kv_len[t] : n_kv;
+  const float* mask_row = p.mask + (row_live ? t : 0) * (ranges ? p.mask_stride : n_kv);
+  __shared__ int64_t block_lo, block_hi;
+  if (tid == 0) {
+    block_lo = n_kv;
+    block_hi = 0;
+  }
+  __syncthreads();
+  if (sub == 0 && len > 0) {
+    atomicMin(reinterpret_cast<unsigned long long*>(&block_lo), static_cast<unsigned long long>(first));
+    atomicMax(reinterpret_cast<unsigned long long*>(&block_hi), static_cast<unsigned long long>(first + len));
+  }
+  __syncthreads();
+  const int64_t lo = block_lo, hi = block_hi;
 
-  for (int64_t j0 = 0; j0 < n_kv; j0 += kKTile) {
+  for (int64_t j0 = lo; j0 < hi; j0 += kKTile) {
     // This lane's cells are j0 + sub + 4 jj.
     float mk[kCellsPerLane];
     bool any = false;
 #pragma unroll
     for (int jj = 0; jj < kCellsPerLane; ++jj) {
       const int64_t j = j0 + sub + kLanesPerQuery * jj;
-      mk[jj] = row_live && j < n_kv ? mask_row[j] : -INFINITY;
+      mk[jj] = j >= first && j < first + len ? mask_row[j - first] : -INFINITY;
       any = any || mk[jj] != -INFINITY;
     }
     if (!__syncthreads_or(any)) continue;  // hidden from every query of the block
@@ -100,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
       const int cc = i / kVecs, d4 = i % kVecs;
       const int64_t j = j0 + cc;
       float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kv;
-      if (j < n_kv) {
+      if (j < hi) {
         kv = load_half4(k_head + j * kv_stride + d4 * kVec);
         vv = load_half4(v_head + j * kv_stride + d4 * kVec);
       }

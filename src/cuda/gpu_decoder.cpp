@@ -251,17 +251,33 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_ekv = hp.n_embd_kv(), hd = hp.head_dim;
   if (n <= 0) return;
   if (kv.n_cells != n_cells_) throw InvalidArgument("GPU decoder: the cache size differs from the one allocated");
-  if (kv.kv_begin != nullptr) throw InvalidArgument("GPU decoder: per-sequence cache regions are not supported");
+  // Each token's cells (model/forward.h): the view's ranges, or all of [0, n_kv).
+  const bool ranges = kv.kv_begin != nullptr;
+  const int64_t mask_stride = ranges ? kv.mask_stride : n_kv;
+  int64_t max_len = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t b = ranges ? kv.kv_begin[t] : 0, len = ranges ? kv.kv_len[t] : n_kv;
+    if (b < 0 || len < 0 || b + len > n_kv || len > mask_stride) {
+      throw InvalidArgument("GPU decoder: token " + std::to_string(t) + " reads cells outside the cache view");
+    }
+    max_len = std::max(max_len, len);
+  }
+  int64_t runs = 1;  // runs of consecutive tokens sharing a range
+  for (int64_t t = 1; ranges && t < n; ++t) {
+    runs += kv.kv_begin[t] != kv.kv_begin[t - 1] || kv.kv_len[t] != kv.kv_len[t - 1] ? 1 : 0;
+  }
   for (int64_t t = 0; t < n; ++t) {
     if (batch.tokens[t] < 0 || batch.tokens[t] >= hp.n_vocab) {
       throw InvalidArgument("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary (0.." +
                             std::to_string(hp.n_vocab - 1) + ")");
     }
   }
-  ensure_workspace(n, n_out, n_kv);
+  ensure_workspace(n, n_out, mask_stride);
   cudaStream_t st = stream_;
 
-  // Host inputs, staged in one upload: tokens, slots, out rows, mask, RoPE tables.
+  // Host inputs, staged in one upload: tokens, slots, out rows, cell ranges,
+  // RoPE tables, mask (last: the others keep their addresses as it grows,
+  // which the decode graphs rely on).
   cpu::RopeConfig rc;
   rc.n_rot = hp.rope.n_rot;
   rc.neox = hp.rope.neox;
@@ -274,21 +290,27 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   rc.n_ctx_orig = hp.rope.n_ctx_orig;
   rc.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
   const int64_t half = rc.n_rot / 2;
-  const size_t staged_bytes = 16 * 6 + static_cast<size_t>(3 * n + n_out) * sizeof(int32_t) +
-                              static_cast<size_t>(n * n_kv + 2 * n * half) * sizeof(float);
+  const size_t staged_bytes = 16 * 8 + static_cast<size_t>(5 * n + n_out) * sizeof(int32_t) +
+                              static_cast<size_t>(n * mask_stride + 2 * n * half) * sizeof(float);
   host_staged_.reserve(staged_bytes);
   s_.staged.reserve(staged_bytes);
   uint8_t* hp_ptr = host_staged_.as<uint8_t>();
   int32_t* h_tokens = carve<int32_t>(hp_ptr, n);
   int32_t* h_slots = carve<int32_t>(hp_ptr, n);
   int32_t* h_rows = carve<int32_t>(hp_ptr, std::max<int64_t>(n_out, 1));
-  float* h_mask = carve<float>(hp_ptr, n * n_kv);
+  int32_t* h_begin = carve<int32_t>(hp_ptr, n);
+  int32_t* h_len = carve<int32_t>(hp_ptr, n);
   float* h_cos = carve<float>(hp_ptr, n * half);
   float* h_sin = carve<float>(hp_ptr, n * half);
+  float* h_mask = carve<float>(hp_ptr, n * mask_stride);
   std::memcpy(h_tokens, batch.tokens, static_cast<size_t>(n) * sizeof(int32_t));
   std::memcpy(h_slots, kv.slots, static_cast<size_t>(n) * sizeof(int32_t));
   if (n_out > 0) std::memcpy(h_rows, batch.out_rows, static_cast<size_t>(n_out) * sizeof(int32_t));
-  std::memcpy(h_mask, kv.mask, static_cast<size_t>(n * n_kv) * sizeof(float));
+  for (int64_t t = 0; t < n; ++t) {
+    h_begin[t] = ranges ? kv.kv_begin[t] : 0;
+    h_len[t] = ranges ? kv.kv_len[t] : static_cast<int32_t>(n_kv);
+  }
+  std::memcpy(h_mask, kv.mask, static_cast<size_t>(n * mask_stride) * sizeof(float));
   cpu::rope_table(rc, batch.pos, n, h_cos, h_sin);
   const size_t used = static_cast<size_t>(hp_ptr - host_staged_.as<uint8_t>());
   FERRITE_CUDA_CHECK(cudaMemcpyAsync(s_.staged.as(), host_staged_.as(), used, cudaMemcpyHostToDevice, st));
@@ -296,9 +318,11 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   const int32_t* d_tokens = carve<int32_t>(dp, n);
   const int32_t* d_slots = carve<int32_t>(dp, n);
   const int32_t* d_rows = carve<int32_t>(dp, std::max<int64_t>(n_out, 1));
-  const float* d_mask = carve<float>(dp, n * n_kv);
+  const int32_t* d_begin = carve<int32_t>(dp, n);
+  const int32_t* d_len = carve<int32_t>(dp, n);
   const float* d_cos = carve<float>(dp, n * half);
   const float* d_sin = carve<float>(dp, n * half);
+  const float* d_mask = carve<float>(dp, n * mask_stride);
 
   float* x = s_.x.as<float>();
   float* h = s_.h.as<float>();
@@ -325,6 +349,11 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   AttentionParams ap;
   ap.mask = d_mask;
   ap.n_kv = n_kv;
+  ap.kv_begin = d_begin;
+  ap.kv_len = d_len;
+  ap.mask_stride = mask_stride;
+  ap.max_len = max_len;
+  ap.tokens_per_range = std::max<int64_t>(1, n / runs);
   ap.n_tokens = n;
   ap.n_head = hp.n_head;
   ap.n_head_kv = hp.n_head_kv;
@@ -388,7 +417,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   };
 
   if (use_graphs_ && n == 1) {
-    run_graph(std::make_pair(n_out, n_kv), body);
+    run_graph({n_out, n_kv, max_len, mask_stride}, body);
   } else {
     body();
   }
@@ -402,7 +431,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
 }
 
 template <typename Body>
-void GpuDecoder::run_graph(std::pair<int64_t, int64_t> key, Body& body) {
+void GpuDecoder::run_graph(const std::array<int64_t, 4>& key, Body& body) {
   Graph& g = graphs_[key];
   if (g.exec != nullptr && g.generation == g_buffer_generation.load()) {
     FERRITE_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));

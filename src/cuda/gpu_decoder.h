@@ -9,6 +9,7 @@
 // each forward pass uploads with the tokens and the RoPE tables.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -56,7 +57,7 @@ class GpuDecoder : public model::Architecture {
   void ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv);
   // Runs body() through the graph of this decode shape (see graphs_).
   template <typename Body>
-  void run_graph(std::pair<int64_t, int64_t> key, Body& body);
+  void run_graph(const std::array<int64_t, 4>& key, Body& body);
 
   const model::Model& model_;
   model::HParams hp_;
@@ -79,7 +80,7 @@ class GpuDecoder : public model::Architecture {
   };
   Scratch s_;
   PinnedBuffer host_staged_, host_logits_;
-  // CUDA graphs of the decode step (one token), one per (n_out, n_kv):
+  // CUDA graphs of the decode step (one token), one per (n_out, n_kv, cells read, mask stride):
   // captured the second time a shape runs (the first allocates), replayed
   // after; stale when device buffers move (g_buffer_generation).
   struct Graph {
@@ -87,7 +88,7 @@ class GpuDecoder : public model::Architecture {
     uint64_t generation = 0;
     bool seen = false;
   };
-  std::map<std::pair<int64_t, int64_t>, Graph> graphs_;
+  std::map<std::array<int64_t, 4>, Graph> graphs_;
   bool use_graphs_ = true;  // FERRITE_CUDA_GRAPHS=0 turns them off
   LinearRunner* linear_ = nullptr;
 };

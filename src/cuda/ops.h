@@ -98,8 +98,21 @@ struct AttentionParams {
   const float* q = nullptr;         // [n_tokens, n_head, head_dim]
   const uint16_t* k = nullptr;      // [n_cells, n_head_kv * head_dim] f16
   const uint16_t* v = nullptr;      // [n_cells, n_head_kv * head_dim] f16 (not transposed)
-  const float* mask = nullptr;      // [n_tokens, n_kv]: 0 or -inf
+  const float* mask = nullptr;      // [n_tokens, mask_stride]: 0 or -inf
   int64_t n_kv = 0, n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  // Per-token cell ranges (several sequences in one cache, model/forward.h
+  // KvView): token t reads cells [kv_begin[t], kv_begin[t] + kv_len[t]) of
+  // [0, n_kv), and mask row t then covers that range (element j: cell
+  // kv_begin[t] + j). Null: every token reads [0, n_kv), mask_stride n_kv.
+  const int32_t* kv_begin = nullptr;  // [n_tokens] (device)
+  const int32_t* kv_len = nullptr;    // [n_tokens] (device)
+  int64_t mask_stride = 0;            // elements between mask rows (with the ranges)
+  int64_t max_len = 0;                // the largest kv_len (with the ranges; host value)
+  // Mean length of the runs of consecutive tokens that share a range (host
+  // value; 0: unknown, taken as n_tokens). One token from each of many
+  // sequences (batched decode) gives 1: the tiled kernel, which reads a
+  // range once per block of kQTile tokens, then has nothing to share.
+  int64_t tokens_per_range = 0;
   float scale = 1.0f, softcap = 0.0f;
   float* out = nullptr;             // [n_tokens, n_head, head_dim]
 };
@@ -107,15 +120,23 @@ struct AttentionParams {
 // Cells one launch of the exact kernel can attend over (scores live in
 // shared memory); the tiled kernel has no limit.
 int64_t attention_max_kv();
-// Prefill passes (at least kTiledMinTokens tokens, a shape the tiled kernel
-// takes, exact_products() false) go through attention_tiled, others through
-// the exact kernel (attention.cu: the CPU's bits).
+// Outside exact_products(): prefill passes (at least kTiledMinTokens tokens,
+// at least kTiledMinRun tokens per range, a shape the tiled kernel takes) go
+// through attention_tiled, others (decode: one token, or one token from each
+// of many sequences) through attention_decode. In exact mode, or for shapes
+// neither takes, the exact kernel (attention.cu: the CPU's bits).
 constexpr int64_t kTiledMinTokens = 16;
+constexpr int64_t kTiledMinRun = 8;
 void attention(const AttentionParams& p, cudaStream_t s);
 
 // Flash-attention-style kernel (attention_tiled.cu): head_dim 64 or 128,
 // 16-byte aligned q/out, 8-byte aligned k/v.
 bool attention_tiled_supports(const AttentionParams& p);
 void attention_tiled(const AttentionParams& p, cudaStream_t s);
+
+// Decode kernel (attention_decode.cu: a warp per cell, online softmax per
+// warp, f32 probabilities): head_dim 64 or 128, 8-byte aligned k/v.
+bool attention_decode_supports(const AttentionParams& p);
+void attention_decode(const AttentionParams& p, cudaStream_t s);
 
 }  // namespace ferrite::cuda

@@ -52,7 +52,6 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     throw InvalidArgument("GPU offload needs an f16 KV cache");
   }
   if (params_.n_gpu_layers != 0) gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers);
-  if (gpu_) cache_.set_sequence_regions(false);  // the GPU reads [0, n_kv) with one full mask
   if (params_.embeddings) set_embeddings(true);
 }
 
@@ -97,14 +96,8 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   std::vector<int32_t> slots = cache_.allocate(batch.seq.data() + begin, batch.pos.data() + begin, n);
 
   const int64_t n_kv = std::min(cache_.size(), (cache_.end() + kKvPad - 1) / kKvPad * kKvPad);
-  const bool ranges = gpu_ == nullptr;
-  if (ranges) {
-    token_ranges(batch, begin, n, n_kv);
-  } else {
-    kv_begin_.assign(static_cast<size_t>(n), 0);
-    kv_len_.assign(static_cast<size_t>(n), static_cast<int32_t>(n_kv));
-  }
-  const int64_t width = ranges ? *std::max_element(kv_len_.begin(), kv_len_.end()) : n_kv;
+  token_ranges(batch, begin, n, n_kv);
+  const int64_t width = *std::max_element(kv_len_.begin(), kv_len_.end());
 
   // Masks [n, width], row t over cells [kv_begin_[t], + kv_len_[t]): a cell is
   // visible to a token of sequence s at position p when it belongs to s and
@@ -139,11 +132,9 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.n_kv = n_kv;
   kv.mask = mask_.data();
   kv.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
-  if (ranges) {
-    kv.kv_begin = kv_begin_.data();
-    kv.kv_len = kv_len_.data();
-    kv.mask_stride = width;
-  }
+  kv.kv_begin = kv_begin_.data();
+  kv.kv_len = kv_len_.data();
+  kv.mask_stride = width;
   try {
     forward_outputs(fb, kv);
   } catch (...) {
@@ -157,18 +148,19 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
 
 void Context::token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv) {
   // The span of cells each sequence of the pass occupies: [lo, hi).
-  uint64_t batch_seqs = 0;
-  for (int64_t t = 0; t < n; ++t) batch_seqs |= uint64_t{1} << batch.seq[begin + t];
+  SeqSet batch_seqs;
+  for (int64_t t = 0; t < n; ++t) batch_seqs.add(batch.seq[begin + t]);
   std::array<int64_t, kMaxSequences> lo, hi;
   lo.fill(n_kv);
   hi.fill(0);
   for (int64_t i = 0; i < n_kv; ++i) {
     const KvCache::Cell& c = cache_.cell(i);
-    for (uint64_t bits = c.pos >= 0 ? c.seqs & batch_seqs : 0; bits != 0; bits &= bits - 1) {
-      const auto s = static_cast<size_t>(std::countr_zero(bits));
+    if (c.pos < 0) continue;
+    c.seqs.for_each_common(batch_seqs, [&](int seq) {
+      const auto s = static_cast<size_t>(seq);
       lo[s] = std::min(lo[s], i);
       hi[s] = i + 1;
-    }
+    });
   }
   // Token ranges: the span widened to kKvPad boundaries (one sequence alone
   // at the start of the cache reads [0, n_kv) as without ranges).

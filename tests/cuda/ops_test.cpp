@@ -1,5 +1,6 @@
 // Row kernels and attention on the GPU against the CPU kernels (src/cpu)
 // on fresh random inputs.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -115,9 +116,13 @@ TEST(GpuOps, GetRowsEveryType) {
 
 // Attention of several tokens (prefill, causal) and one token (decode) over
 // a cache with grouped heads, against cpu::attention_ref.
-// tiled: the prefill kernel (attention_tiled.cu) instead of the exact one.
+// kernel: the exact one (attention.cu), the prefill one (attention_tiled.cu)
+// or the decode one (attention_decode.cu). ranges: each token reads a random
+// range of the cells (several sequences in one cache) with its mask row
+// covering just the range; else the causal mask over [0, n_kv).
+enum class Kernel { Exact, Tiled, Decode };
 void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng,
-                     bool tiled = false) {
+                     Kernel kernel = Kernel::Exact, bool ranges = false) {
   constexpr int64_t kHeads = 8, kHeadsKv = 2;
   const int64_t kv_w = kHeadsKv * head_dim;
   const auto q = random_floats(n_tokens * kHeads * head_dim, rng, -2.0f, 2.0f);
@@ -130,10 +135,23 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
       vt[d * n_kv + j] = v[j * kv_w + d];
     }
   }
-  // Token t sees cells [0, n_kv - n_tokens + t]; the rest is hidden.
+  // Token t sees cells [0, n_kv - n_tokens + t]; the rest is hidden. With
+  // ranges: token t reads [begin[t], begin[t] + len[t]) and sees a random
+  // three quarters of it (some rows see nothing).
   std::vector<float> mask(n_tokens * n_kv, -std::numeric_limits<float>::infinity());
+  std::vector<int32_t> begin(static_cast<size_t>(n_tokens), 0), len(static_cast<size_t>(n_tokens), 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t j = 0; j <= n_kv - n_tokens + t; ++j) mask[t * n_kv + j] = 0.0f;
+    if (ranges) {
+      std::uniform_int_distribution<int64_t> pick(0, n_kv);
+      int64_t b = pick(rng), e = pick(rng);
+      if (b > e) std::swap(b, e);
+      begin[static_cast<size_t>(t)] = static_cast<int32_t>(b);
+      len[static_cast<size_t>(t)] = static_cast<int32_t>(e - b);
+      std::bernoulli_distribution visible(0.75);
+      for (int64_t j = 0; j < e - b; ++j) mask[t * n_kv + j] = visible(rng) ? 0.0f : mask[t * n_kv + j];
+    } else {
+      for (int64_t j = 0; j <= n_kv - n_tokens + t; ++j) mask[t * n_kv + j] = 0.0f;
+    }
   }
   std::vector<float> ref(q.size());
   cpu::AttentionArgs a;
@@ -144,6 +162,11 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   a.kv_stride = kv_w;
   a.n_kv = n_kv;
   a.mask = mask.data();
+  if (ranges) {
+    a.kv_begin = begin.data();
+    a.kv_len = len.data();
+    a.mask_stride = n_kv;
+  }
   a.n_tokens = n_tokens;
   a.n_head = kHeads;
   a.n_head_kv = kHeadsKv;
@@ -154,8 +177,14 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   cpu::attention_ref(a);
 
   DeviceBuffer qd = to_device(q), kd = to_device(k), vd = to_device(v), md = to_device(mask),
-               od = test::poisoned(q.size());
+               od = test::poisoned(q.size()), bd = to_device(begin), ld = to_device(len);
   AttentionParams p;
+  if (ranges) {
+    p.kv_begin = bd.as<int32_t>();
+    p.kv_len = ld.as<int32_t>();
+    p.mask_stride = n_kv;
+    p.max_len = *std::max_element(len.begin(), len.end());
+  }
   p.q = qd.as<float>();
   p.k = kd.as<uint16_t>();
   p.v = vd.as<uint16_t>();
@@ -168,9 +197,12 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   p.scale = a.scale;
   p.softcap = softcap;
   p.out = od.as<float>();
-  if (tiled) {
+  if (kernel == Kernel::Tiled) {
     ASSERT_TRUE(attention_tiled_supports(p));
     attention_tiled(p, nullptr);
+  } else if (kernel == Kernel::Decode) {
+    ASSERT_TRUE(attention_decode_supports(p));
+    attention_decode(p, nullptr);
   } else {
     const test::ProductMode exact(true);
     attention(p, nullptr);
@@ -195,11 +227,34 @@ TEST(GpuAttention, PrefillAndDecode) {
 TEST(GpuAttention, TiledPrefill) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();
-  check_attention(40, 40, 64, 0.0f, rng, true);
-  check_attention(70, 100, 128, 0.0f, rng, true);
-  check_attention(33, 1000, 128, 0.0f, rng, true);
-  check_attention(20, 50, 64, 30.0f, rng, true);
-  check_attention(1, 37, 128, 0.0f, rng, true);
+  check_attention(40, 40, 64, 0.0f, rng, Kernel::Tiled);
+  check_attention(70, 100, 128, 0.0f, rng, Kernel::Tiled);
+  check_attention(33, 1000, 128, 0.0f, rng, Kernel::Tiled);
+  check_attention(20, 50, 64, 30.0f, rng, Kernel::Tiled);
+  check_attention(1, 37, 128, 0.0f, rng, Kernel::Tiled);
+}
+
+// Several sequences in one cache: every kernel reads each token's range of
+// cells only (cells outside it hold values the token must not see).
+TEST(GpuAttention, PerTokenRanges) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  for (Kernel k : {Kernel::Exact, Kernel::Tiled, Kernel::Decode}) {
+    check_attention(37, 300, 128, 0.0f, rng, k, true);
+    check_attention(5, 90, 64, 30.0f, rng, k, true);
+  }
+}
+
+// The decode kernel: one token or a few, cell counts around its warp and
+// unroll steps, both head sizes, soft-capping, a long cache.
+TEST(GpuAttention, Decode) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  check_attention(1, 1, 128, 0.0f, rng, Kernel::Decode);
+  check_attention(1, 17, 64, 0.0f, rng, Kernel::Decode);
+  check_attention(1, 301, 128, 0.0f, rng, Kernel::Decode);
+  check_attention(3, 50, 64, 30.0f, rng, Kernel::Decode);
+  check_attention(8, 4099, 128, 0.0f, rng, Kernel::Decode);
 }
 
 }  // namespace
