@@ -1,6 +1,8 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "sampling/draw.h"
@@ -132,8 +134,32 @@ void Sampler::require_candidates() const {
   }
 }
 
+bool Sampler::plain_greedy(bool constrained) const {
+  // Every stage but these keeps the most likely token, and a temperature
+  // <= 0 then keeps only it: the chain's result is the argmax.
+  const bool xtc_active = params_.xtc_probability > 0.0f && params_.xtc_threshold <= kXtcMaxThreshold;
+  return !constrained && !mirostat_v1_ && !mirostat_v2_ && params_.logit_bias.empty() && !penalties_.active() &&
+         !dry_.active() && !xtc_active && params_.temperature <= 0.0f && !(params_.dynatemp_range > 0.0f) &&
+         std::find(params_.samplers.begin(), params_.samplers.end(), Stage::Temperature) != params_.samplers.end();
+}
+
 int32_t Sampler::run_chain(std::span<const float> logits, bool constrained) {
   probs_ready_ = false;
+  if (plain_greedy(constrained)) {
+    // The chain's answer without building the candidate list: the largest
+    // logit, the lowest id among equals (logit_before), NaN as -inf.
+    int64_t best = -1;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const float l = logits[i];
+      if (l == -std::numeric_limits<float>::infinity() || std::isnan(l)) continue;
+      if (best < 0 || l > logits[static_cast<size_t>(best)]) best = static_cast<int64_t>(i);
+    }
+    cand_.items.clear();
+    if (best >= 0) cand_.items.push_back({static_cast<int32_t>(best), logits[static_cast<size_t>(best)], 0.0f});
+    cand_.sorted = true;
+    require_candidates();
+    return static_cast<int32_t>(best);
+  }
   fill_candidates(cand_, logits);
   if (constrained) constraint_->apply(cand_.items);
   apply_logit_bias(cand_, params_.logit_bias);

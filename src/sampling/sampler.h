@@ -90,6 +90,9 @@ class Sampler {
 
  private:
   int32_t run_chain(std::span<const float> logits, bool constrained);
+  // True when the chain reduces to the argmax (greedy, no stage that moves
+  // or removes the best token): run_chain then skips the candidate list.
+  bool plain_greedy(bool constrained) const;
   void apply_stage(Stage stage);
   void require_candidates() const;
 

@@ -13,7 +13,6 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // nearly always hold the nucleus; it sorts the rest only when they do not.
 constexpr size_t kTopPFirstSort = 256;
 constexpr size_t kTopPGrowth = 4;
-constexpr float kXtcMaxThreshold = 0.5f;
 }  // namespace
 
 void top_k(Candidates& c, int32_t k) {

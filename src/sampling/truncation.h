@@ -42,5 +42,7 @@ void top_n_sigma(Candidates& c, float n);
 // least `threshold` except the least likely of them, unless that would leave
 // fewer than min_keep.
 void xtc(Candidates& c, float probability, float threshold, size_t min_keep, Rng& rng);
+// Thresholds above this turn XTC off.
+constexpr float kXtcMaxThreshold = 0.5f;
 
 }  // namespace ferrite::sampling

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <thread>
 
 #include "core/error.h"
@@ -44,6 +45,46 @@ TEST(Sampler, ZeroTemperatureIsGreedyWhateverTheSeed) {
     Sampler s(p);
     EXPECT_EQ(s.sample(l), argmax(l));
   }
+}
+
+// Greedy sampling skips the candidate list when no stage can move the best
+// token; a zero logit bias forces the whole chain, which must agree (ties to
+// the lowest id, NaN and -inf never chosen, +inf first).
+TEST(Sampler, GreedyShortcutEqualsTheWholeChain) {
+  SamplerParams fast;  // the default chain, greedy
+  fast.temperature = 0.0f;
+  SamplerParams chain = fast;
+  chain.logit_bias.push_back({0, 0.0f});
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> value(-4, 4), special(0, 20);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> l(static_cast<size_t>(1 + trial % 97));
+    for (float& x : l) {
+      const int k = special(rng);
+      x = k == 0 ? std::nanf("") : k == 1 ? -kInf : k == 2 && trial % 5 == 0 ? kInf : static_cast<float>(value(rng));
+    }
+    Sampler a(fast), b(chain);
+    bool a_threw = false, b_threw = false;
+    int32_t ta = -1, tb = -1;
+    try {
+      ta = a.sample(l);
+    } catch (const InvalidArgument&) {
+      a_threw = true;
+    }
+    try {
+      tb = b.sample(l);
+    } catch (const InvalidArgument&) {
+      b_threw = true;
+    }
+    ASSERT_EQ(a_threw, b_threw) << "trial " << trial;
+    ASSERT_EQ(ta, tb) << "trial " << trial;
+    if (!a_threw) {
+      ASSERT_EQ(a.last_candidates().items.size(), 1u);
+      EXPECT_EQ(a.last_candidates().items[0].id, ta);
+    }
+  }
+  Sampler a(fast);
+  EXPECT_THROW(a.choose(std::vector<float>{-kInf, std::nanf("")}), InvalidArgument);
 }
 
 TEST(Sampler, PenaltiesSeeThePrompt) {
