@@ -19,6 +19,7 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "gpu_layers.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "load_bar.h"
@@ -157,22 +158,7 @@ int run_generate(RunOptions& opt) {
   const std::string path = resolve_model_argument(opt.model);
   std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
-  int ngl = 0;
-  if (opt.n_gpu_layers == "all") {
-    ngl = runtime::kAllLayers;
-  } else {
-    try {
-      ngl = std::stoi(opt.n_gpu_layers);
-    } catch (const std::exception&) {
-      throw InvalidArgument("--n-gpu-layers takes a number of layers or 'all', not '" + opt.n_gpu_layers + "'");
-    }
-    if (ngl < 0) throw InvalidArgument("--n-gpu-layers must not be negative");
-  }
-  if (opt.fit) {
-    const runtime::GpuFit fit = runtime::fit_gpu_layers(*model, opt.n_ctx);
-    std::fprintf(stderr, "%s\n", fit.report.c_str());
-    ngl = fit.n_layers;
-  }
+  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx);
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx,
                                .n_batch = opt.n_batch,
                                .n_threads = opt.n_threads,

@@ -1,5 +1,5 @@
 // `ferrite serve -m MODEL [--host H] [--port P] [--parallel N] [-c CTX] [-b BATCH]
-//  [--api-key KEY | --api-key-file F] [--log-format text|json|none] ...`
+//  [-ngl N|all | --fit] [--api-key KEY | --api-key-file F] [--log-format text|json|none] ...`
 // An OpenAI-compatible HTTP server with continuous batching (src/server).
 // SIGTERM / SIGINT cancel in-flight requests and exit 0.
 #include <pthread.h>
@@ -12,7 +12,9 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "gpu_layers.h"
 #include "model/model.h"
+#include "runtime/offload.h"
 #include "load_bar.h"
 #include "model_path.h"
 #include "server/engine.h"
@@ -40,6 +42,8 @@ struct ServeOptions {
   size_t max_body = server::kDefaultMaxBodyBytes;
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
+  std::string n_gpu_layers = "0";  // -ngl: layers on the GPU, a number or "all"
+  bool fit = false;                // --fit: the largest -ngl that fits in the GPU's free memory
 };
 
 std::string base_name(const std::string& path) {
@@ -72,15 +76,19 @@ int run_serve(const ServeOptions& opt) {
   so.model_id = opt.alias.empty() ? base_name(path) : opt.alias;
   std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model->file()));
+  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx);
   server::Engine engine(model, tok,
                         {.n_parallel = opt.parallel, .n_ctx = opt.n_ctx, .n_batch = opt.n_batch,
                          .n_threads = opt.threads, .max_queue = opt.queue, .after_step = {},
                          .cache_type_k = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k"),
-                         .cache_type_v = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v")});
+                         .cache_type_v = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v"),
+                         .n_gpu_layers = ngl});
   server::HttpServer http(engine, so);
   const int port = http.bind();
-  std::fprintf(stderr, "serving %s on http://%s:%d (%d slots, %lld tokens of context each)\n", so.model_id.c_str(),
-               so.host.c_str(), port, engine.n_parallel(), static_cast<long long>(engine.slot_ctx()));
+  const std::string gpu = ngl == 0 ? "" : ngl == runtime::kAllLayers ? ", every layer on the GPU"
+                                                                     : ", " + std::to_string(ngl) + " layers on the GPU";
+  std::fprintf(stderr, "serving %s on http://%s:%d (%d slots, %lld tokens of context each%s)\n", so.model_id.c_str(),
+               so.host.c_str(), port, engine.n_parallel(), static_cast<long long>(engine.slot_ctx()), gpu.c_str());
 
   std::thread waiter([&] {
     int sig = 0;
@@ -99,6 +107,9 @@ int run_serve(const ServeOptions& opt) {
   http.stop();
   return ok ? 0 : 1;
 }
+
+// llama.cpp spells it -ngl, which CLI11 cannot declare.
+const OptionAliasRegistrar kNglAlias({"serve", "-ngl", "--ngl"});
 
 const CommandRegistrar kServe({"serve", "Serve a model over an OpenAI-compatible HTTP API",
                                [](CLI::App& sub) -> std::function<int()> {
@@ -120,6 +131,10 @@ const CommandRegistrar kServe({"serve", "Serve a model over an OpenAI-compatible
                                  sub.add_option("--max-body", opt->max_body, "Largest request body in bytes");
                                  sub.add_option("--cache-type-k", opt->cache_type_k, std::string("K cache type: ") + runtime::kCacheTypeNames);
                                  sub.add_option("--cache-type-v", opt->cache_type_v, std::string("V cache type: ") + runtime::kCacheTypeNames);
+                                 sub.add_option("--ngl,--n-gpu-layers", opt->n_gpu_layers,
+                                                "Layers on the GPU: a number or all (needs a CUDA build)");
+                                 sub.add_flag("--fit", opt->fit,
+                                              "Offload the most layers that fit in the GPU's free memory (prints the numbers)");
                                  return [opt] { return run_serve(*opt); };
                                }});
 

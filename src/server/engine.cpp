@@ -45,7 +45,8 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
       tok_(std::move(tok)),
       opt_(std::move(options)),
       ctx_(model_, {.n_ctx = opt_.n_ctx, .n_batch = opt_.n_batch, .n_threads = opt_.n_threads,
-                    .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v}) {
+                    .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v,
+                    .n_gpu_layers = opt_.n_gpu_layers}) {
   if (opt_.n_parallel < 1 || opt_.n_parallel > runtime::kMaxSequences) {
     throw InvalidArgument("--parallel must be between 1 and " + std::to_string(runtime::kMaxSequences));
   }

@@ -42,6 +42,7 @@ struct EngineOptions {
   std::function<void()> after_step;
   TensorType cache_type_k = TensorType::F16;  // KV cache types (runtime::ContextParams)
   TensorType cache_type_v = TensorType::F16;
+  int n_gpu_layers = 0;                       // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
 };
 
 struct EngineStats {
@@ -52,6 +53,8 @@ struct EngineStats {
   uint64_t cached_tokens = 0;     // prompt tokens reused from a slot's cache
   uint64_t generated_tokens = 0;  // tokens sampled
   uint64_t steps = 0;             // batches decoded
+  double decode_ms = 0.0;         // time in the model's passes (all steps)
+  double sample_ms = 0.0;         // time sampling and handing out tokens (all steps)
   size_t queued = 0;              // tasks waiting now
   int active = 0;                 // slots busy now
 };

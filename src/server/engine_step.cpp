@@ -1,6 +1,7 @@
 // One step of the engine: build the batch (a token for every generating
 // slot, then prompt chunks up to the batch size), decode it, sample.
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "core/error.h"
@@ -36,6 +37,7 @@ void Engine::step() {
   }
   if (batch_.size() == 0) return;
 
+  const auto t_decode = std::chrono::steady_clock::now();
   try {
     ctx_.decode(batch_);
   } catch (const std::exception& e) {
@@ -48,17 +50,19 @@ void Engine::step() {
     }
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.prompt_tokens += n_prompt_tokens;
-    ++stats_.steps;
-  }
+  const auto t_sample = std::chrono::steady_clock::now();
   int64_t out = 0;
   for (int64_t i = 0; i < batch_.size(); ++i) {
     if (!batch_.want_logits[static_cast<size_t>(i)]) continue;
     Slot& s = slots_[static_cast<size_t>(batch_.seq[static_cast<size_t>(i)])];
     sample(s, ctx_.logits(out++));
   }
+  const auto t_end = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.prompt_tokens += n_prompt_tokens;
+  ++stats_.steps;
+  stats_.decode_ms += std::chrono::duration<double, std::milli>(t_sample - t_decode).count();
+  stats_.sample_ms += std::chrono::duration<double, std::milli>(t_end - t_sample).count();
 }
 
 void Engine::sample(Slot& slot, std::span<const float> logits) {
