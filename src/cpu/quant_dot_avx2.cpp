@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -122,7 +123,7 @@ const QuantDot* quant_dot_avx2(TensorType type) {
     case TensorType::Q8_0:
       return &q8_0;
     default:
-      return nullptr;
+      return quant_dot_k_avx2(type);  // the K types (quant_dot_k_avx2.cpp), else nullptr
   }
 }
 

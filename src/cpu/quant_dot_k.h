@@ -10,4 +10,9 @@ namespace ferrite::cpu {
 // The AVX-512 QuantDot of a K type, or nullptr for other types.
 const QuantDot* quant_dot_k_avx512(TensorType type);
 
+// The AVX2 QuantDot of a K type (quant_dot_k_avx2.cpp: bit-identical to the
+// reference dots, reference quantizer, no tiles), or nullptr for other types.
+// quant_dot_avx2() hands the K types to this table.
+const QuantDot* quant_dot_k_avx2(TensorType type);
+
 }  // namespace ferrite::cpu

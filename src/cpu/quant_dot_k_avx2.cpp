@@ -1,0 +1,291 @@
+// AVX2 dot products of K-quant weight rows (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)
+// with Q8_K activations, for CPUs without AVX-512 (which otherwise used the
+// scalar reference of quant_dot_ref.cpp).
+//
+// Integer part of a block (exact, so its summation order is free): the
+// weights are decoded to unsigned bytes (Q2_K 0..3, Q3_K 0..7, Q4_K 0..15,
+// Q5_K 0..31, Q6_K 0..63), multiplied by the signed activations with
+// vpmaddubsw (a pair sum stays below 2 * 63 * 128 < 2^15), and the
+// sub-block scales applied by vpmaddwd. Offsets (Q2_K/Q4_K/Q5_K mins, the
+// Q3_K bias of 4, the Q6_K bias of 32) go through the activations' 16-sums.
+//
+// Float part: per block, exactly the reference's expression
+//   sum += d * a.d * sumi - dmin * a.d * summ
+// evaluated left to right in float, the products rounded before the
+// subtraction and the sum (no fused multiply-add: this file is compiled with
+// FMA, the reference without), so the results equal the reference's bit
+// for bit. The f16 scales are widened by F16C, exactly.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/quant_dot_k.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using quant::BlockQ2_K;
+using quant::BlockQ3_K;
+using quant::BlockQ4_K;
+using quant::BlockQ5_K;
+using quant::BlockQ6_K;
+using quant::BlockQ8_K;
+using quant::kQKK;
+
+constexpr int kSubBlocks4K = 8;    // Q4_K / Q5_K: sub-blocks of 32
+constexpr int kSubBlocks16 = 16;   // Q2_K / Q3_K / Q6_K: sub-blocks of 16
+constexpr int kBytesPerVec = 32;   // one __m256i
+constexpr int kQ6Bias = 32;
+constexpr int kQ3Bias = 4;
+constexpr int kQ3ScaleBias = 32;
+constexpr uint8_t kLow4 = 0x0F;
+constexpr uint8_t kLow2 = 0x03;
+constexpr uint8_t kBit4 = 0x10;
+constexpr uint8_t kBit2 = 0x04;
+
+// Sum of the eight int32 lanes.
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(t);
+}
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Eight int32 lanes summing to sum_j u_j a_j * scale over 32 bytes:
+// u unsigned (<= 63), a signed, `scale` one int16 per pair of bytes.
+inline __m256i scaled_dot(__m256i u, __m256i a, __m256i scale) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), scale);
+}
+
+// A scale per 16-byte half: [lo x 8 | hi x 8] int16 lanes (two sub-blocks of 16).
+inline __m256i half_scales(int16_t lo, int16_t hi) { return _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)); }
+
+// The float step of one block, as the reference computes it. The products
+// are pinned (asm barrier) so that the compiler cannot fuse them into the
+// subtraction.
+inline float block_term(float d, float ad, int32_t sumi) {
+  float p = d * ad;
+  p = p * static_cast<float>(sumi);
+  asm("" : "+x"(p));
+  return p;
+}
+
+// The eight 6-bit scales and mins of a Q4_K/Q5_K block (12 packed bytes:
+// sub-blocks 0..3 in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins);
+// sub-blocks 4..7 in the nibbles of bytes 8..11 plus the top two bits of
+// bytes 0..3 (scales) and 4..7 (mins)).
+inline void unpack_scales_mins_4k(const uint8_t* packed, uint8_t* sc, uint8_t* mn) {
+  constexpr uint32_t kMask6 = 0x3F3F3F3F, kMask4 = 0x0F0F0F0F, kMask2 = 0x03030303;
+  constexpr int kHighShift = 6, kNibble = 4;
+  uint32_t u[3];
+  std::memcpy(u, packed, sizeof u);
+  const uint32_t sc_lo = u[0] & kMask6;
+  const uint32_t mn_lo = u[1] & kMask6;
+  const uint32_t sc_hi = (u[2] & kMask4) | (((u[0] >> kHighShift) & kMask2) << kNibble);
+  const uint32_t mn_hi = ((u[2] >> kNibble) & kMask4) | (((u[1] >> kHighShift) & kMask2) << kNibble);
+  std::memcpy(sc, &sc_lo, 4);
+  std::memcpy(sc + 4, &sc_hi, 4);
+  std::memcpy(mn, &mn_lo, 4);
+  std::memcpy(mn + 4, &mn_hi, 4);
+}
+
+// Q4_K and Q5_K (Q5_K: the fifth bit of element l of sub-block sb is bit
+// sb of qh[l]). Sub-blocks 2j and 2j+1 are the low and high nibbles of
+// qs[32j .. 32j+31].
+template <bool kFiveBit, typename Block>
+float dot_q45_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const Block*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  const __m256i m4 = _mm256_set1_epi8(static_cast<char>(kLow4));
+  const __m256i m_bit4 = _mm256_set1_epi8(static_cast<char>(kBit4));
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const Block& wb = w[b];
+    const BlockQ8_K& ab = a[b];
+    uint8_t sc[kSubBlocks4K], mn[kSubBlocks4K];
+    unpack_scales_mins_4k(wb.scales, sc, mn);
+    __m256i acc = _mm256_setzero_si256();
+    [[maybe_unused]] __m256i qh;
+    if constexpr (kFiveBit) qh = load256(wb.qh);
+#pragma GCC unroll 4
+    for (int j = 0; j < kSubBlocks4K / 2; ++j) {
+      const __m256i raw = load256(wb.qs + kBytesPerVec * j);
+      __m256i lo = _mm256_and_si256(raw, m4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+      if constexpr (kFiveBit) {
+        // Bit 2j of qh to bit 4 (sub-block 2j), then bit 2j+1 (sub-block 2j+1).
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(qh, 4), m_bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), m_bit4));
+        qh = _mm256_srli_epi16(qh, 2);
+      }
+      acc = _mm256_add_epi32(acc, scaled_dot(lo, load256(ab.qs + 2 * kBytesPerVec * j), _mm256_set1_epi16(sc[2 * j])));
+      acc = _mm256_add_epi32(
+          acc, scaled_dot(hi, load256(ab.qs + 2 * kBytesPerVec * j + kBytesPerVec), _mm256_set1_epi16(sc[2 * j + 1])));
+    }
+    const int32_t sumi = hsum_epi32(acc);
+    // m[sb] against bsums 2sb and 2sb+1: each min twice, as int16 lanes.
+    const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+    const int32_t summ = hsum_epi32(_mm256_madd_epi16(load256(ab.bsums), mins));
+    sum += block_term(_cvtsh_ss(wb.d), ab.d, sumi) - block_term(_cvtsh_ss(wb.dmin), ab.d, summ);
+  }
+  return sum;
+}
+
+float dot_q4_k(const void* w_row, const void* act_row, int64_t k) {
+  return dot_q45_k<false, BlockQ4_K>(w_row, act_row, k);
+}
+float dot_q5_k(const void* w_row, const void* act_row, int64_t k) {
+  return dot_q45_k<true, BlockQ5_K>(w_row, act_row, k);
+}
+
+// Q6_K: values 128h + l, 128h + 32 + l, 128h + 64 + l, 128h + 96 + l
+// (l < 32) take low nibble of ql[64h + l], low of ql[64h + 32 + l], high of
+// ql[64h + l], high of ql[64h + 32 + l], and bit pairs 0, 2, 4, 6 of
+// qh[32h + l] as bits 4..5; the value is that minus 32.
+float dot_q6_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const BlockQ6_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  const __m256i m4 = _mm256_set1_epi8(static_cast<char>(kLow4));
+  const __m256i m_hi2 = _mm256_set1_epi8(0x30);  // bits 4..5
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const BlockQ6_K& wb = w[b];
+    const BlockQ8_K& ab = a[b];
+    __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = load256(wb.ql + 64 * h);
+      const __m256i ql1 = load256(wb.ql + 64 * h + kBytesPerVec);
+      const __m256i qh = load256(wb.qh + kBytesPerVec * h);
+      const __m256i u[4] = {
+          _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m_hi2)),
+          _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m_hi2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m_hi2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m_hi2)),
+      };
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const int sb = 8 * h + 2 * i;  // the vector's two sub-blocks: sb, sb + 1
+        acc = _mm256_add_epi32(acc, scaled_dot(u[i], load256(ab.qs + 16 * sb), half_scales(wb.scales[sb], wb.scales[sb + 1])));
+      }
+    }
+    // The bias: -32 * sum_sb scale[sb] * bsums[sb].
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    const int32_t bias = hsum_epi32(_mm256_madd_epi16(load256(ab.bsums), sc16));
+    const int32_t sumi = hsum_epi32(acc) - kQ6Bias * bias;
+    sum += block_term(_cvtsh_ss(wb.d), ab.d, sumi);
+  }
+  return sum;
+}
+
+// The sixteen raw 6-bit Q3_K scales (before the bias of 32): low nibbles in
+// bytes 0..7 (sub-blocks 0..7 low, 8..15 high nibble), two high bits per
+// sub-block in bytes 8..11 (bit pair sb / 4 of byte 8 + sb % 4).
+inline void unpack_scales_3k(const uint8_t* packed, int16_t* sc) {
+  constexpr int kLowBytes = 8, kHighBytes = 4;
+  for (int sb = 0; sb < kSubBlocks16; ++sb) {
+    const int low = (packed[sb % kLowBytes] >> (sb < kLowBytes ? 0 : 4)) & kLow4;
+    const int high = (packed[kLowBytes + sb % kHighBytes] >> (2 * (sb / kHighBytes))) & kLow2;
+    sc[sb] = static_cast<int16_t>((low | (high << 4)) - kQ3ScaleBias);
+  }
+}
+
+// Q2_K and Q3_K: value 128h + 32j + i (i < 32) has bits 2j..2j+1 of
+// qs[32h + i]; the 32 values of (h, j) are sub-blocks 8h + 2j and 8h + 2j + 1.
+// Q3_K adds bit 4h + j of hmask[i] as bit 2, and subtracts 4.
+template <bool kThreeBit, typename Block>
+int32_t two_bit_sum(const Block& wb, const BlockQ8_K& ab, const int16_t* sc) {
+  const __m256i m2 = _mm256_set1_epi8(static_cast<char>(kLow2));
+  const __m256i m_bit2 = _mm256_set1_epi8(static_cast<char>(kBit2));
+  __m256i acc = _mm256_setzero_si256();
+  [[maybe_unused]] __m256i hm;
+  if constexpr (kThreeBit) hm = load256(wb.hmask);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m256i raw = load256(wb.qs + kBytesPerVec * h);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      __m256i u = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m2);
+      if constexpr (kThreeBit) {
+        // Bit 4h + j of hmask to bit 2 (hm is shifted right by one per (h, j)).
+        u = _mm256_or_si256(u, _mm256_and_si256(_mm256_slli_epi16(hm, 2), m_bit2));
+        hm = _mm256_srli_epi16(hm, 1);
+      }
+      const int sb = 8 * h + 2 * j;
+      acc = _mm256_add_epi32(acc, scaled_dot(u, load256(ab.qs + 16 * sb), half_scales(sc[sb], sc[sb + 1])));
+    }
+  }
+  return hsum_epi32(acc);
+}
+
+float dot_q3_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    alignas(32) int16_t sc[kSubBlocks16];
+    unpack_scales_3k(w[b].scales, sc);
+    const __m256i sc16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+    const int32_t bias = hsum_epi32(_mm256_madd_epi16(load256(a[b].bsums), sc16));
+    const int32_t sumi = two_bit_sum<true>(w[b], a[b], sc) - kQ3Bias * bias;
+    sum += block_term(_cvtsh_ss(w[b].d), a[b].d, sumi);
+  }
+  return sum;
+}
+
+float dot_q2_k(const void* w_row, const void* act_row, int64_t k) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  const __m128i m4 = _mm_set1_epi8(static_cast<char>(kLow4));
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
+    alignas(32) int16_t sc[kSubBlocks16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4)));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+    const int32_t summ = hsum_epi32(_mm256_madd_epi16(load256(a[b].bsums), mins));
+    const int32_t sumi = two_bit_sum<false>(w[b], a[b], sc);
+    sum += block_term(_cvtsh_ss(w[b].d), a[b].d, sumi) - block_term(_cvtsh_ss(w[b].dmin), a[b].d, summ);
+  }
+  return sum;
+}
+
+// The reference's activation format and quantizer, with these dots.
+QuantDot with_dot(TensorType type, float (*dot)(const void*, const void*, int64_t)) {
+  QuantDot q = *quant_dot_ref(type);
+  q.dot = dot;
+  q.tile = nullptr;
+  return q;
+}
+
+}  // namespace
+
+const QuantDot* quant_dot_k_avx2(TensorType type) {
+  static const QuantDot q2_k = with_dot(TensorType::Q2_K, dot_q2_k);
+  static const QuantDot q3_k = with_dot(TensorType::Q3_K, dot_q3_k);
+  static const QuantDot q4_k = with_dot(TensorType::Q4_K, dot_q4_k);
+  static const QuantDot q5_k = with_dot(TensorType::Q5_K, dot_q5_k);
+  static const QuantDot q6_k = with_dot(TensorType::Q6_K, dot_q6_k);
+  switch (type) {
+    case TensorType::Q2_K:
+      return &q2_k;
+    case TensorType::Q3_K:
+      return &q3_k;
+    case TensorType::Q4_K:
+      return &q4_k;
+    case TensorType::Q5_K:
+      return &q5_k;
+    case TensorType::Q6_K:
+      return &q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ferrite::cpu
