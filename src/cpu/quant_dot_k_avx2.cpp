@@ -35,7 +35,6 @@ using quant::BlockQ8_K;
 using quant::kQKK;
 
 constexpr int kSubBlocks4K = 8;    // Q4_K / Q5_K: sub-blocks of 32
-constexpr int kSubBlocks16 = 16;   // Q2_K / Q3_K / Q6_K: sub-blocks of 16
 constexpr int kBytesPerVec = 32;   // one __m256i
 constexpr int kQ6Bias = 32;
 constexpr int kQ3Bias = 4;
@@ -61,8 +60,22 @@ inline __m256i scaled_dot(__m256i u, __m256i a, __m256i scale) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), scale);
 }
 
-// A scale per 16-byte half: [lo x 8 | hi x 8] int16 lanes (two sub-blocks of 16).
-inline __m256i half_scales(int16_t lo, int16_t hi) { return _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)); }
+// Sub-block scales for the 32-value vectors of Q2_K, Q3_K, Q6_K: `scales`
+// holds the sixteen scales as int16; vector v (values 32v..32v+31) gets
+// [scale 2v x 8 | scale 2v+1 x 8] (one per pair of bytes in each 16-byte half).
+struct PairScales {
+  __m256i low8, high8;  // scales 0..7 and 8..15, in both 128-bit lanes
+  explicit PairScales(__m256i scales)
+      : low8(_mm256_permute2x128_si256(scales, scales, 0x00)), high8(_mm256_permute2x128_si256(scales, scales, 0x11)) {}
+  __m256i operator()(int v) const {
+    const int j = v % 4;  // the pair within its eight scales
+    const char a = static_cast<char>(4 * j), b = static_cast<char>(4 * j + 1);
+    const char c = static_cast<char>(4 * j + 2), d = static_cast<char>(4 * j + 3);
+    const __m256i pick = _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b,  //
+                                          c, d, c, d, c, d, c, d, c, d, c, d, c, d, c, d);
+    return _mm256_shuffle_epi8(v < 4 ? low8 : high8, pick);
+  }
+};
 
 // The float step of one block, as the reference computes it. The products
 // are pinned (asm barrier) so that the compiler cannot fuse them into the
@@ -156,6 +169,8 @@ float dot_q6_k(const void* w_row, const void* act_row, int64_t k) {
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const BlockQ6_K& wb = w[b];
     const BlockQ8_K& ab = a[b];
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    const PairScales scales(sc16);
     __m256i acc = _mm256_setzero_si256();
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -172,11 +187,10 @@ float dot_q6_k(const void* w_row, const void* act_row, int64_t k) {
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         const int sb = 8 * h + 2 * i;  // the vector's two sub-blocks: sb, sb + 1
-        acc = _mm256_add_epi32(acc, scaled_dot(u[i], load256(ab.qs + 16 * sb), half_scales(wb.scales[sb], wb.scales[sb + 1])));
+        acc = _mm256_add_epi32(acc, scaled_dot(u[i], load256(ab.qs + 16 * sb), scales(sb / 2)));
       }
     }
     // The bias: -32 * sum_sb scale[sb] * bsums[sb].
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
     const int32_t bias = hsum_epi32(_mm256_madd_epi16(load256(ab.bsums), sc16));
     const int32_t sumi = hsum_epi32(acc) - kQ6Bias * bias;
     sum += block_term(_cvtsh_ss(wb.d), ab.d, sumi);
@@ -184,23 +198,28 @@ float dot_q6_k(const void* w_row, const void* act_row, int64_t k) {
   return sum;
 }
 
-// The sixteen raw 6-bit Q3_K scales (before the bias of 32): low nibbles in
-// bytes 0..7 (sub-blocks 0..7 low, 8..15 high nibble), two high bits per
-// sub-block in bytes 8..11 (bit pair sb / 4 of byte 8 + sb % 4).
-inline void unpack_scales_3k(const uint8_t* packed, int16_t* sc) {
-  constexpr int kLowBytes = 8, kHighBytes = 4;
-  for (int sb = 0; sb < kSubBlocks16; ++sb) {
-    const int low = (packed[sb % kLowBytes] >> (sb < kLowBytes ? 0 : 4)) & kLow4;
-    const int high = (packed[kLowBytes + sb % kHighBytes] >> (2 * (sb / kHighBytes))) & kLow2;
-    sc[sb] = static_cast<int16_t>((low | (high << 4)) - kQ3ScaleBias);
-  }
+// The sixteen Q3_K scales minus 32, as int16. Packed in 12 bytes: the low
+// nibbles in bytes 0..7 (sub-blocks 0..7 low, 8..15 high nibble), two high
+// bits per sub-block in bytes 8..11 (bit pair sb / 4 of byte 8 + sb % 4).
+inline __m256i unpack_scales_3k(const uint8_t* packed) {
+  constexpr uint32_t kMask4 = 0x0F0F0F0F, kMask2 = 0x03030303;
+  constexpr int kNibble = 4;
+  uint32_t u[3];
+  std::memcpy(u, packed, sizeof u);
+  const uint32_t s0 = (u[0] & kMask4) | ((u[2] & kMask2) << kNibble);                 // sub-blocks 0..3
+  const uint32_t s1 = (u[1] & kMask4) | (((u[2] >> 2) & kMask2) << kNibble);          // 4..7
+  const uint32_t s2 = ((u[0] >> kNibble) & kMask4) | (((u[2] >> 4) & kMask2) << kNibble);  // 8..11
+  const uint32_t s3 = ((u[1] >> kNibble) & kMask4) | (((u[2] >> 6) & kMask2) << kNibble);  // 12..15
+  const __m128i bytes =
+      _mm_setr_epi32(static_cast<int>(s0), static_cast<int>(s1), static_cast<int>(s2), static_cast<int>(s3));
+  return _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), _mm256_set1_epi16(kQ3ScaleBias));
 }
 
 // Q2_K and Q3_K: value 128h + 32j + i (i < 32) has bits 2j..2j+1 of
 // qs[32h + i]; the 32 values of (h, j) are sub-blocks 8h + 2j and 8h + 2j + 1.
 // Q3_K adds bit 4h + j of hmask[i] as bit 2, and subtracts 4.
 template <bool kThreeBit, typename Block>
-int32_t two_bit_sum(const Block& wb, const BlockQ8_K& ab, const int16_t* sc) {
+int32_t two_bit_sum(const Block& wb, const BlockQ8_K& ab, const PairScales& scales) {
   const __m256i m2 = _mm256_set1_epi8(static_cast<char>(kLow2));
   const __m256i m_bit2 = _mm256_set1_epi8(static_cast<char>(kBit2));
   __m256i acc = _mm256_setzero_si256();
@@ -218,7 +237,7 @@ int32_t two_bit_sum(const Block& wb, const BlockQ8_K& ab, const int16_t* sc) {
         hm = _mm256_srli_epi16(hm, 1);
       }
       const int sb = 8 * h + 2 * j;
-      acc = _mm256_add_epi32(acc, scaled_dot(u, load256(ab.qs + 16 * sb), half_scales(sc[sb], sc[sb + 1])));
+      acc = _mm256_add_epi32(acc, scaled_dot(u, load256(ab.qs + 16 * sb), scales(sb / 2)));
     }
   }
   return hsum_epi32(acc);
@@ -229,11 +248,9 @@ float dot_q3_k(const void* w_row, const void* act_row, int64_t k) {
   const auto* a = static_cast<const BlockQ8_K*>(act_row);
   float sum = 0.0f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
-    alignas(32) int16_t sc[kSubBlocks16];
-    unpack_scales_3k(w[b].scales, sc);
-    const __m256i sc16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+    const __m256i sc16 = unpack_scales_3k(w[b].scales);
     const int32_t bias = hsum_epi32(_mm256_madd_epi16(load256(a[b].bsums), sc16));
-    const int32_t sumi = two_bit_sum<true>(w[b], a[b], sc) - kQ3Bias * bias;
+    const int32_t sumi = two_bit_sum<true>(w[b], a[b], PairScales(sc16)) - kQ3Bias * bias;
     sum += block_term(_cvtsh_ss(w[b].d), a[b].d, sumi);
   }
   return sum;
@@ -246,11 +263,10 @@ float dot_q2_k(const void* w_row, const void* act_row, int64_t k) {
   float sum = 0.0f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
-    alignas(32) int16_t sc[kSubBlocks16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4)));
+    const PairScales scales(_mm256_cvtepu8_epi16(_mm_and_si128(packed, m4)));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
     const int32_t summ = hsum_epi32(_mm256_madd_epi16(load256(a[b].bsums), mins));
-    const int32_t sumi = two_bit_sum<false>(w[b], a[b], sc);
+    const int32_t sumi = two_bit_sum<false>(w[b], a[b], scales);
     sum += block_term(_cvtsh_ss(w[b].d), a[b].d, sumi) - block_term(_cvtsh_ss(w[b].dmin), a[b].d, summ);
   }
   return sum;
