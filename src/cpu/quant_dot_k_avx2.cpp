@@ -15,10 +15,15 @@
 // subtraction and the sum (no fused multiply-add: this file is compiled with
 // FMA, the reference without), so the results equal the reference's bit
 // for bit. The f16 scales are widened by F16C, exactly.
+//
+// Tiles of up to 4 rows x 4 tokens (quant_dot.h) decode each weight block
+// once per row and reuse it for every token; each output still adds its
+// block terms in block order, so tiles, dots and the reference agree.
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
@@ -106,22 +111,27 @@ inline void unpack_scales_mins_4k(const uint8_t* packed, uint8_t* sc, uint8_t* m
   std::memcpy(mn + 4, &mn_hi, 4);
 }
 
+// Each kernel below decodes one weight block (decode) and returns the
+// block's float contribution for one activation block (term), as the
+// reference computes it; tiles decode a block once per row and reuse it for
+// every token of the tile.
+
 // Q4_K and Q5_K (Q5_K: the fifth bit of element l of sub-block sb is bit
 // sb of qh[l]). Sub-blocks 2j and 2j+1 are the low and high nibbles of
 // qs[32j .. 32j+31].
-template <bool kFiveBit, typename Block>
-float dot_q45_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const Block*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  const __m256i m4 = _mm256_set1_epi8(static_cast<char>(kLow4));
-  const __m256i m_bit4 = _mm256_set1_epi8(static_cast<char>(kBit4));
-  float sum = 0.0f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const Block& wb = w[b];
-    const BlockQ8_K& ab = a[b];
-    uint8_t sc[kSubBlocks4K], mn[kSubBlocks4K];
+template <bool kFiveBit>
+struct Q45K {
+  using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+  __m256i u[kSubBlocks4K];  // [8][32 x uint8]: sub-block sb's values
+  uint8_t sc[kSubBlocks4K];
+  __m256i mins;  // [16 x int16]: m[g / 2] for 16-sum g
+  float d, dmin;
+
+  void decode(const Block& wb) {
+    const __m256i m4 = _mm256_set1_epi8(static_cast<char>(kLow4));
+    const __m256i m_bit4 = _mm256_set1_epi8(static_cast<char>(kBit4));
+    uint8_t mn[kSubBlocks4K];
     unpack_scales_mins_4k(wb.scales, sc, mn);
-    __m256i acc = _mm256_setzero_si256();
     [[maybe_unused]] __m256i qh;
     if constexpr (kFiveBit) qh = load256(wb.qh);
 #pragma GCC unroll 4
@@ -135,68 +145,67 @@ float dot_q45_k(const void* w_row, const void* act_row, int64_t k) {
         hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), m_bit4));
         qh = _mm256_srli_epi16(qh, 2);
       }
-      acc = _mm256_add_epi32(acc, scaled_dot(lo, load256(ab.qs + 2 * kBytesPerVec * j), _mm256_set1_epi16(sc[2 * j])));
-      acc = _mm256_add_epi32(
-          acc, scaled_dot(hi, load256(ab.qs + 2 * kBytesPerVec * j + kBytesPerVec), _mm256_set1_epi16(sc[2 * j + 1])));
+      u[2 * j] = lo;
+      u[2 * j + 1] = hi;
+    }
+    const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+    mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+    d = _cvtsh_ss(wb.d);
+    dmin = _cvtsh_ss(wb.dmin);
+  }
+
+  float term(const BlockQ8_K& ab) const {
+    __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int sb = 0; sb < kSubBlocks4K; ++sb) {
+      acc = _mm256_add_epi32(acc, scaled_dot(u[sb], load256(ab.qs + kBytesPerVec * sb), _mm256_set1_epi16(sc[sb])));
     }
     const int32_t sumi = hsum_epi32(acc);
-    // m[sb] against bsums 2sb and 2sb+1: each min twice, as int16 lanes.
-    const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
     const int32_t summ = hsum_epi32(_mm256_madd_epi16(load256(ab.bsums), mins));
-    sum += block_term(_cvtsh_ss(wb.d), ab.d, sumi) - block_term(_cvtsh_ss(wb.dmin), ab.d, summ);
+    return block_term(d, ab.d, sumi) - block_term(dmin, ab.d, summ);
   }
-  return sum;
-}
-
-float dot_q4_k(const void* w_row, const void* act_row, int64_t k) {
-  return dot_q45_k<false, BlockQ4_K>(w_row, act_row, k);
-}
-float dot_q5_k(const void* w_row, const void* act_row, int64_t k) {
-  return dot_q45_k<true, BlockQ5_K>(w_row, act_row, k);
-}
+};
 
 // Q6_K: values 128h + l, 128h + 32 + l, 128h + 64 + l, 128h + 96 + l
 // (l < 32) take low nibble of ql[64h + l], low of ql[64h + 32 + l], high of
 // ql[64h + l], high of ql[64h + 32 + l], and bit pairs 0, 2, 4, 6 of
 // qh[32h + l] as bits 4..5; the value is that minus 32.
-float dot_q6_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ6_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  const __m256i m4 = _mm256_set1_epi8(static_cast<char>(kLow4));
-  const __m256i m_hi2 = _mm256_set1_epi8(0x30);  // bits 4..5
-  float sum = 0.0f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const BlockQ6_K& wb = w[b];
-    const BlockQ8_K& ab = a[b];
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
-    const PairScales scales(sc16);
-    __m256i acc = _mm256_setzero_si256();
+struct Q6K {
+  using Block = BlockQ6_K;
+  __m256i u[8];   // [8][32 x uint8]: values 32v..32v+31 (sub-blocks 2v, 2v+1)
+  __m256i sc16;   // [16 x int16] the scales
+  float d;
+
+  void decode(const Block& wb) {
+    const __m256i m4 = _mm256_set1_epi8(static_cast<char>(kLow4));
+    const __m256i m_hi2 = _mm256_set1_epi8(0x30);  // bits 4..5
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = load256(wb.ql + 64 * h);
       const __m256i ql1 = load256(wb.ql + 64 * h + kBytesPerVec);
       const __m256i qh = load256(wb.qh + kBytesPerVec * h);
-      const __m256i u[4] = {
-          _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m_hi2)),
-          _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m_hi2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m_hi2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m_hi2)),
-      };
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        const int sb = 8 * h + 2 * i;  // the vector's two sub-blocks: sb, sb + 1
-        acc = _mm256_add_epi32(acc, scaled_dot(u[i], load256(ab.qs + 16 * sb), scales(sb / 2)));
-      }
+      u[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m_hi2));
+      u[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m_hi2));
+      u[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m_hi2));
+      u[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m_hi2));
+    }
+    sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    d = _cvtsh_ss(wb.d);
+  }
+
+  float term(const BlockQ8_K& ab) const {
+    const PairScales scales(sc16);
+    __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {
+      acc = _mm256_add_epi32(acc, scaled_dot(u[v], load256(ab.qs + kBytesPerVec * v), scales(v)));
     }
     // The bias: -32 * sum_sb scale[sb] * bsums[sb].
     const int32_t bias = hsum_epi32(_mm256_madd_epi16(load256(ab.bsums), sc16));
-    const int32_t sumi = hsum_epi32(acc) - kQ6Bias * bias;
-    sum += block_term(_cvtsh_ss(wb.d), ab.d, sumi);
+    return block_term(d, ab.d, hsum_epi32(acc) - kQ6Bias * bias);
   }
-  return sum;
-}
+};
 
 // The sixteen Q3_K scales minus 32, as int16. Packed in 12 bytes: the low
 // nibbles in bytes 0..7 (sub-blocks 0..7 low, 8..15 high nibble), two high
@@ -206,8 +215,8 @@ inline __m256i unpack_scales_3k(const uint8_t* packed) {
   constexpr int kNibble = 4;
   uint32_t u[3];
   std::memcpy(u, packed, sizeof u);
-  const uint32_t s0 = (u[0] & kMask4) | ((u[2] & kMask2) << kNibble);                 // sub-blocks 0..3
-  const uint32_t s1 = (u[1] & kMask4) | (((u[2] >> 2) & kMask2) << kNibble);          // 4..7
+  const uint32_t s0 = (u[0] & kMask4) | ((u[2] & kMask2) << kNibble);                      // sub-blocks 0..3
+  const uint32_t s1 = (u[1] & kMask4) | (((u[2] >> 2) & kMask2) << kNibble);               // 4..7
   const uint32_t s2 = ((u[0] >> kNibble) & kMask4) | (((u[2] >> 4) & kMask2) << kNibble);  // 8..11
   const uint32_t s3 = ((u[1] >> kNibble) & kMask4) | (((u[2] >> 6) & kMask2) << kNibble);  // 12..15
   const __m128i bytes =
@@ -216,78 +225,125 @@ inline __m256i unpack_scales_3k(const uint8_t* packed) {
 }
 
 // Q2_K and Q3_K: value 128h + 32j + i (i < 32) has bits 2j..2j+1 of
-// qs[32h + i]; the 32 values of (h, j) are sub-blocks 8h + 2j and 8h + 2j + 1.
-// Q3_K adds bit 4h + j of hmask[i] as bit 2, and subtracts 4.
-template <bool kThreeBit, typename Block>
-int32_t two_bit_sum(const Block& wb, const BlockQ8_K& ab, const PairScales& scales) {
-  const __m256i m2 = _mm256_set1_epi8(static_cast<char>(kLow2));
-  const __m256i m_bit2 = _mm256_set1_epi8(static_cast<char>(kBit2));
-  __m256i acc = _mm256_setzero_si256();
-  [[maybe_unused]] __m256i hm;
-  if constexpr (kThreeBit) hm = load256(wb.hmask);
+// qs[32h + i]; the 32 values of (h, j) are vector v = 4h + j, sub-blocks
+// 2v and 2v + 1. Q3_K adds bit 4h + j of hmask[i] as bit 2, and subtracts 4
+// (through the 16-sums).
+template <bool kThreeBit>
+struct Q23K {
+  using Block = std::conditional_t<kThreeBit, BlockQ3_K, BlockQ2_K>;
+  __m256i u[8];  // [8][32 x uint8]
+  __m256i sc16;  // [16 x int16] the scales (Q3_K: minus 32)
+  __m256i mins;  // [16 x int16] the mins (Q2_K)
+  float d, dmin;
+
+  void decode(const Block& wb) {
+    const __m256i m2 = _mm256_set1_epi8(static_cast<char>(kLow2));
+    const __m256i m_bit2 = _mm256_set1_epi8(static_cast<char>(kBit2));
+    [[maybe_unused]] __m256i hm;
+    if constexpr (kThreeBit) hm = load256(wb.hmask);
 #pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    const __m256i raw = load256(wb.qs + kBytesPerVec * h);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i raw = load256(wb.qs + kBytesPerVec * h);
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      __m256i u = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m2);
-      if constexpr (kThreeBit) {
-        // Bit 4h + j of hmask to bit 2 (hm is shifted right by one per (h, j)).
-        u = _mm256_or_si256(u, _mm256_and_si256(_mm256_slli_epi16(hm, 2), m_bit2));
-        hm = _mm256_srli_epi16(hm, 1);
+      for (int j = 0; j < 4; ++j) {
+        __m256i v = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m2);
+        if constexpr (kThreeBit) {
+          // Bit 4h + j of hmask to bit 2 (hm is shifted right by one per vector).
+          v = _mm256_or_si256(v, _mm256_and_si256(_mm256_slli_epi16(hm, 2), m_bit2));
+          hm = _mm256_srli_epi16(hm, 1);
+        }
+        u[4 * h + j] = v;
       }
-      const int sb = 8 * h + 2 * j;
-      acc = _mm256_add_epi32(acc, scaled_dot(u, load256(ab.qs + 16 * sb), scales(sb / 2)));
+    }
+    d = _cvtsh_ss(wb.d);
+    if constexpr (kThreeBit) {
+      sc16 = unpack_scales_3k(wb.scales);
+    } else {
+      const __m128i m4 = _mm_set1_epi8(static_cast<char>(kLow4));
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
+      sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4));
+      mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+      dmin = _cvtsh_ss(wb.dmin);
     }
   }
-  return hsum_epi32(acc);
-}
 
-float dot_q3_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ3_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const __m256i sc16 = unpack_scales_3k(w[b].scales);
-    const int32_t bias = hsum_epi32(_mm256_madd_epi16(load256(a[b].bsums), sc16));
-    const int32_t sumi = two_bit_sum<true>(w[b], a[b], PairScales(sc16)) - kQ3Bias * bias;
-    sum += block_term(_cvtsh_ss(w[b].d), a[b].d, sumi);
+  float term(const BlockQ8_K& ab) const {
+    const PairScales scales(sc16);
+    __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {
+      acc = _mm256_add_epi32(acc, scaled_dot(u[v], load256(ab.qs + kBytesPerVec * v), scales(v)));
+    }
+    const __m256i bsums = load256(ab.bsums);
+    if constexpr (kThreeBit) {
+      const int32_t bias = hsum_epi32(_mm256_madd_epi16(bsums, sc16));
+      return block_term(d, ab.d, hsum_epi32(acc) - kQ3Bias * bias);
+    } else {
+      const int32_t summ = hsum_epi32(_mm256_madd_epi16(bsums, mins));
+      return block_term(d, ab.d, hsum_epi32(acc)) - block_term(dmin, ab.d, summ);
+    }
   }
-  return sum;
-}
+};
 
-float dot_q2_k(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const BlockQ2_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  const __m128i m4 = _mm_set1_epi8(static_cast<char>(kLow4));
-  float sum = 0.0f;
+// y[t * ys + r] = the dot of weight row r with activation row t: per output,
+// the block terms added in block order (so every tile shape equals the dot).
+template <typename Kernel, int NR, int NT>
+void k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  using Block = typename Kernel::Block;
+  float sum[NR][NT] = {};
   for (int64_t b = 0; b < k / kQKK; ++b) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
-    const PairScales scales(_mm256_cvtepu8_epi16(_mm_and_si128(packed, m4)));
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
-    const int32_t summ = hsum_epi32(_mm256_madd_epi16(load256(a[b].bsums), mins));
-    const int32_t sumi = two_bit_sum<false>(w[b], a[b], scales);
-    sum += block_term(_cvtsh_ss(w[b].d), a[b].d, sumi) - block_term(_cvtsh_ss(w[b].dmin), a[b].d, summ);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      Kernel kern;
+      kern.decode(reinterpret_cast<const Block*>(w + r * wrb)[b]);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) sum[r][t] += kern.term(reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b]);
+    }
   }
-  return sum;
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t];
+  }
 }
 
-// The reference's activation format and quantizer, with these dots.
-QuantDot with_dot(TensorType type, float (*dot)(const void*, const void*, int64_t)) {
+using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
+constexpr int kMaxTile = 4;  // rows and tokens (quant_dot.h)
+
+template <typename Kernel>
+void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
+          int64_t ys) {
+  static const TileFn table[kMaxTile][kMaxTile] = {
+      {k_tile<Kernel, 1, 1>, k_tile<Kernel, 1, 2>, k_tile<Kernel, 1, 3>, k_tile<Kernel, 1, 4>},
+      {k_tile<Kernel, 2, 1>, k_tile<Kernel, 2, 2>, k_tile<Kernel, 2, 3>, k_tile<Kernel, 2, 4>},
+      {k_tile<Kernel, 3, 1>, k_tile<Kernel, 3, 2>, k_tile<Kernel, 3, 3>, k_tile<Kernel, 3, 4>},
+      {k_tile<Kernel, 4, 1>, k_tile<Kernel, 4, 2>, k_tile<Kernel, 4, 3>, k_tile<Kernel, 4, 4>},
+  };
+  table[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+}
+
+template <typename Kernel>
+float dot(const void* w_row, const void* act_row, int64_t k) {
+  float y;
+  k_tile<Kernel, 1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  return y;
+}
+
+// The reference's activation format and quantizer, with these products.
+template <typename Kernel>
+QuantDot with_kernel(TensorType type) {
   QuantDot q = *quant_dot_ref(type);
-  q.dot = dot;
-  q.tile = nullptr;
+  q.dot = dot<Kernel>;
+  q.tile = tile<Kernel>;
   return q;
 }
 
 }  // namespace
 
 const QuantDot* quant_dot_k_avx2(TensorType type) {
-  static const QuantDot q2_k = with_dot(TensorType::Q2_K, dot_q2_k);
-  static const QuantDot q3_k = with_dot(TensorType::Q3_K, dot_q3_k);
-  static const QuantDot q4_k = with_dot(TensorType::Q4_K, dot_q4_k);
-  static const QuantDot q5_k = with_dot(TensorType::Q5_K, dot_q5_k);
-  static const QuantDot q6_k = with_dot(TensorType::Q6_K, dot_q6_k);
+  static const QuantDot q2_k = with_kernel<Q23K<false>>(TensorType::Q2_K);
+  static const QuantDot q3_k = with_kernel<Q23K<true>>(TensorType::Q3_K);
+  static const QuantDot q4_k = with_kernel<Q45K<false>>(TensorType::Q4_K);
+  static const QuantDot q5_k = with_kernel<Q45K<true>>(TensorType::Q5_K);
+  static const QuantDot q6_k = with_kernel<Q6K>(TensorType::Q6_K);
   switch (type) {
     case TensorType::Q2_K:
       return &q2_k;

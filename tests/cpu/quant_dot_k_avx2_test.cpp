@@ -2,8 +2,9 @@
 // reference dot (quant_dot_ref.cpp) bit for bit, on weights quantized from
 // random floats, on raw random bytes (every scale and bit pattern), and on
 // blocks at the edges of each format (all scales and values at their
-// maximum or minimum) against activations at +-127; and a K-quant GEMV
-// through matmul() at the AVX2 level equals the scalar level's output.
+// maximum or minimum) against activations at +-127; tiles of every shape
+// equal the reference dots; and K-quant products through matmul() (one
+// token and several) at the AVX2 level equal the scalar level's output.
 #include <cstring>
 #include <random>
 #include <vector>
@@ -191,6 +192,39 @@ TEST(QuantDotKAvx2, Avx2EqualsReferenceOnEdgeValues) {
   }
 }
 
+// Tiles of every shape equal the reference dots bit for bit.
+TEST(QuantDotKAvx2, TilesOfEveryShapeEqualReference) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2/FMA/F16C on this machine";
+  constexpr int kMax = 4;
+  constexpr int64_t kK = 512;
+  constexpr int64_t kStride = 7;  // y row stride, wider than any tile
+  for (TensorType t : kKTypes) {
+    const QuantDot* q = quant_dot_k_avx2(t);
+    ASSERT_NE(q->tile, nullptr);
+    const size_t wrb = tensor_row_bytes(t, kK), arb = q->act_row_bytes(kK);
+    std::vector<uint8_t> w(kMax * wrb), a(kMax * arb);
+    for (int r = 0; r < kMax; ++r) {
+      const auto row = random_block_bytes(t, kK, 50 + r);
+      std::memcpy(w.data() + r * wrb, row.data(), wrb);
+      const auto act = quantized_act(t, kK, 60 + r, 3.0f);
+      std::memcpy(a.data() + r * arb, act.data(), arb);
+    }
+    for (int nr = 1; nr <= kMax; ++nr) {
+      for (int nt = 1; nt <= kMax; ++nt) {
+        std::vector<float> y(kMax * kStride, -1.0f);
+        q->tile(w.data(), wrb, nr, a.data(), arb, nt, kK, y.data(), kStride);
+        for (int tt = 0; tt < nt; ++tt) {
+          for (int r = 0; r < nr; ++r) {
+            const float want = quant_dot_ref(t)->dot(w.data() + r * wrb, a.data() + tt * arb, kK);
+            EXPECT_EQ(bits(y[tt * kStride + r]), bits(want))
+                << tensor_type_name(t) << " tile " << nr << "x" << nt << " r=" << r << " t=" << tt;
+          }
+        }
+      }
+    }
+  }
+}
+
 // A K-quant GEMV through matmul() at the AVX2 level equals the scalar
 // level's (which uses the reference dots) bit for bit.
 TEST(QuantDotKAvx2, MatmulAtAvx2EqualsScalarLevel) {
@@ -204,16 +238,18 @@ TEST(QuantDotKAvx2, MatmulAtAvx2EqualsScalarLevel) {
     std::vector<uint8_t> w(rb * kRows);
     for (int64_t r = 0; r < kRows; ++r) quant::type_traits(t).from_float(wf.data() + r * kK, w.data() + r * rb, kK, nullptr);
     const MatView view{t, w.data(), kK, kRows, rb, nullptr};
-    const auto x = test::random_floats(static_cast<size_t>(kK), 22, -4.0f, 4.0f);
-    std::vector<float> y_scalar(kRows), y_avx2(kRows);
-    MatmulScratch scratch;
-    set_isa(Isa::Scalar);
-    matmul(view, x.data(), 1, y_scalar.data(), pool, scratch);
-    ASSERT_EQ(set_isa(Isa::Avx2), Isa::Avx2);
-    matmul(view, x.data(), 1, y_avx2.data(), pool, scratch);
-    set_isa(saved);
-    for (int64_t r = 0; r < kRows; ++r) {
-      EXPECT_EQ(bits(y_avx2[r]), bits(y_scalar[r])) << tensor_type_name(t) << " row " << r;
+    for (int64_t m : {int64_t{1}, int64_t{6}}) {  // one token (dots) and several (tiles)
+      const auto x = test::random_floats(static_cast<size_t>(m * kK), 22, -4.0f, 4.0f);
+      std::vector<float> y_scalar(static_cast<size_t>(m * kRows)), y_avx2(y_scalar.size());
+      MatmulScratch scratch;
+      set_isa(Isa::Scalar);
+      matmul(view, x.data(), m, y_scalar.data(), pool, scratch);
+      ASSERT_EQ(set_isa(Isa::Avx2), Isa::Avx2);
+      matmul(view, x.data(), m, y_avx2.data(), pool, scratch);
+      set_isa(saved);
+      for (size_t i = 0; i < y_scalar.size(); ++i) {
+        EXPECT_EQ(bits(y_avx2[i]), bits(y_scalar[i])) << tensor_type_name(t) << " m=" << m << " output " << i;
+      }
     }
   }
   set_isa(saved);
