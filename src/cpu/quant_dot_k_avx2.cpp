@@ -69,9 +69,11 @@ inline __m256i scaled_dot(__m256i u, __m256i a, __m256i scale) {
 // holds the sixteen scales as int16; vector v (values 32v..32v+31) gets
 // [scale 2v x 8 | scale 2v+1 x 8] (one per pair of bytes in each 16-byte half).
 struct PairScales {
+  static constexpr int kLowTwice = 0x00, kHighTwice = 0x11;  // vperm2i128: low / high 128 bits in both lanes
   __m256i low8, high8;  // scales 0..7 and 8..15, in both 128-bit lanes
   explicit PairScales(__m256i scales)
-      : low8(_mm256_permute2x128_si256(scales, scales, 0x00)), high8(_mm256_permute2x128_si256(scales, scales, 0x11)) {}
+      : low8(_mm256_permute2x128_si256(scales, scales, kLowTwice)),
+        high8(_mm256_permute2x128_si256(scales, scales, kHighTwice)) {}
   __m256i operator()(int v) const {
     const int j = v % 4;  // the pair within its eight scales
     const char a = static_cast<char>(4 * j), b = static_cast<char>(4 * j + 1);

@@ -236,7 +236,9 @@ TEST(QuantDotKAvx2, MatmulAtAvx2EqualsScalarLevel) {
     const auto wf = test::random_floats(static_cast<size_t>(kRows * kK), 21, -2.0f, 2.0f);
     const size_t rb = tensor_row_bytes(t, kK);
     std::vector<uint8_t> w(rb * kRows);
-    for (int64_t r = 0; r < kRows; ++r) quant::type_traits(t).from_float(wf.data() + r * kK, w.data() + r * rb, kK, nullptr);
+    for (int64_t r = 0; r < kRows; ++r) {
+      quant::type_traits(t).from_float(wf.data() + r * kK, w.data() + r * rb, kK, nullptr);
+    }
     const MatView view{t, w.data(), kK, kRows, rb, nullptr};
     for (int64_t m : {int64_t{1}, int64_t{6}}) {  // one token (dots) and several (tiles)
       const auto x = test::random_floats(static_cast<size_t>(m * kK), 22, -4.0f, 4.0f);
