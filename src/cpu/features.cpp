@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <atomic>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace ferrite::cpu {
 namespace {
 
@@ -19,17 +24,28 @@ CpuFeatures detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+#elif defined(__aarch64__) && defined(__linux__)
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  f.asimd = (hwcap & HWCAP_ASIMD) != 0;
+  f.asimddp = (hwcap & HWCAP_ASIMDDP) != 0;
+  f.fp16 = (hwcap & HWCAP_FPHP) != 0 && (hwcap & HWCAP_ASIMDHP) != 0;
 #endif
   return f;
 }
 
 Isa best(const CpuFeatures& f) {
+  if (f.asimd && f.asimddp && f.fp16) return Isa::Neon;
   const bool avx2 = f.avx2 && f.fma && f.f16c;
   if (avx2 && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx512vnni && f.avx512bf16) {
     return Isa::Avx512;
   }
   return avx2 ? Isa::Avx2 : Isa::Scalar;
 }
+
+bool is_x86(Isa isa) { return isa == Isa::Avx2 || isa == Isa::Avx512; }
+
+// Both levels of the x86 family, or both Neon (Scalar is in neither).
+bool same_family(Isa a, Isa b) { return is_x86(a) == is_x86(b) && (a == Isa::Neon) == (b == Isa::Neon); }
 
 std::atomic<int>& level() {
   static std::atomic<int> value{static_cast<int>(detected_isa())};
@@ -51,7 +67,10 @@ Isa detected_isa() {
 Isa active_isa() { return static_cast<Isa>(level().load(std::memory_order_relaxed)); }
 
 Isa set_isa(Isa isa) {
-  const Isa clamped = static_cast<Isa>(std::min(static_cast<int>(isa), static_cast<int>(detected_isa())));
+  const Isa top = detected_isa();
+  const Isa clamped = isa == Isa::Scalar || !same_family(isa, top)
+                          ? Isa::Scalar
+                          : static_cast<Isa>(std::min(static_cast<int>(isa), static_cast<int>(top)));
   level().store(static_cast<int>(clamped), std::memory_order_relaxed);
   return clamped;
 }
@@ -60,6 +79,8 @@ std::string isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar:
       return "scalar";
+    case Isa::Neon:
+      return "neon";
     case Isa::Avx2:
       return "avx2";
     case Isa::Avx512:

@@ -8,11 +8,16 @@
 
 namespace ferrite::cpu {
 
-// Kernel levels, ordered: each includes the ones below it.
+// Kernel levels. Two families above Scalar: x86-64 (Avx2 < Avx512, each
+// includes the one below) and aarch64 (Neon). Neon sorts below every x86
+// level, so the dispatch tests `isa >= Isa::Avx2` / `isa == Isa::Avx512` are
+// false for it; a level of one family is never chosen on the other (set_isa
+// turns it into Scalar), so compare levels only within a family.
 enum class Isa : int {
   Scalar = 0,  // plain C++, the reference
-  Avx2 = 1,    // AVX2 + FMA + F16C
-  Avx512 = 2,  // AVX-512 F/BW/DQ/VL + VNNI + BF16
+  Neon = 1,    // aarch64: Advanced SIMD + dot product (SDOT) + fp16 arithmetic
+  Avx2 = 2,    // AVX2 + FMA + F16C
+  Avx512 = 3,  // AVX-512 F/BW/DQ/VL + VNNI + BF16
 };
 
 struct CpuFeatures {
@@ -25,6 +30,10 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512vnni = false;
   bool avx512bf16 = false;
+  // aarch64 (from getauxval(AT_HWCAP)).
+  bool asimd = false;    // Advanced SIMD
+  bool asimddp = false;  // SDOT/UDOT
+  bool fp16 = false;     // half-precision scalar (FPHP) and vector (ASIMDHP) arithmetic
 };
 
 // What this processor supports (detected once).
@@ -36,11 +45,12 @@ Isa detected_isa();
 // The level kernels use now: detected_isa() unless lowered by set_isa().
 Isa active_isa();
 
-// Sets the level (clamped to detected_isa()); returns the level in effect.
+// Sets the level (clamped to detected_isa(); a level of the other
+// architecture gives Scalar); returns the level in effect.
 // Not thread-safe with running kernels: call it between evaluations.
 Isa set_isa(Isa isa);
 
-// "scalar", "avx2", "avx512".
+// "scalar", "neon", "avx2", "avx512".
 std::string isa_name(Isa isa);
 
 }  // namespace ferrite::cpu

@@ -9,6 +9,11 @@ const QuantDot* find_quant_dot(TensorType type, Isa isa) {
   if (isa >= Isa::Avx2) {
     if (const QuantDot* q = quant_dot_avx2(type)) return q;
   }
+#if defined(__aarch64__)
+  if (isa == Isa::Neon) {
+    if (const QuantDot* q = quant_dot_neon(type)) return q;
+  }
+#endif
   return quant_dot_ref(type);
 }
 

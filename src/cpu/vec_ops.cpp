@@ -8,6 +8,12 @@ const VecOps& vec_ops_for(Isa isa) {
       return vec_ops_avx512();
     case Isa::Avx2:
       return vec_ops_avx2();
+    case Isa::Neon:
+#if defined(__aarch64__)
+      return vec_ops_neon();
+#else
+      break;  // not built for this target
+#endif
     case Isa::Scalar:
       break;
   }

@@ -75,5 +75,6 @@ const VecOps& vec_ops();
 const VecOps& vec_ops_ref();
 const VecOps& vec_ops_avx2();
 const VecOps& vec_ops_avx512();
+const VecOps& vec_ops_neon();  // vec_ops_neon.cpp, aarch64 builds only
 
 }  // namespace ferrite::cpu

@@ -17,6 +17,7 @@ enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2 };
 
 Isa detect_isa() {
   Isa isa = Isa::kRef;
+#if defined(__x86_64__)  // the fast paths are x86 kernels (other targets use the reference)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
     isa = Isa::kAvx2;
@@ -25,6 +26,7 @@ Isa detect_isa() {
       isa = Isa::kAvx512;
     }
   }
+#endif
   if (const char* cap = std::getenv("FERRITE_QUANT_ISA")) {
     if (std::strcmp(cap, "ref") == 0) isa = Isa::kRef;
     if (std::strcmp(cap, "avx2") == 0 && isa == Isa::kAvx512) isa = Isa::kAvx2;

@@ -1,0 +1,295 @@
+// The aarch64 NEON level against the plain reference on random inputs: the
+// Q4_0/Q8_0 quantized dots bit for bit, the f32/f16/bf16 dots within the
+// tolerance vec_ops_test.cpp gives the x86 levels, conversions exactly. These
+// run in the aarch64 cross build under qemu (scripts/test-neon) and skip on
+// x86-64, where only the level bookkeeping is checked.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cpu/features.h"
+#include "cpu/matmul.h"
+#include "cpu/quant_dot.h"
+#include "cpu/thread_pool.h"
+#include "cpu/vec_ops.h"
+#include "gguf/tensor_type.h"
+#include "quant/blocks.h"
+#include "quant/type_traits.h"
+#include "random_data.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using test::random_floats;
+
+bool have_neon() { return detected_isa() == Isa::Neon; }
+
+#define SKIP_WITHOUT_NEON() \
+  if (!have_neon()) GTEST_SKIP() << "no NEON level (x86-64 build or CPU without dotprod/fp16)"
+
+// Restores the active level when a test ends.
+class IsaGuard {
+ public:
+  IsaGuard() : saved_(active_isa()) {}
+  ~IsaGuard() { set_isa(saved_); }
+  IsaGuard(const IsaGuard&) = delete;
+  IsaGuard& operator=(const IsaGuard&) = delete;
+
+ private:
+  Isa saved_;
+};
+
+TEST(NeonLevel, NeverChosenAcrossArchitectures) {
+  IsaGuard guard;
+  EXPECT_EQ(isa_name(Isa::Neon), "neon");
+  if (have_neon()) {
+    EXPECT_EQ(set_isa(Isa::Neon), Isa::Neon);
+    EXPECT_EQ(active_isa(), Isa::Neon);
+    EXPECT_EQ(set_isa(Isa::Avx2), Isa::Scalar);
+    EXPECT_EQ(set_isa(Isa::Avx512), Isa::Scalar);
+    EXPECT_EQ(set_isa(Isa::Scalar), Isa::Scalar);
+  } else {
+    EXPECT_EQ(set_isa(Isa::Neon), Isa::Scalar);
+    EXPECT_EQ(active_isa(), Isa::Scalar);
+  }
+  // The x86 dispatch tests are false for the ARM level.
+  EXPECT_FALSE(Isa::Neon >= Isa::Avx2);
+  EXPECT_FALSE(Isa::Neon >= Isa::Avx512);
+}
+
+TEST(NeonLevel, DetectedUnderQemu) {
+#if defined(__aarch64__)
+  // qemu-aarch64's default CPU (and every ARMv8.2+ core we target) has both.
+  EXPECT_TRUE(cpu_features().asimd);
+  EXPECT_TRUE(cpu_features().asimddp);
+  EXPECT_TRUE(cpu_features().fp16);
+  EXPECT_EQ(detected_isa(), Isa::Neon);
+#else
+  EXPECT_FALSE(cpu_features().asimddp);
+  EXPECT_NE(detected_isa(), Isa::Neon);
+#endif
+}
+
+// A quantized row of k weights of `type` from random floats.
+std::vector<uint8_t> quantized_row(TensorType type, int64_t k, uint32_t seed) {
+  const auto wf = random_floats(static_cast<size_t>(k), seed, -4.0f, 4.0f);
+  std::vector<uint8_t> w(tensor_row_bytes(type, static_cast<uint64_t>(k)));
+  quant::type_traits(type).from_float(wf.data(), w.data(), k, nullptr);
+  return w;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// k covers whole steps of four blocks and every remainder (1, 2, 3 blocks).
+const int64_t kQuantLengths[] = {32, 64, 96, 128, 160, 256, 4096, 4096 + 96};
+
+TEST(NeonQuantDot, EqualsReferenceBitForBit) {
+  SKIP_WITHOUT_NEON();
+  constexpr int8_t kMostNegative = -128;  // valid Q8_0 byte the quantizer never writes
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
+    const QuantDot* ref = quant_dot_ref(t);
+    const QuantDot* fast = find_quant_dot(t, Isa::Neon);
+    ASSERT_NE(fast, nullptr);
+    ASSERT_NE(fast, ref) << tensor_type_name(t) << ": the NEON level has its own dot";
+    EXPECT_EQ(fast->act, ref->act);
+    for (int64_t k : kQuantLengths) {
+      for (uint32_t seed : {7u, 8u, 9u}) {
+        auto w = quantized_row(t, k, seed);
+        if (t == TensorType::Q8_0) {
+          auto* blocks = reinterpret_cast<quant::BlockQ8_0*>(w.data());
+          for (int64_t b = 0; b < k / quant::kQK; ++b) blocks[b].qs[b % quant::kQK] = kMostNegative;
+        }
+        const auto x = random_floats(static_cast<size_t>(k), seed + 10, -10.0f, 10.0f);
+        std::vector<uint8_t> a(ref->act_row_bytes(k));
+        ref->quantize(x.data(), a.data(), k);
+        const float r = ref->dot(w.data(), a.data(), k);
+        const float f = fast->dot(w.data(), a.data(), k);
+        EXPECT_TRUE(same_bits(r, f)) << tensor_type_name(t) << " k=" << k << ": " << f << " vs " << r;
+      }
+    }
+  }
+}
+
+// Random bytes everywhere but the scales (finite f16 values of mixed
+// magnitude): every nibble and byte value, activations included.
+TEST(NeonQuantDot, EqualsReferenceOnRandomBytes) {
+  SKIP_WITHOUT_NEON();
+  const int64_t k = 1024 + 64;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
+    const QuantDot* ref = quant_dot_ref(t);
+    const QuantDot* fast = find_quant_dot(t, Isa::Neon);
+    for (uint32_t seed : {21u, 22u, 23u, 24u}) {
+      std::mt19937 rng(seed);
+      std::vector<uint8_t> w(tensor_row_bytes(t, static_cast<uint64_t>(k))), a(ref->act_row_bytes(k));
+      for (auto& byte : w) byte = static_cast<uint8_t>(rng());
+      for (auto& byte : a) byte = static_cast<uint8_t>(rng());
+      const auto scales = random_floats(2 * static_cast<size_t>(k / quant::kQK), seed, -2.0f, 2.0f);
+      const size_t w_block = tensor_row_bytes(t, quant::kQK), a_block = sizeof(quant::BlockQ8_0);
+      for (int64_t b = 0; b < k / quant::kQK; ++b) {
+        const uint16_t dw = fp32_to_fp16(scales[2 * b] * (b % 3 == 0 ? 1e-3f : 1.0f));
+        const uint16_t da = fp32_to_fp16(scales[2 * b + 1]);
+        std::memcpy(w.data() + b * w_block, &dw, sizeof dw);  // d leads both block layouts
+        std::memcpy(a.data() + b * a_block, &da, sizeof da);
+      }
+      const float r = ref->dot(w.data(), a.data(), k);
+      const float f = fast->dot(w.data(), a.data(), k);
+      EXPECT_TRUE(same_bits(r, f)) << tensor_type_name(t) << " seed=" << seed << ": " << f << " vs " << r;
+    }
+  }
+}
+
+// Sum of |a_i b_i|: the scale a dot product's rounding error is relative to.
+double abs_dot(const std::vector<float>& a, const std::vector<float>& b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(a[i]) * b[i]);
+  return s;
+}
+
+const int64_t kLengths[] = {1, 3, 4, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 1000, 4096};
+
+TEST(NeonVecOps, DotsMatchReference) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ref = vec_ops_ref();
+  const VecOps& fast = vec_ops_for(Isa::Neon);
+  ASSERT_NE(&fast, &ref);
+  for (int64_t n : kLengths) {
+    const auto a = random_floats(static_cast<size_t>(n), 1 + static_cast<uint32_t>(n));
+    const auto b = random_floats(static_cast<size_t>(n), 1000 + static_cast<uint32_t>(n));
+    const double tol = 1e-5 * abs_dot(a, b, n) + 1e-6;
+    EXPECT_NEAR(fast.dot_f32(a.data(), b.data(), n), ref.dot_f32(a.data(), b.data(), n), tol) << "n=" << n;
+    EXPECT_NEAR(fast.dot_f32_unrolled(a.data(), b.data(), n), ref.dot_f32(a.data(), b.data(), n), tol) << "n=" << n;
+    const auto a16 = test::to_f16(a), b16 = test::to_f16(b);
+    EXPECT_NEAR(fast.dot_f16(a16.data(), b16.data(), n), ref.dot_f16(a16.data(), b16.data(), n), tol) << "n=" << n;
+    EXPECT_NEAR(fast.dot_f16_unrolled(a16.data(), b16.data(), n), ref.dot_f16(a16.data(), b16.data(), n), tol)
+        << "n=" << n;
+    const auto ab = test::to_bf16(a), bb = test::to_bf16(b);
+    EXPECT_NEAR(fast.dot_bf16(ab.data(), bb.data(), n), ref.dot_bf16(ab.data(), bb.data(), n), tol) << "n=" << n;
+  }
+}
+
+// Where no vector work happens (n < 4 and the exact f16 -> f32 products),
+// the NEON dots are the reference's sums exactly.
+TEST(NeonVecOps, ShortDotsAreExact) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ref = vec_ops_ref();
+  const VecOps& fast = vec_ops_for(Isa::Neon);
+  for (int64_t n : {1, 2, 3}) {
+    const auto a = random_floats(static_cast<size_t>(n), 50 + static_cast<uint32_t>(n));
+    const auto b = random_floats(static_cast<size_t>(n), 60 + static_cast<uint32_t>(n));
+    EXPECT_TRUE(same_bits(fast.dot_f32(a.data(), b.data(), n), ref.dot_f32(a.data(), b.data(), n))) << n;
+  }
+}
+
+TEST(NeonVecOps, ConversionsAreExactlyTheReference) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ref = vec_ops_ref();
+  const VecOps& fast = vec_ops_for(Isa::Neon);
+  for (int64_t n : kLengths) {
+    // Wide range so rounding, subnormals and overflow are exercised.
+    auto x = random_floats(static_cast<size_t>(n), 7 + static_cast<uint32_t>(n), -70000.0f, 70000.0f);
+    for (int64_t i = 0; i < n; i += 3) x[i] *= 1e-7f;
+    if (n > 4) {
+      x[1] = std::numeric_limits<float>::infinity();
+      x[2] = -0.0f;
+      x[3] = 65520.0f;  // rounds up to infinity in f16
+    }
+    std::vector<uint16_t> h_ref(n), h_fast(n);
+    ref.f32_to_f16(x.data(), h_ref.data(), n);
+    fast.f32_to_f16(x.data(), h_fast.data(), n);
+    EXPECT_EQ(h_ref, h_fast) << "n=" << n;
+    std::vector<float> f_ref(n), f_fast(n);
+    ref.f16_to_f32(h_ref.data(), f_ref.data(), n);
+    fast.f16_to_f32(h_ref.data(), f_fast.data(), n);
+    EXPECT_EQ(std::memcmp(f_ref.data(), f_fast.data(), f_ref.size() * sizeof(float)), 0) << "n=" << n;
+  }
+}
+
+TEST(NeonVecOps, EveryF16ValueWidensExactly) {
+  SKIP_WITHOUT_NEON();
+  constexpr int kF16Values = 1 << 16;
+  std::vector<uint16_t> h(kF16Values);
+  for (int i = 0; i < kF16Values; ++i) h[i] = static_cast<uint16_t>(i);
+  std::vector<float> f_ref(kF16Values), f_fast(kF16Values);
+  vec_ops_ref().f16_to_f32(h.data(), f_ref.data(), kF16Values);
+  vec_ops_for(Isa::Neon).f16_to_f32(h.data(), f_fast.data(), kF16Values);
+  for (int i = 0; i < kF16Values; ++i) {
+    if (std::isnan(f_ref[i])) {
+      EXPECT_TRUE(std::isnan(f_fast[i])) << i;
+    } else {
+      EXPECT_TRUE(same_bits(f_ref[i], f_fast[i])) << i;
+    }
+  }
+}
+
+TEST(NeonVecOps, AxpyMatchesReference) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ref = vec_ops_ref();
+  const VecOps& fast = vec_ops_for(Isa::Neon);
+  for (int64_t n : kLengths) {
+    const auto x16 = test::to_f16(random_floats(static_cast<size_t>(n), 3));
+    auto y_ref = random_floats(static_cast<size_t>(n), 4);
+    auto y_fast = y_ref;
+    ref.axpy_f16(0.37f, x16.data(), y_ref.data(), n);
+    fast.axpy_f16(0.37f, x16.data(), y_fast.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y_fast[i], y_ref[i], 1e-6f) << "n=" << n;
+  }
+}
+
+TEST(NeonVecOps, TilesEqualDotsExactly) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ops = vec_ops_for(Isa::Neon);
+  for (int64_t n : {48, 64, 100, 256}) {
+    const int64_t stride = n + 16;
+    const auto w = random_floats(static_cast<size_t>(4 * stride), 21);
+    const auto a = random_floats(static_cast<size_t>(4 * stride), 22);
+    const auto w16 = test::to_f16(w), a16 = test::to_f16(a);
+    for (int64_t nr = 1; nr <= kTileRows; ++nr) {
+      for (int64_t nt = 1; nt <= kTileTokens; ++nt) {
+        float y[16], y16[16];
+        ops.tile_f32(w.data(), stride, nr, a.data(), stride, nt, n, y, 4);
+        ops.tile_f16(w16.data(), stride, nr, a16.data(), stride, nt, n, y16, 4);
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t r = 0; r < nr; ++r) {
+            EXPECT_EQ(y[t * 4 + r], ops.dot_f32(w.data() + r * stride, a.data() + t * stride, n)) << "n=" << n;
+            EXPECT_EQ(y16[t * 4 + r], ops.dot_f16(w16.data() + r * stride, a16.data() + t * stride, n)) << "n=" << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The whole threaded product at the NEON level equals the Scalar level's
+// bit for bit for Q4_0 and Q8_0 weights (same quantized dots).
+TEST(NeonMatmul, QuantizedEqualsScalarLevel) {
+  SKIP_WITHOUT_NEON();
+  IsaGuard guard;
+  const int64_t n = 24, k = 320;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
+    std::vector<uint8_t> bytes;
+    const uint64_t row_bytes = tensor_row_bytes(t, static_cast<uint64_t>(k));
+    for (int64_t r = 0; r < n; ++r) {
+      const auto row = quantized_row(t, k, 100 + static_cast<uint32_t>(r));
+      bytes.insert(bytes.end(), row.begin(), row.end());
+    }
+    const MatView w{t, bytes.data(), k, n, row_bytes};
+    for (int64_t m : {1, 5}) {
+      const auto x = random_floats(static_cast<size_t>(m * k), 200 + static_cast<uint32_t>(m), -3.0f, 3.0f);
+      std::vector<float> y_scalar(static_cast<size_t>(m * n)), y_neon(static_cast<size_t>(m * n));
+      ThreadPool pool(2);
+      MatmulScratch scratch;
+      set_isa(Isa::Scalar);
+      matmul(w, x.data(), m, y_scalar.data(), pool, scratch);
+      ASSERT_EQ(set_isa(Isa::Neon), Isa::Neon);
+      matmul(w, x.data(), m, y_neon.data(), pool, scratch);
+      EXPECT_EQ(std::memcmp(y_scalar.data(), y_neon.data(), y_neon.size() * sizeof(float)), 0)
+          << tensor_type_name(t) << " m=" << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
