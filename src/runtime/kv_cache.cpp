@@ -94,7 +94,8 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
     int64_t cell = -1;
     if (regions_) {
       int64_t& hint = next[static_cast<size_t>(seq[t])];
-      cell = hint >= 0 ? free_from(hint) : region_start();
+      const int64_t home = home_[static_cast<size_t>(seq[t])];
+      cell = hint >= 0 ? free_from(hint) : home >= 0 ? free_from(home) : region_start();
       hint = cell + 1;
     } else {
       while (cells_[static_cast<size_t>(first_free)].pos >= 0) ++first_free;
@@ -116,6 +117,12 @@ int64_t KvCache::free_from(int64_t i) const {
     if (cells_[static_cast<size_t>(c)].pos < 0) return c;
   }
   throw InvalidArgument("KV cache full");  // unreachable: allocate checked the free count
+}
+
+void KvCache::set_sequence_home(int seq, int64_t cell) {
+  if (seq < 0 || seq >= kMaxSequences) throw InvalidArgument("sequence id " + std::to_string(seq) + " out of range");
+  if (cell < -1 || cell >= size()) throw InvalidArgument("home cell " + std::to_string(cell) + " outside the cache");
+  home_[static_cast<size_t>(seq)] = cell;
 }
 
 int64_t KvCache::region_start() const {

@@ -97,6 +97,12 @@ class KvCache {
   // Without: the first free cell.
   std::vector<int32_t> allocate(const int32_t* seq, const int32_t* pos, int64_t n);
   void set_sequence_regions(bool on) { regions_ = on; }
+  // With regions: a sequence that has no cells starts at the first free cell
+  // from `cell` instead of in the largest free run (the server gives each
+  // slot its own share of the cache, so that no sequence grows into
+  // another's and each one's span stays its own length). -1: no home.
+  // Throws InvalidArgument for an id or cell out of range.
+  void set_sequence_home(int seq, int64_t cell);
 
   // Removes positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence).
   void remove(int seq, int32_t p0, int32_t p1);
@@ -141,6 +147,12 @@ class KvCache {
 
   TensorType type_k_, type_v_;
   bool regions_ = true;
+  std::array<int64_t, kMaxSequences> home_ = make_homes();  // set_sequence_home; -1: none
+  static std::array<int64_t, kMaxSequences> make_homes() {
+    std::array<int64_t, kMaxSequences> h{};
+    h.fill(-1);
+    return h;
+  }
   int64_t n_layer_;
   int64_t n_embd_kv_;
   int64_t head_dim_;

@@ -57,7 +57,11 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
                                            std::to_string(opt_.n_parallel) + " slots");
   sampling_info_ = make_sampling_info(*tok_, slot_ctx_, model_->hparams().n_ctx_train);
   slots_.resize(static_cast<size_t>(opt_.n_parallel));
-  for (size_t i = 0; i < slots_.size(); ++i) slots_[i].id = static_cast<int>(i);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].id = static_cast<int>(i);
+    // Slot i's share of the cache starts at i * slot_ctx_ (a slot never holds more cells).
+    ctx_.cache().set_sequence_home(slots_[i].id, static_cast<int64_t>(i) * slot_ctx_);
+  }
   n_idle_ = opt_.n_parallel;
   publish();
   thread_ = std::thread([this] { loop(); });

@@ -37,5 +37,29 @@ TEST(SequenceIds, EveryIdOwnsItsCells) {
   EXPECT_THROW(cache.copy_sequence(0, kN), InvalidArgument);
 }
 
+// Homes (the server's slots): sequences decoded one token each per step,
+// interleaved, keep their cells in their own share; without homes they
+// would collide and scatter.
+TEST(SequenceIds, HomesKeepEachSequenceInItsShare) {
+  FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
+  auto model = model::Model::load(model_path.string());
+  constexpr int kSeqs = 4, kShare = 16;
+  runtime::KvCache cache(model->hparams(), kSeqs * kShare);
+  for (int s = 0; s < kSeqs; ++s) cache.set_sequence_home(s, s * kShare);
+  for (int32_t p = 0; p < kShare; ++p) {
+    std::vector<int32_t> seq, pos;
+    for (int s = kSeqs - 1; s >= 0; --s) {  // reverse order: no help from allocation order
+      seq.push_back(s);
+      pos.push_back(p);
+    }
+    const std::vector<int32_t> slots = cache.allocate(seq.data(), pos.data(), kSeqs);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      EXPECT_EQ(slots[i] / kShare, seq[i]) << "sequence " << seq[i] << " position " << p;
+    }
+  }
+  EXPECT_THROW(cache.set_sequence_home(runtime::kMaxSequences, 0), InvalidArgument);
+  EXPECT_THROW(cache.set_sequence_home(0, kSeqs * kShare), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace ferrite
