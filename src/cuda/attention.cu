@@ -162,6 +162,24 @@ int max_dynamic_smem() {
 
 }  // namespace
 
+AttentionPlan plan_attention(const int32_t* kv_begin, const int32_t* kv_len, int64_t n_tokens) {
+  AttentionPlan plan;
+  for (int64_t t0 = 0; t0 < n_tokens;) {
+    int64_t t1 = t0 + 1;  // the run [t0, t1): tokens sharing t0's range
+    while (t1 < n_tokens && (kv_begin == nullptr || (kv_begin[t1] == kv_begin[t0] && kv_len[t1] == kv_len[t0]))) ++t1;
+    if (t1 - t0 >= kTiledMinRun) {
+      for (int64_t q = t0; q < t1; q += kAttentionQTile) {
+        plan.q_tiles.push_back(static_cast<int32_t>(q));
+        plan.q_tiles.push_back(static_cast<int32_t>(std::min(kAttentionQTile, t1 - q)));
+      }
+    } else {
+      for (int64_t t = t0; t < t1; ++t) plan.decode_tokens.push_back(static_cast<int32_t>(t));
+    }
+    t0 = t1;
+  }
+  return plan;
+}
+
 int64_t attention_max_kv() {
   constexpr int64_t kMaxHeadDim = 256;
   return static_cast<int64_t>(max_dynamic_smem() / sizeof(float)) - kMaxHeadDim - kThreads;
@@ -169,16 +187,16 @@ int64_t attention_max_kv() {
 
 void attention(const AttentionParams& p, cudaStream_t s) {
   if (p.n_tokens == 0 || p.n_head == 0) return;
-  const int64_t run = p.tokens_per_range > 0 ? p.tokens_per_range : p.n_tokens;
-  if (!exact_products()) {
-    if (p.n_tokens >= kTiledMinTokens && run >= kTiledMinRun && attention_tiled_supports(p)) {
+  if (!exact_products() && attention_tiled_supports(p) && attention_decode_supports(p)) {
+    if (p.q_tiles != nullptr || p.decode_tokens != nullptr) {
+      if (p.n_q_tiles > 0) attention_tiled(p, s);
+      if (p.n_decode_tokens > 0) attention_decode(p, s);
+    } else if (p.n_tokens >= kTiledMinTokens) {
       attention_tiled(p, s);
-      return;
-    }
-    if (attention_decode_supports(p)) {
+    } else {
       attention_decode(p, s);
-      return;
     }
+    return;
   }
   const int64_t cells = p.kv_begin != nullptr ? p.max_len : p.n_kv;  // the most one token reads
   const size_t bytes = smem_bytes(cells, p.head_dim);

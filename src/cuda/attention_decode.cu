@@ -29,7 +29,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][HD];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int64_t h = blockIdx.x, t = blockIdx.y;
+  const int64_t h = blockIdx.x;
+  const int64_t t = p.decode_tokens != nullptr ? p.decode_tokens[blockIdx.y] : blockIdx.y;
   const int64_t g = h / (p.n_head / p.n_head_kv);
   const int64_t kv_stride = p.n_head_kv * HD;
   const bool ranges = p.kv_begin != nullptr;
@@ -145,9 +146,9 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
 
 template <int HD>
 void launch(const AttentionParams& p, cudaStream_t s) {
-  if (p.n_tokens > 65535 || p.n_head > 0x7FFFFFFF) throw InvalidArgument("GPU attention: too many tokens or heads");
-  attention_decode_kernel<HD><<<dim3(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tokens)), kThreads, 0,
-                                s>>>(p);
+  const int64_t rows = p.decode_tokens != nullptr ? p.n_decode_tokens : p.n_tokens;
+  if (rows > 65535 || p.n_head > 0x7FFFFFFF) throw InvalidArgument("GPU attention: too many tokens or heads");
+  attention_decode_kernel<HD><<<dim3(static_cast<unsigned>(p.n_head), static_cast<unsigned>(rows)), kThreads, 0, s>>>(p);
   FERRITE_CUDA_LAUNCHED();
 }
 
@@ -159,7 +160,7 @@ bool attention_decode_supports(const AttentionParams& p) {
 }
 
 void attention_decode(const AttentionParams& p, cudaStream_t s) {
-  if (p.n_tokens == 0 || p.n_head == 0) return;
+  if (p.n_tokens == 0 || p.n_head == 0 || (p.decode_tokens != nullptr && p.n_decode_tokens == 0)) return;
   if (!attention_decode_supports(p)) throw InvalidArgument("GPU attention: shape not supported by the decode kernel");
   if (p.head_dim == 64) {
     launch<64>(p, s);

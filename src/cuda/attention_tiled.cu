@@ -19,7 +19,7 @@
 namespace ferrite::cuda {
 namespace {
 
-constexpr int kQTile = 32;                           // queries per block
+constexpr int kQTile = static_cast<int>(kAttentionQTile);  // queries per block
 constexpr int kKTile = 32;                           // cells per step
 constexpr int kLanesPerQuery = 4;
 constexpr int kThreads = kQTile * kLanesPerQuery;    // 128
@@ -61,18 +61,21 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
   float* ps = vs + kKTile * HD;                 // [kQTile][kKTile + 1]
   const int tid = threadIdx.x;
   const int r = tid / kLanesPerQuery, sub = tid % kLanesPerQuery;
-  const int64_t h = blockIdx.y, q0 = static_cast<int64_t>(blockIdx.x) * kQTile;
+  // This block's queries: tile blockIdx.x of the split, or of the whole pass.
+  const int64_t h = blockIdx.y;
+  const int64_t q0 = p.q_tiles != nullptr ? p.q_tiles[2 * blockIdx.x] : static_cast<int64_t>(blockIdx.x) * kQTile;
+  const int64_t q_end = p.q_tiles != nullptr ? q0 + p.q_tiles[2 * blockIdx.x + 1] : p.n_tokens;
   const int64_t g = h / (p.n_head / p.n_head_kv);
   const int64_t kv_stride = p.n_head_kv * HD, n_kv = p.n_kv;
   const int64_t t = q0 + r;
-  const bool row_live = t < p.n_tokens;
+  const bool row_live = t < q_end;
   const half* k_head = reinterpret_cast<const half*>(p.k) + g * HD;
   const half* v_head = reinterpret_cast<const half*>(p.v) + g * HD;
 
   for (int i = tid; i < kQTile * kVecs; i += kThreads) {
     const int rr = i / kVecs, d4 = i % kVecs;
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (q0 + rr < p.n_tokens) {
+    if (q0 + rr < q_end) {
       v = reinterpret_cast<const float4*>(p.q + ((q0 + rr) * p.n_head + h) * HD)[d4];
       v = make_float4(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
     }
@@ -198,7 +201,7 @@ void launch(const AttentionParams& p, cudaStream_t s) {
     return true;
   }();
   (void)configured;
-  const int64_t q_tiles = (p.n_tokens + kQTile - 1) / kQTile;
+  const int64_t q_tiles = p.q_tiles != nullptr ? p.n_q_tiles : (p.n_tokens + kQTile - 1) / kQTile;
   if (q_tiles > 0x7FFFFFFF || p.n_head > 65535) throw InvalidArgument("GPU attention: too many tokens or heads");
   attention_tiled_kernel<HD><<<dim3(static_cast<unsigned>(q_tiles), static_cast<unsigned>(p.n_head)), kThreads,
                                bytes, s>>>(p);
@@ -216,7 +219,7 @@ bool attention_tiled_supports(const AttentionParams& p) {
 }
 
 void attention_tiled(const AttentionParams& p, cudaStream_t s) {
-  if (p.n_tokens == 0 || p.n_head == 0) return;
+  if (p.n_tokens == 0 || p.n_head == 0 || (p.q_tiles != nullptr && p.n_q_tiles == 0)) return;
   if (!attention_tiled_supports(p)) throw InvalidArgument("GPU attention: shape not supported by the tiled kernel");
   if (p.head_dim == 64) {
     launch<64>(p, s);

@@ -1,5 +1,6 @@
 #include "cuda/gpu_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -262,10 +263,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     }
     max_len = std::max(max_len, len);
   }
-  int64_t runs = 1;  // runs of consecutive tokens sharing a range
-  for (int64_t t = 1; ranges && t < n; ++t) {
-    runs += kv.kv_begin[t] != kv.kv_begin[t - 1] || kv.kv_len[t] != kv.kv_len[t - 1] ? 1 : 0;
-  }
+  const AttentionPlan plan = plan_attention(kv.kv_begin, kv.kv_len, n);  // which kernel takes which tokens
   for (int64_t t = 0; t < n; ++t) {
     if (batch.tokens[t] < 0 || batch.tokens[t] >= hp.n_vocab) {
       throw InvalidArgument("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary (0.." +
@@ -290,7 +288,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   rc.n_ctx_orig = hp.rope.n_ctx_orig;
   rc.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
   const int64_t half = rc.n_rot / 2;
-  const size_t staged_bytes = 16 * 8 + static_cast<size_t>(5 * n + n_out) * sizeof(int32_t) +
+  const size_t staged_bytes = 16 * 10 + static_cast<size_t>(8 * n + n_out) * sizeof(int32_t) +
                               static_cast<size_t>(n * mask_stride + 2 * n * half) * sizeof(float);
   host_staged_.reserve(staged_bytes);
   s_.staged.reserve(staged_bytes);
@@ -300,6 +298,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   int32_t* h_rows = carve<int32_t>(hp_ptr, std::max<int64_t>(n_out, 1));
   int32_t* h_begin = carve<int32_t>(hp_ptr, n);
   int32_t* h_len = carve<int32_t>(hp_ptr, n);
+  int32_t* h_tiles = carve<int32_t>(hp_ptr, 2 * n);
+  int32_t* h_listed = carve<int32_t>(hp_ptr, n);
   float* h_cos = carve<float>(hp_ptr, n * half);
   float* h_sin = carve<float>(hp_ptr, n * half);
   float* h_mask = carve<float>(hp_ptr, n * mask_stride);
@@ -311,6 +311,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     h_len[t] = ranges ? kv.kv_len[t] : static_cast<int32_t>(n_kv);
   }
   std::memcpy(h_mask, kv.mask, static_cast<size_t>(n * mask_stride) * sizeof(float));
+  std::copy(plan.q_tiles.begin(), plan.q_tiles.end(), h_tiles);
+  std::copy(plan.decode_tokens.begin(), plan.decode_tokens.end(), h_listed);
   cpu::rope_table(rc, batch.pos, n, h_cos, h_sin);
   const size_t used = static_cast<size_t>(hp_ptr - host_staged_.as<uint8_t>());
   FERRITE_CUDA_CHECK(cudaMemcpyAsync(s_.staged.as(), host_staged_.as(), used, cudaMemcpyHostToDevice, st));
@@ -320,6 +322,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   const int32_t* d_rows = carve<int32_t>(dp, std::max<int64_t>(n_out, 1));
   const int32_t* d_begin = carve<int32_t>(dp, n);
   const int32_t* d_len = carve<int32_t>(dp, n);
+  const int32_t* d_tiles = carve<int32_t>(dp, 2 * n);
+  const int32_t* d_listed = carve<int32_t>(dp, n);
   const float* d_cos = carve<float>(dp, n * half);
   const float* d_sin = carve<float>(dp, n * half);
   const float* d_mask = carve<float>(dp, n * mask_stride);
@@ -353,7 +357,10 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   ap.kv_len = d_len;
   ap.mask_stride = mask_stride;
   ap.max_len = max_len;
-  ap.tokens_per_range = std::max<int64_t>(1, n / runs);
+  ap.q_tiles = d_tiles;
+  ap.n_q_tiles = static_cast<int64_t>(plan.q_tiles.size() / 2);
+  ap.decode_tokens = d_listed;
+  ap.n_decode_tokens = static_cast<int64_t>(plan.decode_tokens.size());
   ap.n_tokens = n;
   ap.n_head = hp.n_head;
   ap.n_head_kv = hp.n_head_kv;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -108,23 +109,41 @@ struct AttentionParams {
   const int32_t* kv_len = nullptr;    // [n_tokens] (device)
   int64_t mask_stride = 0;            // elements between mask rows (with the ranges)
   int64_t max_len = 0;                // the largest kv_len (with the ranges; host value)
-  // Mean length of the runs of consecutive tokens that share a range (host
-  // value; 0: unknown, taken as n_tokens). One token from each of many
-  // sequences (batched decode) gives 1: the tiled kernel, which reads a
-  // range once per block of kQTile tokens, then has nothing to share.
-  int64_t tokens_per_range = 0;
+  // A split of the tokens between the prefill and decode kernels (outside
+  // exact mode; plan_attention below): the tiled kernel takes q_tiles, each
+  // up to kAttentionQTile consecutive tokens that share one range; the
+  // decode kernel takes the listed decode_tokens. Null: the kernel chosen
+  // for the whole pass by the rule of attention().
+  const int32_t* q_tiles = nullptr;        // [n_q_tiles][2]: first token, count (device)
+  int64_t n_q_tiles = 0;
+  const int32_t* decode_tokens = nullptr;  // [n_decode_tokens] (device)
+  int64_t n_decode_tokens = 0;
   float scale = 1.0f, softcap = 0.0f;
   float* out = nullptr;             // [n_tokens, n_head, head_dim]
 };
 
+// Queries per block of the tiled kernel.
+constexpr int64_t kAttentionQTile = 32;
+
+// The split of a pass's tokens (host arrays of its ranges, model/forward.h):
+// runs of at least kTiledMinRun consecutive tokens sharing a range (a
+// prompt chunk) go to the tiled kernel in tiles that never straddle two
+// runs; the others (one token from each of many sequences) to the decode
+// kernel. Without ranges (kv_begin null) the whole pass is one run.
+struct AttentionPlan {
+  std::vector<int32_t> q_tiles;        // [n][2]: first token, count
+  std::vector<int32_t> decode_tokens;
+};
+AttentionPlan plan_attention(const int32_t* kv_begin, const int32_t* kv_len, int64_t n_tokens);
+
 // Cells one launch of the exact kernel can attend over (scores live in
 // shared memory); the tiled kernel has no limit.
 int64_t attention_max_kv();
-// Outside exact_products(): prefill passes (at least kTiledMinTokens tokens,
-// at least kTiledMinRun tokens per range, a shape the tiled kernel takes) go
-// through attention_tiled, others (decode: one token, or one token from each
-// of many sequences) through attention_decode. In exact mode, or for shapes
-// neither takes, the exact kernel (attention.cu: the CPU's bits).
+// Outside exact_products(), for shapes both kernels take: with a split
+// (q_tiles / decode_tokens set) each part goes to its kernel; else prefill
+// passes (at least kTiledMinTokens tokens) through attention_tiled and the
+// others (decode) through attention_decode. In exact mode, or for shapes
+// they do not take, the exact kernel (attention.cu: the CPU's bits).
 constexpr int64_t kTiledMinTokens = 16;
 constexpr int64_t kTiledMinRun = 8;
 void attention(const AttentionParams& p, cudaStream_t s);

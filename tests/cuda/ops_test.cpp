@@ -120,7 +120,9 @@ TEST(GpuOps, GetRowsEveryType) {
 // or the decode one (attention_decode.cu). ranges: each token reads a random
 // range of the cells (several sequences in one cache) with its mask row
 // covering just the range; else the causal mask over [0, n_kv).
-enum class Kernel { Exact, Tiled, Decode };
+// Split: tokens in runs sharing a range, divided by plan_attention between
+// the tiled and decode kernels (attention() outside exact mode).
+enum class Kernel { Exact, Tiled, Decode, Split };
 void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng,
                      Kernel kernel = Kernel::Exact, bool ranges = false) {
   constexpr int64_t kHeads = 8, kHeadsKv = 2;
@@ -140,11 +142,19 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   // three quarters of it (some rows see nothing).
   std::vector<float> mask(n_tokens * n_kv, -std::numeric_limits<float>::infinity());
   std::vector<int32_t> begin(static_cast<size_t>(n_tokens), 0), len(static_cast<size_t>(n_tokens), 0);
+  std::uniform_int_distribution<int64_t> run_length(1, 40);
+  int64_t run_left = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
     if (ranges) {
       std::uniform_int_distribution<int64_t> pick(0, n_kv);
       int64_t b = pick(rng), e = pick(rng);
       if (b > e) std::swap(b, e);
+      if (kernel == Kernel::Split && run_left-- > 0) {  // the run's range
+        b = begin[static_cast<size_t>(t - 1)];
+        e = b + len[static_cast<size_t>(t - 1)];
+      } else if (kernel == Kernel::Split) {
+        run_left = run_length(rng) - 1;
+      }
       begin[static_cast<size_t>(t)] = static_cast<int32_t>(b);
       len[static_cast<size_t>(t)] = static_cast<int32_t>(e - b);
       std::bernoulli_distribution visible(0.75);
@@ -203,6 +213,27 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   } else if (kernel == Kernel::Decode) {
     ASSERT_TRUE(attention_decode_supports(p));
     attention_decode(p, nullptr);
+  } else if (kernel == Kernel::Split) {
+    const AttentionPlan plan = plan_attention(ranges ? begin.data() : nullptr, ranges ? len.data() : nullptr, n_tokens);
+    // Every token in exactly one part.
+    std::vector<int> seen(static_cast<size_t>(n_tokens), 0);
+    for (size_t i = 0; i < plan.q_tiles.size(); i += 2) {
+      ASSERT_LE(plan.q_tiles[i + 1], kAttentionQTile);
+      for (int32_t j = 0; j < plan.q_tiles[i + 1]; ++j) ++seen[static_cast<size_t>(plan.q_tiles[i] + j)];
+    }
+    for (int32_t t : plan.decode_tokens) ++seen[static_cast<size_t>(t)];
+    for (int64_t t = 0; t < n_tokens; ++t) ASSERT_EQ(seen[static_cast<size_t>(t)], 1) << "token " << t;
+    std::vector<int32_t> tiles = plan.q_tiles, listed = plan.decode_tokens;
+    tiles.push_back(0);  // never empty device buffers
+    listed.push_back(0);
+    DeviceBuffer td = to_device(tiles), dd = to_device(listed);
+    p.q_tiles = td.as<int32_t>();
+    p.n_q_tiles = static_cast<int64_t>(plan.q_tiles.size() / 2);
+    p.decode_tokens = dd.as<int32_t>();
+    p.n_decode_tokens = static_cast<int64_t>(plan.decode_tokens.size());
+    const test::ProductMode fast(false);
+    attention(p, nullptr);
+    FERRITE_CUDA_CHECK(cudaDeviceSynchronize());
   } else {
     const test::ProductMode exact(true);
     attention(p, nullptr);
@@ -239,10 +270,13 @@ TEST(GpuAttention, TiledPrefill) {
 TEST(GpuAttention, PerTokenRanges) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();
-  for (Kernel k : {Kernel::Exact, Kernel::Tiled, Kernel::Decode}) {
+  for (Kernel k : {Kernel::Exact, Kernel::Tiled, Kernel::Decode, Kernel::Split}) {
     check_attention(37, 300, 128, 0.0f, rng, k, true);
     check_attention(5, 90, 64, 30.0f, rng, k, true);
   }
+  // Prompt chunks and single tokens of many sequences in one pass.
+  for (int i = 0; i < 4; ++i) check_attention(150, 700, 128, 0.0f, rng, Kernel::Split, true);
+  check_attention(100, 200, 64, 0.0f, rng, Kernel::Split, false);  // no ranges: one run
 }
 
 // The decode kernel: one token or a few, cell counts around its warp and
