@@ -1,5 +1,6 @@
 // NEON paths (aarch64 Advanced SIMD with fp16 conversions) of the dot
-// products, the f16 conversions and axpy_f16; the rest of the table is the
+// products, the f16 conversions, axpy_f16, softmax_exp, silu and rotate
+// (the last three bit-identical to the reference); f32_to_bf16 is the
 // reference's. A "16-lane accumulator" of vec_ops.h is four float32x4
 // registers here (lane l of the 16 is lane l % 4 of register l / 4), so the
 // summation orders are the ones vec_ops.h documents: one accumulator for
@@ -8,7 +9,10 @@
 // pairwise, (0+1)+(2+3), then across the lanes.
 #include <arm_neon.h>
 
+#include <cmath>
+
 #include "core/fp16.h"
+#include "cpu/fast_exp.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
@@ -105,6 +109,87 @@ void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
+// fast_exp::exp_ref lane-wise, every step the same fused or plain operation
+// (negating a multiplicand is exact, so x - n*c fused is fma(-n, c, x)).
+// Lanes with |n| > 126 (2^n not a normal float: results near 0 or inf) and
+// NaN are taken from the scalar definition.
+inline float32x4_t exp4(float32x4_t x) {
+  using namespace fast_exp;
+  constexpr float kMaxNormalExponent = 126.0f;
+  constexpr int kExponentBias = 127;
+  constexpr int kMantissaBits = 23;
+  const float32x4_t shift = vdupq_n_f32(kShift);
+  const float32x4_t n = vsubq_f32(vfmaq_f32(shift, x, vdupq_n_f32(kLog2e)), shift);
+  const float32x4_t b = vfmsq_f32(vfmsq_f32(x, n, vdupq_n_f32(kLn2Hi)), n, vdupq_n_f32(kLn2Lo));
+  const float32x4_t u = vmulq_f32(b, b);
+  const float32x4_t p54 = vfmaq_f32(vdupq_n_f32(kP4), vdupq_n_f32(kP5), b);
+  const float32x4_t p32 = vfmaq_f32(vdupq_n_f32(kP2), vdupq_n_f32(kP3), b);
+  const float32x4_t p10 = vfmaq_f32(vdupq_n_f32(1.0f), vdupq_n_f32(kP1), b);
+  const float32x4_t j = vfmaq_f32(p10, vfmaq_f32(p32, p54, u), u);
+  // 2^n by building the exponent (n is an integer-valued float here).
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(kExponentBias)), kMantissaBits);
+  float32x4_t r = vmulq_f32(j, vreinterpretq_f32_s32(e));
+  const uint32x4_t ok = vcleq_f32(vabsq_f32(n), vdupq_n_f32(kMaxNormalExponent));  // false for NaN
+  if (vminvq_u32(ok) == 0) {
+    float xs[kQuad], rs[kQuad];
+    uint32_t oks[kQuad];
+    vst1q_f32(xs, x);
+    vst1q_f32(rs, r);
+    vst1q_u32(oks, ok);
+    for (int64_t l = 0; l < kQuad; ++l) {
+      if (oks[l] == 0) rs[l] = exp_ref(xs[l]);
+    }
+    r = vld1q_f32(rs);
+  }
+  return r;
+}
+
+// Whole groups of kExpGroup with exp4, the rest with libm, summed in order
+// in double as the reference sums.
+double softmax_exp(float* x, int64_t n, float max) {
+  const int64_t fast = n - n % kExpGroup;
+  double sum = 0.0;
+  const float32x4_t vmax = vdupq_n_f32(max);
+  for (int64_t i = 0; i < fast; i += kQuad) {
+    const float32x4_t v = exp4(vsubq_f32(vld1q_f32(x + i), vmax));
+    vst1q_f32(x + i, v);
+    for (int64_t l = 0; l < kQuad; ++l) sum += x[i + l];
+  }
+  for (int64_t i = fast; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  return sum;
+}
+
+void silu(const float* x, float* y, int64_t n) {
+  const int64_t fast = n - n % kExpGroup;
+  for (int64_t i = 0; i < fast; i += kQuad) {
+    const float32x4_t v = vld1q_f32(x + i);
+    vst1q_f32(y + i, vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), exp4(vnegq_f32(v)))));
+  }
+  for (int64_t i = fast; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+// Contiguous pairs (stride 1) four at a time; the same fused operations as
+// the reference's std::fma.
+void rotate(float* a, float* b, const float* c, const float* s, int64_t n, int64_t stride) {
+  int64_t i = 0;
+  if (stride == 1) {
+    for (; i + kQuad <= n; i += kQuad) {
+      const float32x4_t x0 = vld1q_f32(a + i), x1 = vld1q_f32(b + i);
+      const float32x4_t vc = vld1q_f32(c + i), vs = vld1q_f32(s + i);
+      vst1q_f32(a + i, vfmaq_f32(vnegq_f32(vmulq_f32(x1, vs)), x0, vc));
+      vst1q_f32(b + i, vfmaq_f32(vmulq_f32(x1, vc), x0, vs));
+    }
+  }
+  for (; i < n; ++i) {
+    const float x0 = a[i * stride], x1 = b[i * stride];
+    a[i * stride] = std::fma(x0, c[i], -(x1 * s[i]));
+    b[i * stride] = std::fma(x0, s[i], x1 * c[i]);
+  }
+}
+
 void tile_f32(const float* w, int64_t ws, int64_t nr, const float* a, int64_t as, int64_t nt, int64_t n, float* y,
               int64_t ys) {
   tile_by_dots(dot_f32, w, ws, nr, a, as, nt, n, y, ys);
@@ -119,7 +204,7 @@ void tile_bf16(const uint16_t* w, int64_t ws, int64_t nr, const uint16_t* a, int
 }
 
 VecOps make_ops() {
-  VecOps ops = vec_ops_ref();  // softmax_exp, silu, rotate, f32_to_bf16: the reference's
+  VecOps ops = vec_ops_ref();  // f32_to_bf16: the reference's
   ops.dot_f32 = dot_f32;
   ops.dot_f16 = dot_f16;
   ops.dot_f32_unrolled = dot_f32_unrolled;
@@ -128,6 +213,9 @@ VecOps make_ops() {
   ops.f32_to_f16 = f32_to_f16;
   ops.f16_to_f32 = f16_to_f32;
   ops.axpy_f16 = axpy_f16;
+  ops.softmax_exp = softmax_exp;
+  ops.silu = silu;
+  ops.rotate = rotate;
   ops.tile_f32 = tile_f32;
   ops.tile_f16 = tile_f16;
   ops.tile_bf16 = tile_bf16;

@@ -1,6 +1,7 @@
 // The aarch64 NEON level against the plain reference on random inputs: the
 // Q4_0/Q8_0 quantized dots bit for bit, the f32/f16/bf16 dots within the
-// tolerance vec_ops_test.cpp gives the x86 levels, conversions exactly. These
+// tolerance vec_ops_test.cpp gives the x86 levels, conversions, softmax,
+// SiLU and rotation exactly. These
 // run in the aarch64 cross build under qemu (scripts/test-neon) and skip on
 // x86-64, where only the level bookkeeping is checked.
 #include <cmath>
@@ -235,6 +236,60 @@ TEST(NeonVecOps, AxpyMatchesReference) {
     ref.axpy_f16(0.37f, x16.data(), y_ref.data(), n);
     fast.axpy_f16(0.37f, x16.data(), y_fast.data(), n);
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y_fast[i], y_ref[i], 1e-6f) << "n=" << n;
+  }
+}
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// fast_exp's groups and libm's remainder give the reference's bits, sums
+// included, over a range wide enough for results that are 0, subnormal or
+// infinite, plus NaN and infinities.
+TEST(NeonVecOps, SoftmaxAndSiluAreExactlyTheReference) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ref = vec_ops_ref();
+  const VecOps& fast = vec_ops_for(Isa::Neon);
+  for (int64_t n : kLengths) {
+    for (float range : {4.0f, 120.0f}) {
+      auto x = random_floats(static_cast<size_t>(n), 90 + static_cast<uint32_t>(n), -range, range);
+      if (n >= kExpGroup) {
+        x[0] = std::numeric_limits<float>::quiet_NaN();
+        x[1] = std::numeric_limits<float>::infinity();
+        x[2] = -std::numeric_limits<float>::infinity();
+        x[3] = -100.0f;  // exp of about -100 - max: subnormal or zero
+      }
+      auto e_ref = x, e_fast = x;
+      const float max = range / 2;
+      const double s_ref = ref.softmax_exp(e_ref.data(), n, max);
+      const double s_fast = fast.softmax_exp(e_fast.data(), n, max);
+      EXPECT_TRUE(same_floats(e_ref, e_fast)) << "n=" << n << " range=" << range;
+      EXPECT_TRUE(std::memcmp(&s_ref, &s_fast, sizeof s_ref) == 0 || (std::isnan(s_ref) && std::isnan(s_fast)))
+          << "n=" << n << " range=" << range;
+      std::vector<float> y_ref(x.size()), y_fast(x.size());
+      ref.silu(x.data(), y_ref.data(), n);
+      fast.silu(x.data(), y_fast.data(), n);
+      EXPECT_TRUE(same_floats(y_ref, y_fast)) << "n=" << n << " range=" << range;
+    }
+  }
+}
+
+TEST(NeonVecOps, RotateIsExactlyTheReference) {
+  SKIP_WITHOUT_NEON();
+  const VecOps& ref = vec_ops_ref();
+  const VecOps& fast = vec_ops_for(Isa::Neon);
+  for (int64_t n : kLengths) {
+    for (int64_t stride : {1, 3}) {
+      const auto c = random_floats(static_cast<size_t>(n), 70);
+      const auto s = random_floats(static_cast<size_t>(n), 71);
+      auto a_ref = random_floats(static_cast<size_t>(n * stride), 72, -50.0f, 50.0f);
+      auto b_ref = random_floats(static_cast<size_t>(n * stride), 73, -50.0f, 50.0f);
+      auto a_fast = a_ref, b_fast = b_ref;
+      ref.rotate(a_ref.data(), b_ref.data(), c.data(), s.data(), n, stride);
+      fast.rotate(a_fast.data(), b_fast.data(), c.data(), s.data(), n, stride);
+      EXPECT_TRUE(same_floats(a_ref, a_fast)) << "n=" << n << " stride=" << stride;
+      EXPECT_TRUE(same_floats(b_ref, b_fast)) << "n=" << n << " stride=" << stride;
+    }
   }
 }
 
