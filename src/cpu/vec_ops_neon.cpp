@@ -116,7 +116,7 @@ void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
 inline float32x4_t exp4(float32x4_t x) {
   using namespace fast_exp;
   constexpr float kMaxNormalExponent = 126.0f;
-  constexpr int kExponentBias = 127;
+  constexpr uint32_t kExponentBias = 127;
   constexpr int kMantissaBits = 23;
   const float32x4_t shift = vdupq_n_f32(kShift);
   const float32x4_t n = vsubq_f32(vfmaq_f32(shift, x, vdupq_n_f32(kLog2e)), shift);
@@ -126,9 +126,11 @@ inline float32x4_t exp4(float32x4_t x) {
   const float32x4_t p32 = vfmaq_f32(vdupq_n_f32(kP2), vdupq_n_f32(kP3), b);
   const float32x4_t p10 = vfmaq_f32(vdupq_n_f32(1.0f), vdupq_n_f32(kP1), b);
   const float32x4_t j = vfmaq_f32(p10, vfmaq_f32(p32, p54, u), u);
-  // 2^n by building the exponent (n is an integer-valued float here).
-  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(kExponentBias)), kMantissaBits);
-  float32x4_t r = vmulq_f32(j, vreinterpretq_f32_s32(e));
+  // 2^n by building the exponent (n is an integer-valued float here). In
+  // unsigned arithmetic: GCC's vaddq_s32 is a C++ addition, and the lanes
+  // replaced below (n = +-inf, NaN) would overflow it.
+  const uint32x4_t biased = vaddq_u32(vreinterpretq_u32_s32(vcvtnq_s32_f32(n)), vdupq_n_u32(kExponentBias));
+  float32x4_t r = vmulq_f32(j, vreinterpretq_f32_u32(vshlq_n_u32(biased, kMantissaBits)));
   const uint32x4_t ok = vcleq_f32(vabsq_f32(n), vdupq_n_f32(kMaxNormalExponent));  // false for NaN
   if (vminvq_u32(ok) == 0) {
     float xs[kQuad], rs[kQuad];
