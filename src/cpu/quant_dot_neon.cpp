@@ -5,10 +5,12 @@
 // another as quant_dot_ref.cpp does: sum += d_w * d_a * s, each product
 // rounded before the sum (the aarch64 build uses -ffp-contract=off, and the
 // products are separate vector multiplies), the f16 scales widened exactly
-// by FCVTL. So the results equal the reference's bit for bit.
+// by FCVTL. So the results equal the reference's bit for bit. The K types
+// are in quant_dot_k_neon.cpp.
 #include <arm_neon.h>
 
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -114,7 +116,7 @@ const QuantDot* quant_dot_neon(TensorType type) {
     case TensorType::Q8_0:
       return &q8_0;
     default:
-      return nullptr;
+      return quant_dot_k_neon(type);  // the K types, or nullptr
   }
 }
 

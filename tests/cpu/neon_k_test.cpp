@@ -1,0 +1,253 @@
+// NEON K-quant products (quant_dot_k_neon.cpp): every dot equals the
+// reference dot (quant_dot_ref.cpp) bit for bit, on weights quantized from
+// random floats, on raw random bytes (weights and activations: every scale,
+// bit pattern and 16-sum), and on blocks at the edges of each format (all
+// scales and values at their maximum or minimum, extreme f16 scale bytes)
+// against activations at +-127 and -128; and K-quant products through
+// matmul() (one token and several) at the NEON level equal the scalar
+// level's output. These run in the aarch64 cross build under qemu
+// (scripts/test-neon) and skip on x86-64.
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/fp16.h"
+#include "cpu/features.h"
+#include "cpu/matmul.h"
+#include "cpu/quant_dot.h"
+#include "cpu/thread_pool.h"
+#include "gguf/tensor_type.h"
+#include "quant/blocks.h"
+#include "quant/type_traits.h"
+#include "random_data.h"
+
+namespace ferrite::cpu {
+namespace {
+
+constexpr int64_t kQKK = quant::kQKK;
+constexpr int kGroup = 16;  // elements per Q8_K 16-sum
+constexpr int8_t kActMax = 127;
+constexpr int8_t kActMin = -128;  // a valid Q8_K byte the quantizer never writes
+const TensorType kKTypes[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q3_K,
+                               TensorType::Q2_K};
+const int64_t kLengths[] = {256, 512, 4096 + 256};
+
+bool have_neon() { return detected_isa() == Isa::Neon; }
+
+#define SKIP_WITHOUT_NEON() \
+  if (!have_neon()) GTEST_SKIP() << "no NEON level (x86-64 build or CPU without dotprod/fp16)"
+
+size_t block_bytes(TensorType t) { return tensor_row_bytes(t, kQKK); }
+
+// Sets the f16 super-block scales of block `b` (d, and dmin where the type
+// has one).
+void set_scales(TensorType t, uint8_t* row, int64_t b, uint16_t d, uint16_t dmin) {
+  uint8_t* p = row + b * block_bytes(t);
+  switch (t) {
+    case TensorType::Q2_K: {
+      auto* q = reinterpret_cast<quant::BlockQ2_K*>(p);
+      q->d = d;
+      q->dmin = dmin;
+      break;
+    }
+    case TensorType::Q3_K:
+      reinterpret_cast<quant::BlockQ3_K*>(p)->d = d;
+      break;
+    case TensorType::Q4_K: {
+      auto* q = reinterpret_cast<quant::BlockQ4_K*>(p);
+      q->d = d;
+      q->dmin = dmin;
+      break;
+    }
+    case TensorType::Q5_K: {
+      auto* q = reinterpret_cast<quant::BlockQ5_K*>(p);
+      q->d = d;
+      q->dmin = dmin;
+      break;
+    }
+    case TensorType::Q6_K:
+      reinterpret_cast<quant::BlockQ6_K*>(p)->d = d;
+      break;
+    default:
+      FAIL() << "not a K type";
+  }
+}
+
+// Raw random bytes with finite random f16 scales.
+std::vector<uint8_t> random_weight_bytes(TensorType t, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  std::vector<uint8_t> w(tensor_row_bytes(t, k));
+  for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+  for (int64_t b = 0; b < k / kQKK; ++b) set_scales(t, w.data(), b, fp32_to_fp16(scale(rng)), fp32_to_fp16(scale(rng)));
+  return w;
+}
+
+// A Q8_K row of raw random bytes (values -128..127 and 16-sums unrelated to
+// them, which the reference takes as given) with a finite random scale.
+std::vector<uint8_t> random_act_bytes(int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.1f, 0.1f);
+  std::vector<uint8_t> a(static_cast<size_t>(k / kQKK) * sizeof(quant::BlockQ8_K));
+  for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+  auto* blocks = reinterpret_cast<quant::BlockQ8_K*>(a.data());
+  for (int64_t b = 0; b < k / kQKK; ++b) blocks[b].d = scale(rng);
+  return a;
+}
+
+// Every byte `fill` (so every scale, min and value at one end of its
+// range), with the given f16 scale bits. For Q6_K, scales are int8: 0xFF is
+// -1, so the extremes -128 and 127 are set explicitly by `q6_scale`.
+std::vector<uint8_t> extreme_row(TensorType t, int64_t k, uint8_t fill, int8_t q6_scale, uint16_t d, uint16_t dmin) {
+  std::vector<uint8_t> w(tensor_row_bytes(t, k), fill);
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    set_scales(t, w.data(), b, d, dmin);
+    if (t == TensorType::Q6_K) {
+      auto* q = reinterpret_cast<quant::BlockQ6_K*>(w.data() + b * block_bytes(t));
+      for (auto& s : q->scales) s = q6_scale;
+    }
+  }
+  return w;
+}
+
+// A Q8_K activation row with every value `v` (16-sums by definition).
+std::vector<uint8_t> constant_act(int64_t k, int8_t v, float d) {
+  std::vector<uint8_t> a(static_cast<size_t>(k / kQKK) * sizeof(quant::BlockQ8_K));
+  auto* blocks = reinterpret_cast<quant::BlockQ8_K*>(a.data());
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    blocks[b].d = d;
+    for (auto& q : blocks[b].qs) q = v;
+    for (auto& s : blocks[b].bsums) s = static_cast<int16_t>(kGroup * v);
+  }
+  return a;
+}
+
+std::vector<uint8_t> quantized_act(TensorType t, int64_t k, uint32_t seed, float range) {
+  const QuantDot* ref = quant_dot_ref(t);
+  const auto x = test::random_floats(static_cast<size_t>(k), seed, -range, range);
+  std::vector<uint8_t> a(ref->act_row_bytes(k));
+  ref->quantize(x.data(), a.data(), k);
+  return a;
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// The NEON dot and the reference dot of one row pair, compared bitwise.
+void expect_same(TensorType t, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a, int64_t k,
+                 const char* what) {
+  const float r = quant_dot_ref(t)->dot(w.data(), a.data(), k);
+  const float f = find_quant_dot(t, Isa::Neon)->dot(w.data(), a.data(), k);
+  EXPECT_EQ(bits(f), bits(r)) << tensor_type_name(t) << " k=" << k << " " << what << ": " << f << " vs " << r;
+}
+
+TEST(NeonQuantDotK, TableCoversTheKTypes) {
+  SKIP_WITHOUT_NEON();
+  for (TensorType t : kKTypes) {
+    const QuantDot* q = find_quant_dot(t, Isa::Neon);
+    ASSERT_NE(q, nullptr) << tensor_type_name(t);
+    EXPECT_NE(q, quant_dot_ref(t)) << tensor_type_name(t) << ": the NEON level has its own dot";
+    EXPECT_EQ(q->act, ActQuant::Q8_K);
+    EXPECT_EQ(q->act_row_bytes, quant_dot_ref(t)->act_row_bytes);
+    EXPECT_EQ(q->tile, nullptr);
+  }
+}
+
+TEST(NeonQuantDotK, EqualsReferenceOnQuantizedRows) {
+  SKIP_WITHOUT_NEON();
+  for (TensorType t : kKTypes) {
+    for (int64_t k : kLengths) {
+      for (uint32_t seed : {1u, 2u, 3u}) {
+        const auto wf = test::random_floats(static_cast<size_t>(k), seed, -3.0f, 3.0f);
+        std::vector<uint8_t> w(tensor_row_bytes(t, k));
+        quant::type_traits(t).from_float(wf.data(), w.data(), k, nullptr);
+        expect_same(t, w, quantized_act(t, k, seed + 100, 8.0f), k, "quantized");
+      }
+    }
+  }
+}
+
+TEST(NeonQuantDotK, EqualsReferenceOnRandomBytes) {
+  SKIP_WITHOUT_NEON();
+  for (TensorType t : kKTypes) {
+    for (int64_t k : kLengths) {
+      for (uint32_t seed : {11u, 12u, 13u, 14u}) {
+        const auto w = random_weight_bytes(t, k, seed);
+        expect_same(t, w, quantized_act(t, k, seed + 200, 2.0f), k, "random weight bytes");
+        expect_same(t, w, random_act_bytes(k, seed + 300), k, "random weight and activation bytes");
+      }
+    }
+  }
+}
+
+TEST(NeonQuantDotK, EqualsReferenceOnEdgeValues) {
+  SKIP_WITHOUT_NEON();
+  constexpr float kActScale = 0.01f;
+  // f16 scale bits: ordinary, largest finite (65504), smallest subnormal,
+  // negative zero.
+  const uint16_t kScaleBits[][2] = {{fp32_to_fp16(0.75f), fp32_to_fp16(-0.5f)},
+                                    {0x7BFF, 0xFBFF},
+                                    {0x0001, 0x8001},
+                                    {0x8000, 0x3C00}};
+  for (TensorType t : kKTypes) {
+    for (int64_t k : kLengths) {
+      // 0xFF: all scales, mins and values at their maximum (Q3_K: scale +31,
+      // high bits set; Q6_K values 31). 0x00: all at their minimum (Q3_K:
+      // scale -32 and values -4; Q6_K values -32).
+      for (uint8_t fill : {uint8_t{0xFF}, uint8_t{0x00}}) {
+        for (const auto& s : kScaleBits) {
+          for (int8_t q6_scale : {int8_t{-128}, int8_t{127}}) {
+            const auto w = extreme_row(t, k, fill, q6_scale, s[0], s[1]);
+            for (int8_t v : {kActMax, static_cast<int8_t>(-kActMax), kActMin}) {
+              expect_same(t, w, constant_act(k, v, kActScale), k, fill != 0 ? "all max" : "all min");
+            }
+            expect_same(t, w, quantized_act(t, k, 400, 1.0f), k, "edge weights, random activations");
+            if (t != TensorType::Q6_K) break;  // q6_scale only matters for Q6_K
+          }
+        }
+      }
+    }
+  }
+}
+
+// A K-quant GEMV through matmul() at the NEON level equals the scalar
+// level's (which uses the reference dots) bit for bit.
+TEST(NeonQuantDotK, MatmulAtNeonEqualsScalarLevel) {
+  SKIP_WITHOUT_NEON();
+  constexpr int64_t kRows = 37, kK = 512;
+  const Isa saved = active_isa();
+  ThreadPool pool(2);
+  for (TensorType t : kKTypes) {
+    const auto wf = test::random_floats(static_cast<size_t>(kRows * kK), 21, -2.0f, 2.0f);
+    const size_t rb = tensor_row_bytes(t, kK);
+    std::vector<uint8_t> w(rb * kRows);
+    for (int64_t r = 0; r < kRows; ++r) {
+      quant::type_traits(t).from_float(wf.data() + r * kK, w.data() + r * rb, kK, nullptr);
+    }
+    const MatView view{t, w.data(), kK, kRows, rb, nullptr};
+    for (int64_t m : {int64_t{1}, int64_t{6}}) {
+      const auto x = test::random_floats(static_cast<size_t>(m * kK), 22, -4.0f, 4.0f);
+      std::vector<float> y_scalar(static_cast<size_t>(m * kRows)), y_neon(y_scalar.size());
+      MatmulScratch scratch;
+      set_isa(Isa::Scalar);
+      matmul(view, x.data(), m, y_scalar.data(), pool, scratch);
+      ASSERT_EQ(set_isa(Isa::Neon), Isa::Neon);
+      matmul(view, x.data(), m, y_neon.data(), pool, scratch);
+      set_isa(saved);
+      for (size_t i = 0; i < y_scalar.size(); ++i) {
+        EXPECT_EQ(bits(y_neon[i]), bits(y_scalar[i])) << tensor_type_name(t) << " m=" << m << " output " << i;
+      }
+    }
+  }
+  set_isa(saved);
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
