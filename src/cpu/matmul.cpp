@@ -155,8 +155,9 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
 }
 
 // Packed K-quant weights (packed_k.h) times activations quantized to Q8_K:
-// the kernels read each token's blocks (scale and bsums inside), VNNI tiles
-// of up to kPackTokens tokens (no AMX kernel).
+// the kernels read each token's blocks (scale and bsums inside), AMX tiles
+// of 16 tokens where the CPU has AMX and the type a kernel, the rest in VNNI
+// tiles of up to kPackTokens tokens.
 void packed_product_k(const MatView& w, PackedKernel kernel, const QuantDot& qd, const float* x, int64_t m, float* y,
                       ThreadPool& pool, MatmulScratch& scratch) {
   const int64_t k = w.k;
@@ -166,7 +167,8 @@ void packed_product_k(const MatView& w, PackedKernel kernel, const QuantDot& qd,
   scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
   for (int64_t t = 0; t < m; ++t) qd.quantize(x + t * k, scratch.act.data() + t * a.row_bytes, k);
   a.q8 = scratch.act.data();
-  run_packed_groups(w, a, m, y, pool, kernel, PackedKernel{nullptr});
+  const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
+  run_packed_groups(w, a, m, y, pool, kernel, amx);
 }
 
 // Packed F16/BF16 weights: activations rounded to the weight's 16-bit type

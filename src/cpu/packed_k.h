@@ -51,5 +51,8 @@ void packed_q6_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, i
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).
 void packed_q4_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q4_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+// AMX tiles of 16 tokens (nt a multiple of kAmxTokens), bit-identical to the
+// reference; x86 only: reach it through find_packed_kernel_amx(TensorType::Q4_K).
+void packed_q4_k_amx(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 }  // namespace ferrite::cpu

@@ -20,6 +20,7 @@
 
 #include "cpu/amx_tiles.h"
 #include "cpu/packed.h"
+#include "cpu/packed_k.h"
 #include "cpu/packed_matmul.h"
 #include "quant/blocks.h"
 
@@ -178,6 +179,8 @@ PackedKernel packed_kernel_amx_impl(TensorType type) {
       return amx_group<TensorType::Q4_0>;
     case TensorType::Q8_0:
       return amx_group<TensorType::Q8_0>;
+    case TensorType::Q4_K:
+      return packed_q4_k_amx;  // packed_k_amx.cpp
     default:
       return nullptr;
   }
