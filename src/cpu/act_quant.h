@@ -39,4 +39,8 @@ void act_quant_q8_1_sum_correction(const float* x, const float* y, float* corr, 
 // this AVX-512 version (act_quant_avx512.cpp) is bit-identical to it.
 void quantize_q8_k_avx512(const float* x, void* dst, int64_t k);
 
+// The same, in NEON (act_quant_neon.cpp, aarch64 builds only; bit-identical
+// to the reference too). The NEON K-quant table (quant_dot_k_neon.cpp) uses it.
+void quantize_q8_k_neon(const float* x, void* dst, int64_t k);
+
 }  // namespace ferrite::cpu

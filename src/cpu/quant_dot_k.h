@@ -16,7 +16,7 @@ const QuantDot* quant_dot_k_avx512(TensorType type);
 const QuantDot* quant_dot_k_avx2(TensorType type);
 
 // The NEON QuantDot of a K type (quant_dot_k_neon.cpp, aarch64 builds only:
-// bit-identical to the reference dots, reference quantizer, no tiles), or
+// bit-identical to the reference dots, NEON Q8_K quantizer, no tiles), or
 // nullptr for other types. quant_dot_neon() hands the K types to this table.
 const QuantDot* quant_dot_k_neon(TensorType type);
 

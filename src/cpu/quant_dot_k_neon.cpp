@@ -16,12 +16,15 @@
 // -ffp-contract=off, so no product is fused into the subtraction or the sum.
 // The f16 scales are widened exactly by FCVTL. So the results equal
 // quant_dot_ref.cpp's bit for bit. No tiles: matmul calls dot per output.
+// The activations are quantized by quantize_q8_k_neon (act_quant_neon.cpp),
+// bit-identical to the reference quantizer.
 #include <arm_neon.h>
 
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/act_quant.h"
 #include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
 #include "quant/dequant_ref.h"
@@ -244,10 +247,11 @@ float dot(const void* w_row, const void* act_row, int64_t k) {
   return sum;
 }
 
-// The reference's activation format and quantizer, with these products.
+// The reference's activation format, with the NEON quantizer and these products.
 template <typename Kernel>
 QuantDot with_kernel(TensorType type) {
   QuantDot q = *quant_dot_ref(type);
+  q.quantize = quantize_q8_k_neon;
   q.dot = dot<Kernel>;
   q.tile = nullptr;
   return q;

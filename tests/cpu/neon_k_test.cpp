@@ -5,10 +5,14 @@
 // scales and values at their maximum or minimum, extreme f16 scale bytes)
 // against activations at +-127 and -128; and K-quant products through
 // matmul() (one token and several) at the NEON level equal the scalar
-// level's output. These run in the aarch64 cross build under qemu
+// level's output. The NEON Q8_K quantizer equals the reference quantizer
+// byte for byte on random rows and corner cases. These run in the aarch64 cross build under qemu
 // (scripts/test-neon) and skip on x86-64.
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -157,6 +161,90 @@ TEST(NeonQuantDotK, TableCoversTheKTypes) {
     EXPECT_EQ(q->act, ActQuant::Q8_K);
     EXPECT_EQ(q->act_row_bytes, quant_dot_ref(t)->act_row_bytes);
     EXPECT_EQ(q->tile, nullptr);
+    EXPECT_NE(q->quantize, quant_dot_ref(t)->quantize) << tensor_type_name(t) << ": the NEON quantizer";
+  }
+}
+
+// The NEON Q8_K quantizer (the K types' table entry) and the reference
+// quantizer, compared byte for byte over whole rows.
+void expect_same_quantization(const std::vector<float>& x, const char* what) {
+  const int64_t k = static_cast<int64_t>(x.size());
+  const QuantDot* ref = quant_dot_ref(TensorType::Q4_K);
+  const QuantDot* fast = find_quant_dot(TensorType::Q4_K, Isa::Neon);
+  std::vector<uint8_t> a(ref->act_row_bytes(k), 0), b(ref->act_row_bytes(k), 0xAA);
+  ref->quantize(x.data(), a.data(), k);
+  fast->quantize(x.data(), b.data(), k);
+  EXPECT_EQ(a, b) << what;
+}
+
+TEST(NeonQ8KQuantizer, EqualsReferenceOnRandomRows) {
+  SKIP_WITHOUT_NEON();
+  const int64_t k = 4096;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const float range = std::ldexp(1.0f, static_cast<int>(seed) - 10);  // 2^-9 .. 2^10
+    expect_same_quantization(test::random_floats(k, seed, -range, range), "random row");
+  }
+}
+
+// Blocks at the corners of the definition: all zeros (both signs), the
+// largest magnitude twice with both signs (the first counts), exact halves
+// (round half to even), integers, denormals (iscale overflows to infinity:
+// zeros then give NaN products, which clamp to 127), huge values, and
+// non-finite values (quiet and signalling NaN are skipped by the maximum).
+TEST(NeonQ8KQuantizer, EqualsReferenceOnCornerCases) {
+  SKIP_WITHOUT_NEON();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float snan = std::numeric_limits<float>::signaling_NaN();
+  const float denorm = std::numeric_limits<float>::denorm_min();
+  std::vector<std::vector<float>> blocks;
+  blocks.emplace_back(kQKK, 0.0f);
+  blocks.emplace_back(kQKK, -0.0f);
+  {
+    auto v = test::random_floats(kQKK, 7);
+    v[40] = -2.0f;
+    v[200] = 2.0f;
+    blocks.push_back(v);
+    v[40] = 2.0f;
+    v[200] = -2.0f;
+    blocks.push_back(v);
+    v[41] = -2.0f;  // same lane group as the first: still the first counts
+    blocks.push_back(v);
+  }
+  {
+    std::vector<float> v(kQKK);
+    for (int64_t j = 0; j < kQKK; ++j) v[j] = (static_cast<float>(j % 64) - 31.5f) / 2.0f;
+    v[5] = -127.0f;
+    blocks.push_back(v);
+  }
+  {
+    std::vector<float> v(kQKK);
+    for (int64_t j = 0; j < kQKK; ++j) v[j] = static_cast<float>(j - 127);
+    blocks.push_back(v);
+  }
+  {
+    std::vector<float> v(kQKK, 0.0f);
+    v[17] = denorm;
+    v[99] = -3 * denorm;
+    blocks.push_back(v);
+  }
+  blocks.push_back(test::random_floats(kQKK, 9, -3e38f, 3e38f));
+  {
+    auto v = test::random_floats(kQKK, 10);
+    v[3] = nan;
+    v[100] = -nan;
+    v[150] = snan;
+    blocks.push_back(v);
+    v[50] = inf;
+    blocks.push_back(v);
+    v[50] = -inf;
+    v[51] = inf;
+    blocks.push_back(v);
+  }
+  blocks.emplace_back(kQKK, nan);
+  blocks.emplace_back(kQKK, snan);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    expect_same_quantization(blocks[i], ("corner block " + std::to_string(i)).c_str());
   }
 }
 
