@@ -15,7 +15,11 @@
 // evaluated left to right in scalar float; the aarch64 build compiles with
 // -ffp-contract=off, so no product is fused into the subtraction or the sum.
 // The f16 scales are widened exactly by FCVTL. So the results equal
-// quant_dot_ref.cpp's bit for bit. No tiles: matmul calls dot per output.
+// quant_dot_ref.cpp's bit for bit.
+//
+// Tiles of up to 4 rows x 4 tokens (quant_dot.h) decode each weight block
+// once per row and reuse it for every token; each output still adds its
+// block terms in block order, so tiles, dots and the reference agree.
 // The activations are quantized by quantize_q8_k_neon (act_quant_neon.cpp),
 // bit-identical to the reference quantizer.
 #include <arm_neon.h>
@@ -42,7 +46,7 @@ using quant::kQKK;
 
 constexpr int kLanes = 16;        // int8 values in one NEON register (and a Q2/Q3/Q6_K sub-block)
 constexpr int kSubBlocks4K = 8;   // Q4_K / Q5_K: sub-blocks of 32
-constexpr int kSubBlocks16 = 16;  // Q2_K / Q3_K / Q6_K: sub-blocks of 16
+constexpr int kRuns = 16;         // runs of 16 values in a block (Q2_K / Q3_K / Q6_K: the sub-blocks)
 constexpr int kSub4K = 32;
 constexpr int8_t kQ6Bias = 32;
 constexpr int8_t kQ3Bias = 4;
@@ -86,22 +90,32 @@ inline void unpack_scales_mins_4k(const uint8_t* packed, uint8_t* sc, uint8_t* m
   std::memcpy(mn + 4, &mn_hi, sizeof mn_hi);
 }
 
+// Each kernel below decodes one weight block to sixteen registers of signed
+// bytes (run r: values 16r..16r+15) plus its scales (decode), and returns the
+// block's float contribution for one activation block (term), as the
+// reference computes it; tiles decode a block once per row and reuse it for
+// every token of the tile.
+
 // Q4_K and Q5_K: sub-blocks 2j and 2j+1 are the low and high nibbles of
 // qs[32j .. 32j+31]; Q5_K adds 16 where bit sb of qh[l] is set.
 template <bool kFiveBit>
 struct Q45K {
   using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+  int8x16_t q[kRuns];  // [16][16 x int8]: values 0..31
+  uint8_t sc[kSubBlocks4K];
+  int32x4x2_t mins;  // [8 x int32]
+  float d, dmin;
 
-  static float term(const Block& w, const BlockQ8_K& a) {
-    uint8_t sc[kSubBlocks4K], mn[kSubBlocks4K];
+  void decode(const Block& w) {
+    uint8_t mn[kSubBlocks4K];
     unpack_scales_mins_4k(w.scales, sc, mn);
+    mins = widen_u8x8(vld1_u8(mn));
     const uint8x16_t m4 = vdupq_n_u8(kLow4);
     [[maybe_unused]] uint8x16_t qh0, qh1;  // [16 x uint8] each: qh[0..15], qh[16..31]
     if constexpr (kFiveBit) {
       qh0 = vld1q_u8(w.qh);
       qh1 = vld1q_u8(w.qh + kLanes);
     }
-    int32x4_t acc = vdupq_n_s32(0);
 #pragma GCC unroll 4
     for (int j = 0; j < kSubBlocks4K / 2; ++j) {
       const uint8x16_t raw0 = vld1q_u8(w.qs + kSub4K * j);
@@ -118,21 +132,39 @@ struct Q45K {
         qh0 = vshrq_n_u8(qh0, 2);
         qh1 = vshrq_n_u8(qh1, 2);
       }
-      const int8_t* q = a.qs + 2 * kSub4K * j;  // activations of sub-blocks 2j, 2j+1
-      const int32x4_t p_lo = vdotq_s32(dot16(as_s8(lo0), q), as_s8(lo1), vld1q_s8(q + kLanes));
-      const int32x4_t p_hi = vdotq_s32(dot16(as_s8(hi0), q + kSub4K), as_s8(hi1), vld1q_s8(q + kSub4K + kLanes));
-      acc = vmlaq_n_s32(acc, p_lo, sc[2 * j]);
-      acc = vmlaq_n_s32(acc, p_hi, sc[2 * j + 1]);
+      q[4 * j] = as_s8(lo0);  // sub-block 2j
+      q[4 * j + 1] = as_s8(lo1);
+      q[4 * j + 2] = as_s8(hi0);  // sub-block 2j + 1
+      q[4 * j + 3] = as_s8(hi1);
+    }
+    d = widen_f16(w.d);
+    dmin = widen_f16(w.dmin);
+  }
+
+  float term(const BlockQ8_K& a) const {
+    int32x4_t acc = vdupq_n_s32(0);
+#pragma GCC unroll 8
+    for (int sb = 0; sb < kSubBlocks4K; ++sb) {
+      const int32x4_t p = vdotq_s32(dot16(q[2 * sb], a.qs + kSub4K * sb), q[2 * sb + 1],
+                                    vld1q_s8(a.qs + kSub4K * sb + kLanes));
+      acc = vmlaq_n_s32(acc, p, sc[sb]);
     }
     const int32_t sumi = vaddvq_s32(acc);
     // summ = sum_sb m[sb] (bsums[2sb] + bsums[2sb+1]), the pair sums in int32.
-    const int32x4_t pairs0 = vpaddlq_s16(vld1q_s16(a.bsums));           // sub-blocks 0..3
-    const int32x4_t pairs1 = vpaddlq_s16(vld1q_s16(a.bsums + 8));       // 4..7
-    const int32x4x2_t mins = widen_u8x8(vld1_u8(mn));
+    const int32x4_t pairs0 = vpaddlq_s16(vld1q_s16(a.bsums));      // sub-blocks 0..3
+    const int32x4_t pairs1 = vpaddlq_s16(vld1q_s16(a.bsums + 8));  // 4..7
     const int32_t summ = vaddvq_s32(vmlaq_s32(vmulq_s32(pairs0, mins.val[0]), pairs1, mins.val[1]));
-    return widen_f16(w.d) * a.d * static_cast<float>(sumi) - widen_f16(w.dmin) * a.d * static_cast<float>(summ);
+    return d * a.d * static_cast<float>(sumi) - dmin * a.d * static_cast<float>(summ);
   }
 };
+
+// Sixteen runs of 16 values with one int8 scale each: sumi = sum_r scale[r] * (q[r] . a[r]).
+inline int32_t scaled_runs(const int8x16_t* q, const int8_t* scales, const BlockQ8_K& a) {
+  int32x4_t acc = vdupq_n_s32(0);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRuns; ++r) acc = vmlaq_n_s32(acc, dot16(q[r], a.qs + kLanes * r), scales[r]);
+  return vaddvq_s32(acc);
+}
 
 // Q6_K: values 128h + l, 128h + 32 + l, 128h + 64 + l, 128h + 96 + l
 // (l < 32) take the low nibble of ql[64h + l], low of ql[64h + 32 + l], high
@@ -140,12 +172,14 @@ struct Q45K {
 // qh[32h + l] as bits 4..5; the value is that minus 32.
 struct Q6K {
   using Block = BlockQ6_K;
+  int8x16_t q[kRuns];  // [16][16 x int8]: values -32..31
+  int8_t scales[kRuns];
+  float d;
 
-  static float term(const Block& w, const BlockQ8_K& a) {
+  void decode(const Block& w) {
     const uint8x16_t m4 = vdupq_n_u8(kLow4);
     const uint8x16_t m45 = vdupq_n_u8(kBits45);
     const int8x16_t bias = vdupq_n_s8(kQ6Bias);
-    int32x4_t acc = vdupq_n_s32(0);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 2
@@ -154,40 +188,44 @@ struct Q6K {
         const uint8x16_t ql0 = vld1q_u8(w.ql + 64 * h + l);
         const uint8x16_t ql1 = vld1q_u8(w.ql + 64 * h + 32 + l);
         const uint8x16_t qh = vld1q_u8(w.qh + 32 * h + l);
-        const uint8x16_t u[4] = {
-            vorrq_u8(vandq_u8(ql0, m4), vandq_u8(vshlq_n_u8(qh, 4), m45)),
-            vorrq_u8(vandq_u8(ql1, m4), vandq_u8(vshlq_n_u8(qh, 2), m45)),
-            vorrq_u8(vshrq_n_u8(ql0, 4), vandq_u8(qh, m45)),
-            vorrq_u8(vshrq_n_u8(ql1, 4), vandq_u8(vshrq_n_u8(qh, 2), m45)),
-        };
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const int sb = 8 * h + 2 * v + half;  // values 128h + 32v + l ..
-          const int32x4_t p = dot16(vsubq_s8(as_s8(u[v]), bias), a.qs + kLanes * sb);
-          acc = vmlaq_n_s32(acc, p, w.scales[sb]);
-        }
+        // Run 8h + 2v + half holds values 128h + 32v + l.
+        q[8 * h + half] = vsubq_s8(as_s8(vorrq_u8(vandq_u8(ql0, m4), vandq_u8(vshlq_n_u8(qh, 4), m45))), bias);
+        q[8 * h + 2 + half] = vsubq_s8(as_s8(vorrq_u8(vandq_u8(ql1, m4), vandq_u8(vshlq_n_u8(qh, 2), m45))), bias);
+        q[8 * h + 4 + half] = vsubq_s8(as_s8(vorrq_u8(vshrq_n_u8(ql0, 4), vandq_u8(qh, m45))), bias);
+        q[8 * h + 6 + half] =
+            vsubq_s8(as_s8(vorrq_u8(vshrq_n_u8(ql1, 4), vandq_u8(vshrq_n_u8(qh, 2), m45))), bias);
       }
     }
-    return widen_f16(w.d) * a.d * static_cast<float>(vaddvq_s32(acc));
+    std::memcpy(scales, w.scales, sizeof scales);
+    d = widen_f16(w.d);
   }
+
+  float term(const BlockQ8_K& a) const { return d * a.d * static_cast<float>(scaled_runs(q, scales, a)); }
 };
 
 // Q2_K and Q3_K: value 128h + 32j + i (i < 32) has bits 2j..2j+1 of
-// qs[32h + i]; values 128h + 32j + 0..15 are sub-block 8h + 2j, 16..31
-// sub-block 8h + 2j + 1. Q3_K: bit 4h + j of hmask[i] is bit 2, and the
+// qs[32h + i]; values 128h + 32j + 0..15 are sub-block (run) 8h + 2j,
+// 16..31 run 8h + 2j + 1. Q3_K: bit 4h + j of hmask[i] is bit 2, and the
 // value is that minus 4; 6-bit scales minus 32. Q2_K: 4-bit scale (low
 // nibble) and min (high nibble) per sub-block.
 template <bool kThreeBit>
 struct Q23K {
   using Block = std::conditional_t<kThreeBit, BlockQ3_K, BlockQ2_K>;
+  int8x16_t q[kRuns];  // [16][16 x int8]: Q2_K 0..3, Q3_K -4..3
+  int8_t scales[kRuns];
+  int16x8x2_t mins;  // [16 x int16] (Q2_K)
+  float d, dmin;
 
-  static float term(const Block& w, const BlockQ8_K& a) {
-    int8_t scales[kSubBlocks16];
+  void decode(const Block& w) {
     if constexpr (kThreeBit) {
       quant::ref::q3_k_unpack_scales(w.scales, scales);
       for (auto& s : scales) s = static_cast<int8_t>(s - kQ3ScaleBias);
     } else {
-      for (int sb = 0; sb < kSubBlocks16; ++sb) scales[sb] = static_cast<int8_t>(w.scales[sb] & kLow4);
+      const uint8x16_t packed = vld1q_u8(w.scales);
+      vst1q_s8(scales, as_s8(vandq_u8(packed, vdupq_n_u8(kLow4))));
+      const uint8x16_t m = vshrq_n_u8(packed, 4);
+      mins = {vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(m))), vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(m)))};
+      dmin = widen_f16(w.dmin);
     }
     const uint8x16_t m2 = vdupq_n_u8(kLow2);
     [[maybe_unused]] uint8x16_t hm0, hm1;  // hmask[0..15], [16..31], shifted right one bit per j
@@ -195,7 +233,6 @@ struct Q23K {
       hm0 = vld1q_u8(w.hmask);
       hm1 = vld1q_u8(w.hmask + kLanes);
     }
-    int32x4_t acc = vdupq_n_s32(0);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       uint8x16_t raw0 = vld1q_u8(w.qs + 32 * h);
@@ -213,38 +250,71 @@ struct Q23K {
         }
         raw0 = vshrq_n_u8(raw0, 2);
         raw1 = vshrq_n_u8(raw1, 2);
-        const int sb = 8 * h + 2 * j;
-        acc = vmlaq_n_s32(acc, dot16(v0, a.qs + kLanes * sb), scales[sb]);
-        acc = vmlaq_n_s32(acc, dot16(v1, a.qs + kLanes * (sb + 1)), scales[sb + 1]);
+        q[8 * h + 2 * j] = v0;
+        q[8 * h + 2 * j + 1] = v1;
       }
     }
-    const int32_t sumi = vaddvq_s32(acc);
+    d = widen_f16(w.d);
+  }
+
+  float term(const BlockQ8_K& a) const {
+    const int32_t sumi = scaled_runs(q, scales, a);
     if constexpr (kThreeBit) {
-      return widen_f16(w.d) * a.d * static_cast<float>(sumi);
+      return d * a.d * static_cast<float>(sumi);
     } else {
       // summ = sum_sb min[sb] * bsums[sb], products widened to int32.
-      const uint8x16_t packed = vld1q_u8(w.scales);
-      const int16x8_t mins0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(vshrq_n_u8(packed, 4))));
-      const int16x8_t mins1 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(vshrq_n_u8(packed, 4))));
       const int16x8_t bs0 = vld1q_s16(a.bsums), bs1 = vld1q_s16(a.bsums + 8);
-      int32x4_t m = vmull_s16(vget_low_s16(mins0), vget_low_s16(bs0));
-      m = vmlal_s16(m, vget_high_s16(mins0), vget_high_s16(bs0));
-      m = vmlal_s16(m, vget_low_s16(mins1), vget_low_s16(bs1));
-      m = vmlal_s16(m, vget_high_s16(mins1), vget_high_s16(bs1));
+      int32x4_t m = vmull_s16(vget_low_s16(mins.val[0]), vget_low_s16(bs0));
+      m = vmlal_s16(m, vget_high_s16(mins.val[0]), vget_high_s16(bs0));
+      m = vmlal_s16(m, vget_low_s16(mins.val[1]), vget_low_s16(bs1));
+      m = vmlal_s16(m, vget_high_s16(mins.val[1]), vget_high_s16(bs1));
       const int32_t summ = vaddvq_s32(m);
-      return widen_f16(w.d) * a.d * static_cast<float>(sumi) - widen_f16(w.dmin) * a.d * static_cast<float>(summ);
+      return d * a.d * static_cast<float>(sumi) - dmin * a.d * static_cast<float>(summ);
     }
   }
 };
 
-// The block terms added in block order, as the reference adds them.
+// y[t * ys + r] = the dot of weight row r with activation row t: per output,
+// the block terms added in block order, as the reference adds them (so
+// every tile shape equals the dot and the reference).
+template <typename Kernel, int NR, int NT>
+void k_tile(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  using Block = typename Kernel::Block;
+  float sum[NR][NT] = {};
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      Kernel kern;
+      kern.decode(reinterpret_cast<const Block*>(w + r * wrb)[b]);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) sum[r][t] += kern.term(reinterpret_cast<const BlockQ8_K*>(act + t * arb)[b]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t];
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
+constexpr int kMaxTile = 4;  // rows and tokens (quant_dot.h)
+
+template <typename Kernel>
+void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
+          int64_t ys) {
+  static const TileFn table[kMaxTile][kMaxTile] = {
+      {k_tile<Kernel, 1, 1>, k_tile<Kernel, 1, 2>, k_tile<Kernel, 1, 3>, k_tile<Kernel, 1, 4>},
+      {k_tile<Kernel, 2, 1>, k_tile<Kernel, 2, 2>, k_tile<Kernel, 2, 3>, k_tile<Kernel, 2, 4>},
+      {k_tile<Kernel, 3, 1>, k_tile<Kernel, 3, 2>, k_tile<Kernel, 3, 3>, k_tile<Kernel, 3, 4>},
+      {k_tile<Kernel, 4, 1>, k_tile<Kernel, 4, 2>, k_tile<Kernel, 4, 3>, k_tile<Kernel, 4, 4>},
+  };
+  table[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+}
+
 template <typename Kernel>
 float dot(const void* w_row, const void* act_row, int64_t k) {
-  const auto* w = static_cast<const typename Kernel::Block*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(act_row);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < k / kQKK; ++b) sum += Kernel::term(w[b], a[b]);
-  return sum;
+  float y;
+  k_tile<Kernel, 1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  return y;
 }
 
 // The reference's activation format, with the NEON quantizer and these products.
@@ -253,7 +323,7 @@ QuantDot with_kernel(TensorType type) {
   QuantDot q = *quant_dot_ref(type);
   q.quantize = quantize_q8_k_neon;
   q.dot = dot<Kernel>;
-  q.tile = nullptr;
+  q.tile = tile<Kernel>;
   return q;
 }
 

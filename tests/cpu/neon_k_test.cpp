@@ -3,10 +3,11 @@
 // random floats, on raw random bytes (weights and activations: every scale,
 // bit pattern and 16-sum), and on blocks at the edges of each format (all
 // scales and values at their maximum or minimum, extreme f16 scale bytes)
-// against activations at +-127 and -128; and K-quant products through
-// matmul() (one token and several) at the NEON level equal the scalar
-// level's output. The NEON Q8_K quantizer equals the reference quantizer
-// byte for byte on random rows and corner cases. These run in the aarch64 cross build under qemu
+// against activations at +-127 and -128; tiles of every shape equal the
+// reference dots; K-quant products through matmul() (one token and several)
+// at the NEON level equal the scalar level's output; and the NEON Q8_K
+// quantizer equals the reference quantizer byte for byte on random rows and
+// corner cases. These run in the aarch64 cross build under qemu
 // (scripts/test-neon) and skip on x86-64.
 #include <cmath>
 #include <cstring>
@@ -160,7 +161,7 @@ TEST(NeonQuantDotK, TableCoversTheKTypes) {
     EXPECT_NE(q, quant_dot_ref(t)) << tensor_type_name(t) << ": the NEON level has its own dot";
     EXPECT_EQ(q->act, ActQuant::Q8_K);
     EXPECT_EQ(q->act_row_bytes, quant_dot_ref(t)->act_row_bytes);
-    EXPECT_EQ(q->tile, nullptr);
+    EXPECT_NE(q->tile, nullptr);
     EXPECT_NE(q->quantize, quant_dot_ref(t)->quantize) << tensor_type_name(t) << ": the NEON quantizer";
   }
 }
@@ -298,6 +299,47 @@ TEST(NeonQuantDotK, EqualsReferenceOnEdgeValues) {
             }
             expect_same(t, w, quantized_act(t, k, 400, 1.0f), k, "edge weights, random activations");
             if (t != TensorType::Q6_K) break;  // q6_scale only matters for Q6_K
+          }
+        }
+      }
+    }
+  }
+}
+
+// Tiles of every shape equal the reference dots bit for bit.
+TEST(NeonQuantDotK, TilesOfEveryShapeEqualReference) {
+  SKIP_WITHOUT_NEON();
+  constexpr int kMax = 4;
+  constexpr int64_t kK = 512;
+  constexpr int64_t kStride = 7;  // y row stride, wider than any tile
+  for (TensorType t : kKTypes) {
+    const QuantDot* q = find_quant_dot(t, Isa::Neon);
+    ASSERT_NE(q->tile, nullptr);
+    const size_t wrb = tensor_row_bytes(t, kK), arb = q->act_row_bytes(kK);
+    std::vector<uint8_t> w(kMax * wrb), a(kMax * arb);
+    for (int r = 0; r < kMax; ++r) {
+      const auto row = random_weight_bytes(t, kK, 50 + r);
+      std::memcpy(w.data() + r * wrb, row.data(), wrb);
+      const auto act = r % 2 == 0 ? quantized_act(t, kK, 60 + r, 3.0f) : random_act_bytes(kK, 70 + r);
+      std::memcpy(a.data() + r * arb, act.data(), arb);
+    }
+    for (int nr = 1; nr <= kMax; ++nr) {
+      for (int nt = 1; nt <= kMax; ++nt) {
+        std::vector<float> y(kMax * kStride, -1.0f);
+        q->tile(w.data(), wrb, nr, a.data(), arb, nt, kK, y.data(), kStride);
+        for (int tt = 0; tt < nt; ++tt) {
+          for (int r = 0; r < nr; ++r) {
+            const float want = quant_dot_ref(t)->dot(w.data() + r * wrb, a.data() + tt * arb, kK);
+            EXPECT_EQ(bits(y[tt * kStride + r]), bits(want))
+                << tensor_type_name(t) << " tile " << nr << "x" << nt << " r=" << r << " t=" << tt;
+          }
+        }
+        // Outside the tile, y is untouched.
+        for (int tt = 0; tt < kMax; ++tt) {
+          for (int r = 0; r < kStride; ++r) {
+            if (tt >= nt || r >= nr) {
+              EXPECT_EQ(y[tt * kStride + r], -1.0f) << "tile " << nr << "x" << nt;
+            }
           }
         }
       }
