@@ -39,6 +39,6 @@ const QuantDot* find_quant_dot(TensorType type, Isa isa);
 const QuantDot* quant_dot_ref(TensorType type);
 const QuantDot* quant_dot_avx2(TensorType type);  // Q4_0, Q8_0, and the K types (quant_dot_k_avx2)
 const QuantDot* quant_dot_avx512(TensorType type);
-const QuantDot* quant_dot_neon(TensorType type);  // Q4_0, Q8_0 (quant_dot_neon.cpp, aarch64 builds only)
+const QuantDot* quant_dot_neon(TensorType type);  // Q4_0, Q8_0, K types (quant_dot_k_neon); aarch64 only
 
 }  // namespace ferrite::cpu
