@@ -5,6 +5,7 @@
 // mean tokens/s is printed with the weight bytes a decode step streams.
 //
 //   ferrite_cuda_bench -m MODEL [-p 512] [-n 128] [-r 3]
+//   ferrite_cuda_bench --products ...   (one product per shape: product_bench.cpp)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +29,11 @@ double seconds_since(Clock::time_point t0) {
 
 }  // namespace
 
+int product_bench(int argc, char** argv);
+
 int main(int argc, char** argv) {
   using namespace ferrite;
+  if (argc > 1 && std::strcmp(argv[1], "--products") == 0) return product_bench(argc, argv);
   std::string path;
   int n_prompt = 512, n_gen = 128, reps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {

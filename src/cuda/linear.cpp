@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -70,6 +71,14 @@ const uint16_t* Activation::f16_via(ActFormat f, cudaStream_t s) {
 LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream), scratch_limit_(kMaxScratchElems) {
   const char* env = std::getenv("FERRITE_CUDA_CUBLAS");
   use_cublas_ = env != nullptr && std::string(env) == "1";
+  if (const char* rows = std::getenv("FERRITE_CUDA_MMA_ROWS")) {
+    long lo = 0, hi = 0;
+    if (std::sscanf(rows, "%ld:%ld", &lo, &hi) != 2 || lo < 1 || hi < lo) {
+      throw InvalidArgument(std::string("FERRITE_CUDA_MMA_ROWS: expected LO:HI (1 <= LO <= HI), got '") + rows + "'");
+    }
+    mma_min_rows_ = lo;
+    mma_max_rows_ = hi;
+  }
   FERRITE_CUBLAS_CHECK(cublasCreate(&handle_));
   FERRITE_CUBLAS_CHECK(cublasSetStream(handle_, stream_));
   FERRITE_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
@@ -103,6 +112,8 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
     gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
   } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
     gemv_f16(w, a.f16(stream_), m, y, accumulate, stream_);
+  } else if (fast && m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) {
+    matmul_mma(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, mma_scratch_, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
     // Row blocks of at most kMaxScratchElems dequantized values (a large
     // output matrix must not need a scratch of its own size).

@@ -9,7 +9,10 @@
 // the CPU's quantized products use, then to f16 (quantized weights). set_exact_products(true) (or FERRITE_CUDA_EXACT=1) keeps
 // the CPU's arithmetic for every batch; outside it, F16 weights of smaller
 // batches take a warp-per-row product in any order (matmul_f16_fast.cu).
-// F32 weights take cuBLAS only with FERRITE_CUDA_CUBLAS=1.
+// F32 weights take cuBLAS only with FERRITE_CUDA_CUBLAS=1. Outside the exact
+// mode, quantized weights of batches of kMmaMinRows..kMmaMaxRows rows take
+// the int8 tensor-core product (matmul_mma.cu) instead of both, on devices
+// that have it; FERRITE_CUDA_MMA_ROWS=LO:HI sets that range.
 // An Activation caches its converted forms (8-bit blocks, f16) until its
 // values change, so Q, K and V (or gate and up) convert their input once.
 #pragma once
@@ -27,6 +30,11 @@ namespace ferrite::cuda {
 
 // Activation rows above which prefill takes the cuBLAS product.
 constexpr int64_t kGemmMinRows = 16;
+// Activation rows the int8 tensor-core product takes by default (H100,
+// bench/cuda/NOTES.md 2026-11-24: from 5 rows it beats the dp4a kernel, up to
+// 128 dequantize + cuBLAS on a 7B Q4_K_M mix; past that cuBLAS wins).
+constexpr int64_t kMmaMinRows = 5;
+constexpr int64_t kMmaMaxRows = 128;
 
 class Activation {
  public:
@@ -76,6 +84,13 @@ class LinearRunner {
   // matrices run in row blocks); the default is 64 Mi values.
   void set_scratch_limit(int64_t elems) { scratch_limit_ = elems > 0 ? elems : 1; }
 
+  // Batches of lo..hi rows take matmul_mma (lo > hi: none); the default is
+  // kMmaMinRows..kMmaMaxRows or FERRITE_CUDA_MMA_ROWS.
+  void set_mma_rows(int64_t lo, int64_t hi) {
+    mma_min_rows_ = lo;
+    mma_max_rows_ = hi;
+  }
+
  private:
   // The CPU's arithmetic (matmul_quant / matmul_float, or cuBLAS for F32 with FERRITE_CUDA_CUBLAS=1).
   void run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
@@ -88,6 +103,8 @@ class LinearRunner {
   cublasHandle_t handle_ = nullptr;
   bool use_cublas_ = false;  // FERRITE_CUDA_CUBLAS=1: cuBLAS for F32 prefill too (see bench/cuda/NOTES.md)
   DeviceBuffer w16_;         // dequantized weights of the current row block [rows, k] f16
+  DeviceBuffer mma_scratch_;  // split-k partial sums of matmul_mma
+  int64_t mma_min_rows_ = kMmaMinRows, mma_max_rows_ = kMmaMaxRows;
   int64_t scratch_limit_;
 };
 

@@ -34,6 +34,16 @@ void quantize_act(ActFormat f, const float* x, int64_t m, int64_t k, const Quant
 // activations already quantized in act_format_for(w.type); accumulate: y +=.
 void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s);
 
+// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q4_K, Q6_K) on the int8
+// tensor cores (matmul_mma.cu; sm_80 and later), the activations as for
+// matmul_quant; any m, in f32 sums of another order than the CPU's (the same
+// for every run). scratch holds split-k partial sums (grown as needed).
+// supports(): the type, k a multiple of 256, 16-byte aligned weights under
+// 4 GiB, a device with int8 mma.
+bool matmul_mma_supports(const GpuMatrix& w);
+void matmul_mma(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, DeviceBuffer& scratch,
+                cudaStream_t s);
+
 // y [m, w.n] = x · W^T for F16 weights (x: f16 [m, k]) or F32 weights (x: f32 [m, k]).
 void matmul_float(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
 

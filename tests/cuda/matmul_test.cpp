@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/fp16.h"
 #include "cpu/act_quant.h"
 #include "cpu/matmul.h"
@@ -195,16 +196,99 @@ TEST_P(GpuLinearGemm, MatchesF16RoundedReference) {
 std::vector<Case> gemm_cases() {
   constexpr double kGemmTol = 2e-5;
   std::vector<Case> out;
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::F16}) {
-    for (int64_t m : {kGemmMinRows + 1, int64_t{64}}) out.push_back({t, 96, 1024, m, kGemmTol});
+  // Quantized weights: batches above kMmaMaxRows (smaller ones take matmul_mma, GpuMma below).
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    out.push_back({t, 96, 1024, kMmaMaxRows + 1, kGemmTol});
   }
-  out.push_back({TensorType::Q4_K, 300, 4096, 40, kGemmTol});
+  for (int64_t m : {kGemmMinRows + 1, int64_t{64}}) out.push_back({TensorType::F16, 96, 1024, m, kGemmTol});
+  out.push_back({TensorType::Q4_K, 300, 4096, kMmaMaxRows + 40, kGemmTol});
   // Small F16 batches outside the exact mode: the warp-per-row product.
   for (int64_t m : {1, 3, 5, 16}) out.push_back({TensorType::F16, 300, 2048, m, kGemmTol});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuLinearGemm, ::testing::ValuesIn(gemm_cases()));
+
+// The int8 tensor-core product (matmul_mma.cu, through LinearRunner with
+// every batch size routed to it) against the CPU reference (the same 8-bit
+// activations, dequantized rows, double sums). Its f32 sums of exact integer
+// chunk or super-block sums differ from double sums by a few ulp per term.
+class GpuMma : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuMma, MatchesCpuReference) {
+  FERRITE_REQUIRE_GPU();
+  const Case c = GetParam();
+  if (!matmul_mma_supports(GpuMatrix{c.type, 1, 256, nullptr, nullptr, 0})) {
+    GTEST_SKIP() << "no int8 mma on this device";
+  }
+  const test::ProductMode fast(false);
+  std::mt19937 rng = fresh_rng();
+  const std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng);
+  const std::vector<float> x = random_floats(static_cast<size_t>(c.m * c.k), rng, -2.0f, 2.0f);
+  const Quantized q = quantize(c.type, w, c.n, c.k);
+  std::vector<float> ref(static_cast<size_t>(c.m * c.n));
+  cpu::matmul_ref(cpu::MatView{c.type, q.bytes.data(), c.k, c.n, q.row_bytes}, x.data(), c.m, ref.data());
+
+  DeviceBuffer wbuf;
+  const GpuMatrix g = upload_matrix(c.type, c.n, c.k, q.bytes.data(), wbuf, "w");
+  DeviceBuffer xd = to_device(x);
+  Activation act;
+  act.set(xd.as<float>(), c.m, c.k);
+  LinearRunner lin(nullptr);
+  lin.set_mma_rows(1, int64_t{1} << 30);
+  DeviceBuffer yd = test::poisoned(ref.size());
+  lin.run(g, act, yd.as<float>());
+  const double err = relative_error(to_host<float>(yd, ref.size()), ref);
+  std::printf("  %s n=%lld k=%lld m=%lld (%s): relative error %.3g\n", tensor_type_name(c.type).c_str(),
+              static_cast<long long>(c.n), static_cast<long long>(c.k), static_cast<long long>(c.m),
+              matmul_mma_supports(g) ? "mma" : "fallback", err);
+  EXPECT_LE(err, c.tol);
+
+  // Accumulating adds the same product again (split or not).
+  lin.run(g, act, yd.as<float>(), true);
+  std::vector<float> twice = to_host<float>(yd, ref.size());
+  for (auto& v : twice) v *= 0.5f;
+  EXPECT_LE(relative_error(twice, ref), c.tol);
+}
+
+std::vector<Case> mma_cases() {
+  // Per-chunk or per-super-block f32 terms summed in f32: k / 32 terms of a
+  // few ulp each, far below this for random signs.
+  constexpr double kMmaTol = 1e-5;
+  std::vector<Case> out;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    // Rows not a multiple of a block's 64; token counts around each tile
+    // size (8, 16, 32, 64) and several token blocks (65, 300).
+    for (int64_t m : {1, 2, 8, 9, 17, 40, 64, 65, 100, 300}) out.push_back({t, 101, 1024, m, kMmaTol});
+    // Few row blocks and a long k: k split across blocks.
+    out.push_back({t, 70, 4096, 33, kMmaTol});
+    // An odd number of super-blocks per row (Q6_K rows then start at
+    // 2-byte offsets) split unevenly; a 43-super-block k (ffn_down of 7B).
+    out.push_back({t, 67, 2816, 24, kMmaTol});
+    out.push_back({t, 40, 11008, 5, kMmaTol});
+  }
+  // k not a multiple of 256: not taken by matmul_mma (the runner falls back).
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) out.push_back({t, 64, 1120, 9, kMmaTol});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuMma, ::testing::ValuesIn(mma_cases()));
+
+// Shapes matmul_mma does not take are refused with an error, not run.
+TEST(GpuMmaShapes, UnsupportedShapesThrow) {
+  FERRITE_REQUIRE_GPU();
+  const int64_t n = 8, k = 1120;  // k not a multiple of 256
+  std::mt19937 rng = fresh_rng();
+  const std::vector<float> w = random_floats(static_cast<size_t>(n * k), rng);
+  const Quantized q = quantize(TensorType::Q8_0, w, n, k);
+  DeviceBuffer wbuf, scratch;
+  const GpuMatrix g = upload_matrix(TensorType::Q8_0, n, k, q.bytes.data(), wbuf, "w");
+  EXPECT_FALSE(matmul_mma_supports(g));
+  DeviceBuffer yd = test::poisoned(static_cast<size_t>(n));
+  EXPECT_THROW(matmul_mma(g, QuantAct{}, 1, yd.as<float>(), false, scratch, nullptr), InvalidArgument);
+  const GpuMatrix f16{TensorType::F16, n, 256, g.data, nullptr, 512};
+  EXPECT_FALSE(matmul_mma_supports(f16));
+}
 
 // The 8-bit activation blocks the GPU forms dequantize to the CPU's round trip.
 TEST(GpuActQuant, RoundTripMatchesCpu) {

@@ -1,0 +1,135 @@
+// ferrite_cuda_bench --products: times one quantized product y = x · W^T on
+// the GPU per (type, shape, rows), through LinearRunner, once with the int8
+// tensor-core product (matmul_mma.cu) and once with the path it replaces
+// (batches of 16 rows or fewer: the dp4a kernel; more: dequantize to f16 +
+// cuBLAS). Weights are random bytes with small valid scales; the activations'
+// conversions are cached, as for the second product of a layer.
+//
+//   ferrite_cuda_bench --products [-r 20] [-t q4_0,q8_0,q4_k,q6_k]
+//                      [-s 4096x4096,11008x4096,4096x11008] [-M 2,8,32,...]
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "cuda/linear.h"
+#include "quant/blocks.h"
+
+namespace {
+
+using namespace ferrite;
+using namespace ferrite::cuda;
+
+constexpr uint16_t kSmallScale = 0x1400;  // f16 ~0.001: random quants give finite sums
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+TensorType parse_type(const std::string& s) {
+  if (s == "q4_0") return TensorType::Q4_0;
+  if (s == "q8_0") return TensorType::Q8_0;
+  if (s == "q4_k") return TensorType::Q4_K;
+  if (s == "q6_k") return TensorType::Q6_K;
+  throw InvalidArgument("product bench: unknown type " + s);
+}
+
+// Random GGUF blocks of type t, n rows of k, with every scale field small.
+std::vector<uint8_t> random_weights(TensorType t, int64_t n, int64_t k, std::mt19937& rng) {
+  const uint64_t row_bytes = tensor_row_bytes(t, static_cast<uint64_t>(k));
+  std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(n));
+  std::uniform_int_distribution<uint32_t> dist;
+  for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+    const uint32_t v = dist(rng);
+    std::memcpy(bytes.data() + i, &v, 4);
+  }
+  auto set = [&](size_t block_bytes, size_t offset) {
+    for (size_t b = 0; b + block_bytes <= bytes.size(); b += block_bytes) {
+      std::memcpy(bytes.data() + b + offset, &kSmallScale, 2);
+    }
+  };
+  switch (t) {
+    case TensorType::Q4_0: set(sizeof(quant::BlockQ4_0), 0); break;
+    case TensorType::Q8_0: set(sizeof(quant::BlockQ8_0), 0); break;
+    case TensorType::Q4_K: set(sizeof(quant::BlockQ4_K), 0); set(sizeof(quant::BlockQ4_K), 2); break;
+    case TensorType::Q6_K: set(sizeof(quant::BlockQ6_K), offsetof(quant::BlockQ6_K, d)); break;
+    default: break;
+  }
+  return bytes;
+}
+
+// Mean microseconds of one product over reps runs (after one warm-up).
+double time_product(LinearRunner& lin, const GpuMatrix& w, Activation& act, float* y, int reps) {
+  lin.run(w, act, y);
+  cudaEvent_t t0, t1;
+  FERRITE_CUDA_CHECK(cudaEventCreate(&t0));
+  FERRITE_CUDA_CHECK(cudaEventCreate(&t1));
+  FERRITE_CUDA_CHECK(cudaEventRecord(t0, lin.stream()));
+  for (int r = 0; r < reps; ++r) lin.run(w, act, y);
+  FERRITE_CUDA_CHECK(cudaEventRecord(t1, lin.stream()));
+  FERRITE_CUDA_CHECK(cudaEventSynchronize(t1));
+  float ms = 0;
+  FERRITE_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return 1000.0 * ms / reps;
+}
+
+}  // namespace
+
+int product_bench(int argc, char** argv) {
+  int reps = 20;
+  std::string types = "q4_0,q8_0,q4_k,q6_k", shapes = "4096x4096,11008x4096,4096x11008";
+  std::string rows = "1,2,4,8,16,17,24,32,48,64,96,128,192,256,384,512";
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "-r") reps = std::atoi(argv[i + 1]);
+    else if (a == "-t") types = argv[i + 1];
+    else if (a == "-s") shapes = argv[i + 1];
+    else if (a == "-M") rows = argv[i + 1];
+  }
+  try {
+    std::mt19937 rng(1234);
+    cudaStream_t stream = nullptr;
+    LinearRunner old_path(stream), mma_path(stream);
+    old_path.set_mma_rows(1, 0);
+    mma_path.set_mma_rows(1, int64_t{1} << 40);
+    std::printf("%-5s %6s %6s %4s %10s %10s %7s %9s\n", "type", "n", "k", "m", "old_us", "mma_us", "speedup",
+                "mma_GB/s");
+    for (const std::string& ts : split(types)) {
+      const TensorType t = parse_type(ts);
+      for (const std::string& sh : split(shapes)) {
+        const int64_t n = std::stoll(sh.substr(0, sh.find('x'))), k = std::stoll(sh.substr(sh.find('x') + 1));
+        const std::vector<uint8_t> host = random_weights(t, n, k, rng);
+        DeviceBuffer wbuf;
+        const GpuMatrix w = upload_matrix(t, n, k, host.data(), wbuf, "w");
+        for (const std::string& ms : split(rows)) {
+          const int64_t m = std::stoll(ms);
+          std::vector<float> x(static_cast<size_t>(m * k));
+          std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+          for (auto& v : x) v = dist(rng);
+          DeviceBuffer xd(x.size() * sizeof(float)), yd(static_cast<size_t>(m * n) * sizeof(float));
+          FERRITE_CUDA_CHECK(cudaMemcpy(xd.as(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+          Activation act;
+          act.set(xd.as<float>(), m, k);
+          const double old_us = time_product(old_path, w, act, yd.as<float>(), reps);
+          const double mma_us = time_product(mma_path, w, act, yd.as<float>(), reps);
+          std::printf("%-5s %6lld %6lld %4lld %10.1f %10.1f %7.2f %9.0f\n", ts.c_str(), static_cast<long long>(n),
+                      static_cast<long long>(k), static_cast<long long>(m), old_us, mma_us, old_us / mma_us,
+                      host.size() / (mma_us * 1e3));
+          std::fflush(stdout);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
