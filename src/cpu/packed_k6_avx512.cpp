@@ -24,7 +24,10 @@ constexpr int kLanes = 8;           // 4-byte lanes per quarter of 32 elements
 constexpr int kLanesPerSub = 4;     // per sub-block of 16
 constexpr int kLaneStride = 64;     // bytes of one lane of 16 rows
 constexpr int32_t kQ6Offset = 32;
-constexpr int kPrefetchBytes = 2048;
+constexpr int kPrefetchBytes = 4096;
+constexpr int kCacheLine = 64;
+constexpr int kBlockLines = (kPackedQ6KBlockBytes + kCacheLine - 1) / kCacheLine;
+constexpr int kLinesPerQuarter = (kBlockLines + 7) / 8;
 constexpr int kSelectAB = 0xE4;  // vpternlog: C ? A : B, bit by bit
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
@@ -52,7 +55,13 @@ void q6_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
       for (int i = 0; i < kLanes; ++i) h[i] = _mm512_loadu_si512(qh + i * kLaneStride);
       for (int c = 0; c < 4; ++c) {
         const uint8_t* ql = gb + kPackedQ6KQlOffset + (16 * half + (c % 2) * kLanes) * kLaneStride;
-        _mm_prefetch(reinterpret_cast<const char*>(ql + kPrefetchBytes), _MM_HINT_T0);
+        // An eighth of the super-block's lines per quarter, kPrefetchBytes
+        // ahead: every line of it (ql, qh, scales) is asked for in time.
+        const int quarter = 4 * half + c;
+        for (int line = quarter * kLinesPerQuarter; line < (quarter + 1) * kLinesPerQuarter && line < kBlockLines;
+             ++line) {
+          _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line * kCacheLine, _MM_HINT_T0);
+        }
         __m512i w[kLanes];
         for (int i = 0; i < kLanes; ++i) {
           const __m512i l = _mm512_loadu_si512(ql + i * kLaneStride);

@@ -23,7 +23,8 @@ using quant::kQKK;
 constexpr int kSubBlocks = 8;
 constexpr int kSubLen = kQKK / kSubBlocks;
 constexpr int kLanes = kSubLen / 4;  // 4-byte lanes per sub-block
-constexpr int kPrefetchBytes = 2048;
+constexpr int kPrefetchBytes = 4096;
+constexpr int kPairLines = kLanes;  // 64-byte lines of nibbles per sub-block pair
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 inline __m512i bcast32(const int8_t* p) {
@@ -47,7 +48,12 @@ void q4_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
     for (int t = 0; t < NT; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
     for (int sb = 0; sb < kSubBlocks; ++sb) {
       const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * 64;
-      _mm_prefetch(reinterpret_cast<const char*>(qs + kPrefetchBytes), _MM_HINT_T0);
+      // Every line of the pair ahead (half of it per sub-block): the
+      // hardware prefetcher alone leaves a one-token product latency-bound.
+      for (int line = 0; line < kPairLines / 2; ++line) {
+        _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + ((sb % 2) * kPairLines / 2 + line) * 64,
+                     _MM_HINT_T0);
+      }
       __m512i w[kLanes];
       for (int j = 0; j < kLanes; ++j) {
         const __m512i raw = _mm512_loadu_si512(qs + j * 64);

@@ -108,12 +108,13 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
   if (type == TensorType::Q6_K) {
-    // Off unless FERRITE_REPACK_Q6K=1: on the device machine's Xeon (2 threads,
-    // llama-1b Q4_K_M) the packed Q6_K kernel decodes slower than the plain
-    // tiles (tg64 22.0 vs 29.8 t/s) for no prefill gain (pp512 93.8 vs 94.8).
+    // On unless FERRITE_REPACK_Q6K=0 (plain rows and the row-tile kernel).
+    // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every
+    // line of its super-blocks: 4096x4096 GEMV 308 vs 390 us, m=512 22 vs 37 ms;
+    // llama-1b Q4_K_M tg128 67 vs 59 t/s, pp512 378 vs 353 t/s.
     static const bool q6k = [] {
       const char* env = std::getenv("FERRITE_REPACK_Q6K");
-      return env != nullptr && std::strcmp(env, "1") == 0;
+      return env == nullptr || std::strcmp(env, "0") != 0;
     }();
     return isa >= Isa::Avx512 && q6k ? packed_q6_k_avx512 : nullptr;
   }

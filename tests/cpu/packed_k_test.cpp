@@ -136,7 +136,7 @@ TEST_P(PackedK, Avx512KernelEqualsReferenceBitForBit) {
   const Plain p = make_k(type, kRows, kK, 8);
   const Acts a = make_acts(type, kTokens, kK, 9);
   const auto packed = packed_of(p);
-  // The kernels themselves (find_packed_kernel offers Q6_K's only with FERRITE_REPACK_Q6K=1).
+  // The kernels themselves (find_packed_kernel offers Q6_K's unless FERRITE_REPACK_Q6K=0).
   const PackedKernel fast = type == TensorType::Q4_K ? packed_q4_k_avx512 : packed_q6_k_avx512;
   const auto want = run_kernel(packed_kernel_ref(type), packed, p, a, kTokens);
   // Every tile width 1..8.
