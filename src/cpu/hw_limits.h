@@ -41,7 +41,7 @@ PeakKind peak_kind_for(TensorType type);
 // Bytes per second read by pool.size() threads streaming through a buffer
 // of `bytes` (0: 8 x the last-level cache, at least 256 MiB). The best of
 // `passes` passes (the first touch of the buffer is not timed).
-double measure_read_bandwidth(ThreadPool& pool, size_t bytes = 0, int passes = 3);
+double measure_read_bandwidth(ThreadPool& pool, size_t bytes = 0, int passes = 5);
 
 // Core clock in Hz (best of a few short dependent-add loops).
 double measure_clock_hz();
@@ -71,5 +71,11 @@ HwLimits measure_hw_limits(ThreadPool& pool, size_t probe_bytes = 0);
 // of operations done (0 when that file cannot do k).
 double peak_loop_avx2(PeakKind k, long iters);
 double peak_loop_avx512(PeakKind k, long iters);
+
+// Sum of p[0..n) read with the level's vector loads (the bandwidth probe's
+// inner loop): one sequential stream, as a matrix row
+// group is read.
+uint64_t read_sum_avx2(const uint64_t* p, size_t n);
+uint64_t read_sum_avx512(const uint64_t* p, size_t n);
 
 }  // namespace ferrite::cpu

@@ -42,6 +42,8 @@ PackedKernel packed_kernel_amx_impl(TensorType) { return nullptr; }
 bool attention_avx512_applies(const AttentionArgs&) { return false; }
 double peak_loop_avx2(PeakKind, long) { return 0.0; }
 double peak_loop_avx512(PeakKind, long) { return 0.0; }
+uint64_t read_sum_avx2(const uint64_t*, size_t) { return 0; }
+uint64_t read_sum_avx512(const uint64_t*, size_t) { return 0; }
 
 void quantize_q8_k_avx512(const float*, void*, int64_t) { absent("quantize_q8_k_avx512"); }
 void attention_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx512"); }
