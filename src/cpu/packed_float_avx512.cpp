@@ -22,8 +22,9 @@ constexpr int kPrefetchBytes = 2048;
 
 template <int NT>
 void bf16_group(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
-  // Independent chains for short tiles (vdpbf16ps latency).
-  constexpr int kChains = NT == 1 ? 4 : NT == 2 ? 2 : 1;
+  // Independent chains (vdpbf16ps latency): at least 10 accumulators in flight
+  // (one chain per token of an 8-token tile left two units latency-bound).
+  constexpr int kChains = NT <= 4 ? 4 : 2;
   __m512 acc[kChains][NT];
   for (auto& c : acc) {
     for (auto& v : c) v = _mm512_setzero_ps();
