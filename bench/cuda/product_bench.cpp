@@ -1,12 +1,20 @@
-// ferrite_cuda_bench --products: times one quantized product y = x · W^T on
-// the GPU per (type, shape, rows), through LinearRunner, once with the int8
-// tensor-core product (matmul_mma.cu) and once with the path it replaces
-// (batches of 16 rows or fewer: the dp4a kernel; more: dequantize to f16 +
-// cuBLAS). Weights are random bytes with small valid scales; the activations'
-// conversions are cached, as for the second product of a layer.
+// ferrite_cuda_bench --products: times one product y = x · W^T on the GPU per
+// (type, shape, rows), through LinearRunner, once with the new path and once
+// with the path it replaces. Quantized weights: up to kGemvMaxRows rows the
+// bandwidth GEMV (gemv_quant.cu) against the dp4a kernel (matmul_quant.cu);
+// more rows the int8 tensor-core product (matmul_mma.cu) against the dp4a
+// kernel (16 rows or fewer) or dequantize to f16 + cuBLAS. F16 weights (up to
+// 16 rows): the round kernel of matmul_f16_fast.cu against its first version.
+// Weights are random bytes with small valid scales (F16: small random
+// values); the activations' conversions are cached, as for the second
+// product of a layer. Each run reads another copy of the weights (at least
+// 256 MB in all), so that they come from HBM. Products run back to back, so
+// with pdl (pdl.cuh) a GEMV's weight loads overlap the previous GEMV's tail
+// (in a decode step the kernel before it is a norm or a quantizer).
 //
-//   ferrite_cuda_bench --products [-r 20] [-t q4_0,q8_0,q4_k,q6_k]
-//                      [-s 4096x4096,11008x4096,4096x11008] [-M 2,8,32,...]
+//   ferrite_cuda_bench --products [-r 20] [-t q4_0,q8_0,q4_k,q6_k,f16]
+//                      [-s 4096x4096,11008x4096,4096x11008] [-M 1,2,8,32,...]
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -15,6 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "cuda/linear.h"
 #include "quant/blocks.h"
 
@@ -37,6 +46,7 @@ TensorType parse_type(const std::string& s) {
   if (s == "q8_0") return TensorType::Q8_0;
   if (s == "q4_k") return TensorType::Q4_K;
   if (s == "q6_k") return TensorType::Q6_K;
+  if (s == "f16") return TensorType::F16;
   throw InvalidArgument("product bench: unknown type " + s);
 }
 
@@ -44,6 +54,12 @@ TensorType parse_type(const std::string& s) {
 std::vector<uint8_t> random_weights(TensorType t, int64_t n, int64_t k, std::mt19937& rng) {
   const uint64_t row_bytes = tensor_row_bytes(t, static_cast<uint64_t>(k));
   std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(n));
+  if (t == TensorType::F16) {
+    std::uniform_real_distribution<float> values(-1.0f, 1.0f);
+    auto* h = reinterpret_cast<uint16_t*>(bytes.data());
+    for (size_t i = 0; i < bytes.size() / 2; ++i) h[i] = fp32_to_fp16(values(rng));
+    return bytes;
+  }
   std::uniform_int_distribution<uint32_t> dist;
   for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
     const uint32_t v = dist(rng);
@@ -64,14 +80,21 @@ std::vector<uint8_t> random_weights(TensorType t, int64_t n, int64_t k, std::mt1
   return bytes;
 }
 
-// Mean microseconds of one product over reps runs (after one warm-up).
-double time_product(LinearRunner& lin, const GpuMatrix& w, Activation& act, float* y, int reps) {
-  lin.run(w, act, y);
+// Copies of the weights a timing cycles through, so that each product reads
+// its matrix from HBM and not from the L2 left by the one before (50 MB on
+// the H100): together at least kRotationBytes.
+constexpr double kRotationBytes = 256e6;
+constexpr int kMaxCopies = 64;
+
+// Mean microseconds of one product over reps runs (after one warm-up), the
+// runs cycling through the copies ws.
+double time_product(LinearRunner& lin, const std::vector<GpuMatrix>& ws, Activation& act, float* y, int reps) {
+  lin.run(ws[0], act, y);
   cudaEvent_t t0, t1;
   FERRITE_CUDA_CHECK(cudaEventCreate(&t0));
   FERRITE_CUDA_CHECK(cudaEventCreate(&t1));
   FERRITE_CUDA_CHECK(cudaEventRecord(t0, lin.stream()));
-  for (int r = 0; r < reps; ++r) lin.run(w, act, y);
+  for (int r = 0; r < reps; ++r) lin.run(ws[static_cast<size_t>(r) % ws.size()], act, y);
   FERRITE_CUDA_CHECK(cudaEventRecord(t1, lin.stream()));
   FERRITE_CUDA_CHECK(cudaEventSynchronize(t1));
   float ms = 0;
@@ -97,18 +120,24 @@ int product_bench(int argc, char** argv) {
   try {
     std::mt19937 rng(1234);
     cudaStream_t stream = nullptr;
-    LinearRunner old_path(stream), mma_path(stream);
+    // old: no mma, earlier decode kernels; mma: every batch through matmul_mma; gemv: the default decode kernels.
+    LinearRunner old_path(stream), mma_path(stream), gemv_path(stream);
     old_path.set_mma_rows(1, 0);
+    old_path.set_gemv(false);
     mma_path.set_mma_rows(1, int64_t{1} << 40);
-    std::printf("%-5s %6s %6s %4s %10s %10s %7s %9s\n", "type", "n", "k", "m", "old_us", "mma_us", "speedup",
-                "mma_GB/s");
+    gemv_path.set_mma_rows(1, 0);
+    set_exact_products(false);
+    std::printf("%-5s %6s %6s %4s %10s %10s %7s %9s %5s\n", "type", "n", "k", "m", "old_us", "new_us", "speedup",
+                "new_GB/s", "new");
     for (const std::string& ts : split(types)) {
       const TensorType t = parse_type(ts);
       for (const std::string& sh : split(shapes)) {
         const int64_t n = std::stoll(sh.substr(0, sh.find('x'))), k = std::stoll(sh.substr(sh.find('x') + 1));
         const std::vector<uint8_t> host = random_weights(t, n, k, rng);
-        DeviceBuffer wbuf;
-        const GpuMatrix w = upload_matrix(t, n, k, host.data(), wbuf, "w");
+        const int copies = std::min(kMaxCopies, std::max(1, static_cast<int>(kRotationBytes / host.size()) + 1));
+        std::vector<DeviceBuffer> wbufs(static_cast<size_t>(copies));
+        std::vector<GpuMatrix> ws;
+        for (auto& b : wbufs) ws.push_back(upload_matrix(t, n, k, host.data(), b, "w"));
         for (const std::string& ms : split(rows)) {
           const int64_t m = std::stoll(ms);
           std::vector<float> x(static_cast<size_t>(m * k));
@@ -118,11 +147,12 @@ int product_bench(int argc, char** argv) {
           FERRITE_CUDA_CHECK(cudaMemcpy(xd.as(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
           Activation act;
           act.set(xd.as<float>(), m, k);
-          const double old_us = time_product(old_path, w, act, yd.as<float>(), reps);
-          const double mma_us = time_product(mma_path, w, act, yd.as<float>(), reps);
-          std::printf("%-5s %6lld %6lld %4lld %10.1f %10.1f %7.2f %9.0f\n", ts.c_str(), static_cast<long long>(n),
-                      static_cast<long long>(k), static_cast<long long>(m), old_us, mma_us, old_us / mma_us,
-                      host.size() / (mma_us * 1e3));
+          const bool gemv = m <= kGemvMaxRows || t == TensorType::F16;
+          const double old_us = time_product(old_path, ws, act, yd.as<float>(), reps);
+          const double new_us = time_product(gemv ? gemv_path : mma_path, ws, act, yd.as<float>(), reps);
+          std::printf("%-5s %6lld %6lld %4lld %10.1f %10.1f %7.2f %9.0f %5s\n", ts.c_str(), static_cast<long long>(n),
+                      static_cast<long long>(k), static_cast<long long>(m), old_us, new_us, old_us / new_us,
+                      host.size() / (new_us * 1e3), gemv ? "gemv" : "mma");
           std::fflush(stdout);
         }
       }

@@ -9,6 +9,7 @@
 #include "cuda/check.h"
 #include "cuda/device_math.cuh"
 #include "cuda/ops.h"
+#include "cuda/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {
@@ -22,6 +23,8 @@ constexpr int kWarpsPerBlock = 4;
 // One warp per 32 values (one per lane).
 __global__ void quantize_q8_0_kernel(const float* __restrict__ x, int64_t n_blocks, int8_t* __restrict__ qs,
                                      float* __restrict__ d_out, int32_t* __restrict__ sums) {
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
+  launch_dependents();     // a product launched next may load its weights meanwhile
   const int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.y;
   if (b >= n_blocks) return;
   const int lane = threadIdx.x;
@@ -41,6 +44,8 @@ __global__ void quantize_q8_0_kernel(const float* __restrict__ x, int64_t n_bloc
 // One warp per 256 values: lane l holds values 8l .. 8l+7 (32-block l / 4).
 __global__ void quantize_q8_k_kernel(const float* __restrict__ x, int64_t n_blocks, int8_t* __restrict__ qs,
                                      float* __restrict__ d_out, int32_t* __restrict__ sums) {
+  grid_dependency_wait();
+  launch_dependents();
   const int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.y;
   if (b >= n_blocks) return;
   const int lane = threadIdx.x;
@@ -121,11 +126,12 @@ void quantize_act(ActFormat f, const float* x, int64_t m, int64_t k, const Quant
   const dim3 threads(kWarp, kWarpsPerBlock);
   const auto grid = static_cast<unsigned>((n_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (f == ActFormat::Q8_0) {
-    quantize_q8_0_kernel<<<grid, threads, 0, s>>>(x, n_blocks, out.qs, out.d, out.sums);
+    launch_kernel(quantize_q8_0_kernel, dim3(grid), threads, 0, s, pdl_chain_enabled(), x, n_blocks, out.qs, out.d,
+                  out.sums);
   } else {
-    quantize_q8_k_kernel<<<grid, threads, 0, s>>>(x, n_blocks, out.qs, out.d, out.sums);
+    launch_kernel(quantize_q8_k_kernel, dim3(grid), threads, 0, s, pdl_chain_enabled(), x, n_blocks, out.qs, out.d,
+                  out.sums);
   }
-  FERRITE_CUDA_LAUNCHED();
 }
 
 }  // namespace ferrite::cuda

@@ -15,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/device_math.cuh"
 #include "cuda/ops.h"
+#include "cuda/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {
@@ -25,6 +26,8 @@ constexpr int kUnroll = 4;  // cells a warp scores before it reduces
 
 template <int HD>
 __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p) {
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
+  launch_dependents();
   constexpr int kPer = HD / kWarp;  // dimensions per lane: 2 (HD 64) or 4 (HD 128)
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][HD];
@@ -148,8 +151,8 @@ template <int HD>
 void launch(const AttentionParams& p, cudaStream_t s) {
   const int64_t rows = p.decode_tokens != nullptr ? p.n_decode_tokens : p.n_tokens;
   if (rows > 65535 || p.n_head > 0x7FFFFFFF) throw InvalidArgument("GPU attention: too many tokens or heads");
-  attention_decode_kernel<HD><<<dim3(static_cast<unsigned>(p.n_head), static_cast<unsigned>(rows)), kThreads, 0, s>>>(p);
-  FERRITE_CUDA_LAUNCHED();
+  launch_kernel(attention_decode_kernel<HD>, dim3(static_cast<unsigned>(p.n_head), static_cast<unsigned>(rows)),
+                dim3(kThreads), 0, s, pdl_chain_enabled(), p);
 }
 
 }  // namespace

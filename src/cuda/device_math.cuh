@@ -42,6 +42,18 @@ __device__ __forceinline__ float row_exp(float x, int64_t i, int64_t n) {
   return i < n - n % kExpGroup ? fast_exp(x) : static_cast<float>(exp(static_cast<double>(x)));
 }
 
+// A 16-byte load of data no kernel writes (weights), through the
+// non-coherent path without allocating in L1 (read once: the L1 stays for
+// the activations). volatile: it stays where it is written, ahead of any
+// wait for an earlier kernel.
+__device__ __forceinline__ int4 load_stream(const void* p) {
+  int4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll

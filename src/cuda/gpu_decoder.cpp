@@ -18,12 +18,44 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // Scratch allowance in the fit check, beyond weights and cache (activations
 // of a 512-token pass, cuBLAS workspace, CUDA context).
 constexpr uint64_t kScratchAllowance = 1024ull * 1024 * 1024;
+constexpr int64_t kQ8_0Block = 32, kQ8KBlock = 256;  // elements per 8-bit activation block
 
 bool dense_decoder(const std::string& arch) { return arch == "llama" || arch == "qwen2" || arch == "qwen3"; }
 
 std::string layer_name(int64_t il, const char* s) { return model::WeightBinder::layer_name(il, s); }
 
 std::string mib(uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / kMiB))) + " MiB"; }
+
+// Sets out to the input form a product with weights of type t reads from
+// act (8-bit blocks or f16), for a row kernel to write beside its output;
+// false where there is none or the row length does not fit it.
+bool fused_out(TensorType t, Activation& act, ActOut& out) {
+  switch (t) {
+    case TensorType::Q4_0:
+    case TensorType::Q8_0:
+    case TensorType::Q4_K:
+    case TensorType::Q6_K: {
+      out.format = act_format_for(t);
+      if (act.k() % (out.format == ActFormat::Q8_0 ? kQ8_0Block : kQ8KBlock) != 0) return false;
+      out.quant = act.quant_buffers(out.format);
+      break;
+    }
+    case TensorType::F16:
+      out.f16 = act.f16_buffer();
+      break;
+    default:
+      return false;
+  }
+  return act_out_supports(out, act.k());
+}
+
+void mark_made(Activation& act, const ActOut& out) {
+  if (out.f16 != nullptr) {
+    act.mark_f16();
+  } else {
+    act.mark_quantized(out.format);
+  }
+}
 
 template <typename T>
 T* carve(uint8_t*& p, int64_t n) {
@@ -214,6 +246,8 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   FERRITE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   const char* graphs_env = std::getenv("FERRITE_CUDA_GRAPHS");
   use_graphs_ = graphs_env == nullptr || std::string(graphs_env) != "0";
+  const char* fuse_env = std::getenv("FERRITE_CUDA_FUSE");
+  fuse_ = fuse_env == nullptr || std::string(fuse_env) != "0";
   linear_ = new LinearRunner(stream_);
 }
 
@@ -371,10 +405,23 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   ap.out = attn;
   LinearRunner& lin = *linear_;
   auto f32 = [](const GpuMatrix& g) { return reinterpret_cast<const float*>(g.data); };
+  // Outside the exact mode, the norms and SwiGLU also write the input form
+  // of the product after them (fused_ops.cu).
+  const bool fuse = fuse_ && !exact_products();
+  // dst = rms_norm(x) * w, as the activations act of a product with weights of type t.
+  auto norm = [&](const GpuMatrix& w, float* dst, Activation& act, TensorType t) {
+    act.set(dst, n, n_embd);
+    ActOut out;
+    if (fuse && fused_out(t, act, out)) {
+      rms_norm_act(x, f32(w), eps, n, n_embd, dst, out, st);
+      mark_made(act, out);
+    } else {
+      rms_norm(x, f32(w), eps, n, n_embd, dst, st);
+    }
+  };
   for (size_t il = 0; il < layers_.size(); ++il) {  // GPU layer il is model layer first_gpu_layer_ + il
     const Layer& L = layers_[il];
-    rms_norm(x, f32(L.attn_norm), eps, n, n_embd, h, st);
-    s_.act_h.set(h, n, n_embd);
+    norm(L.attn_norm, h, s_.act_h, L.wq.type);
     // One token: Q, K and V in one launch (the rows of q|k|v are its output row).
     if (n == 1 && L.qkv.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr && L.bv.data == nullptr) {
       lin.run(L.qkv, s_.act_h, q, false);
@@ -401,16 +448,21 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     lin.run(L.wo, s_.act_attn, x, true);  // x += attn · Wo^T
     if (L.bo.data) add_bias(x, f32(L.bo), n, n_embd, st);  // x += bo
 
-    rms_norm(x, f32(L.ffn_norm), eps, n, n_embd, h, st);
-    s_.act_h.set(h, n, n_embd);
+    norm(L.ffn_norm, h, s_.act_h, L.gate.type);
     if (n == 1 && L.gate_up.data != nullptr) {
       lin.run(L.gate_up, s_.act_h, gate);  // gate | up
     } else {
       lin.run(L.gate, s_.act_h, gate);
       lin.run(L.up, s_.act_h, up);
     }
-    swiglu(gate, up, n, L.up.n, up, st);
     s_.act_ffn.set(up, n, L.up.n);
+    ActOut ffn_out;
+    if (fuse && fused_out(L.down.type, s_.act_ffn, ffn_out)) {
+      swiglu_act(gate, up, n, L.up.n, up, ffn_out, st);
+      mark_made(s_.act_ffn, ffn_out);
+    } else {
+      swiglu(gate, up, n, L.up.n, up, st);
+    }
     lin.run(L.down, s_.act_ffn, x, true);  // x += ffn
   }
 

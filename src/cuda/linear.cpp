@@ -17,6 +17,8 @@ constexpr int64_t kChunk = 32;
 constexpr int64_t kMaxScratchElems = int64_t{1} << 26;
 // cuBLAS (when enabled) takes float products of more rows than this.
 constexpr int64_t kCublasMinRows = 8;
+// Programmatic dependent launch needs sm_90.
+constexpr int kPdlMinMajor = 9;
 
 int64_t format_block(ActFormat f) { return f == ActFormat::Q8_0 ? 32 : 256; }
 
@@ -27,12 +29,35 @@ bool exact_from_env() {
 
 std::atomic<bool> g_exact{exact_from_env()};
 
+bool env_off(const char* name) {
+  const char* env = std::getenv(name);
+  return env != nullptr && std::string(env) == "0";
+}
+
 }  // namespace
+
+// 0: no programmatic dependent launches; 1: the GEMVs; 2: every decode kernel.
+int pdl_level() {
+  static const int level = [] {
+    const char* env = std::getenv("FERRITE_CUDA_PDL");
+    const std::string v = env != nullptr ? env : "";
+    if (v == "0") return 0;
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return 0;
+    if (major < kPdlMinMajor) return 0;
+    return v == "gemv" ? 1 : 2;
+  }();
+  return level;
+}
+
+bool pdl_enabled() { return pdl_level() >= 1; }
+bool pdl_chain_enabled() { return pdl_level() >= 2; }
 
 void set_exact_products(bool exact) { g_exact = exact; }
 bool exact_products() { return g_exact; }
 
-QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
+QuantAct Activation::quant_buffers(ActFormat f) {
   const int i = f == ActFormat::Q8_0 ? 0 : 1;
   if (k_ % format_block(f) != 0) {
     throw InvalidArgument("GPU linear: row length " + std::to_string(k_) + " does not fit the activation blocks");
@@ -40,7 +65,17 @@ QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
   qs_[i].reserve(static_cast<size_t>(m_ * k_));
   d_[i].reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(float));
   sums_[i].reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(int32_t));
-  const QuantAct q{qs_[i].as<int8_t>(), d_[i].as<float>(), sums_[i].as<int32_t>()};
+  return QuantAct{qs_[i].as<int8_t>(), d_[i].as<float>(), sums_[i].as<int32_t>()};
+}
+
+uint16_t* Activation::f16_buffer() {
+  f16_.reserve(static_cast<size_t>(m_ * k_) * sizeof(uint16_t));
+  return f16_.as<uint16_t>();
+}
+
+QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
+  const int i = f == ActFormat::Q8_0 ? 0 : 1;
+  const QuantAct q = quant_buffers(f);
   if (!have_q_[i]) {
     quantize_act(f, x_, m_, k_, q, s);
     have_q_[i] = true;
@@ -49,7 +84,7 @@ QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
 }
 
 const uint16_t* Activation::f16(cudaStream_t s) {
-  f16_.reserve(static_cast<size_t>(m_ * k_) * sizeof(uint16_t));
+  f16_buffer();
   if (!have_f16_) {
     to_f16(x_, f16_.as<uint16_t>(), m_ * k_, s);
     have_f16_ = true;
@@ -71,6 +106,8 @@ const uint16_t* Activation::f16_via(ActFormat f, cudaStream_t s) {
 LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream), scratch_limit_(kMaxScratchElems) {
   const char* env = std::getenv("FERRITE_CUDA_CUBLAS");
   use_cublas_ = env != nullptr && std::string(env) == "1";
+  gemv_ = !env_off("FERRITE_CUDA_GEMV");
+  pdl_ = pdl_enabled();
   if (const char* rows = std::getenv("FERRITE_CUDA_MMA_ROWS")) {
     long lo = 0, hi = 0;
     if (std::sscanf(rows, "%ld:%ld", &lo, &hi) != 2 || lo < 1 || hi < lo) {
@@ -111,9 +148,11 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   if (gemm && w.type == TensorType::F16) {
     gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
   } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
-    gemv_f16(w, a.f16(stream_), m, y, accumulate, stream_);
+    gemv_f16(w, a.f16(stream_), m, y, accumulate, pdl_ && gemv_, !gemv_, stream_);
   } else if (fast && m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) {
     matmul_mma(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, mma_scratch_, stream_);
+  } else if (fast && gemv_ && gemv_quant_supports(w, m)) {
+    gemv_quant(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, pdl_, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
     // Row blocks of at most kMaxScratchElems dequantized values (a large
     // output matrix must not need a scratch of its own size).

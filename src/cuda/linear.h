@@ -13,8 +13,16 @@
 // mode, quantized weights of batches of kMmaMinRows..kMmaMaxRows rows take
 // the int8 tensor-core product (matmul_mma.cu) instead of both, on devices
 // that have it; FERRITE_CUDA_MMA_ROWS=LO:HI sets that range.
+// Outside the exact mode, quantized weights of 1..kGemvMaxRows rows (decode)
+// take the bandwidth GEMV (gemv_quant.cu), F16 weights its F16 counterpart;
+// FERRITE_CUDA_GEMV=0 (or set_gemv(false)) keeps the earlier kernels
+// (matmul_quant, the first gemv_f16) for comparisons. Both are launched as
+// programmatic dependents of the kernel before them (pdl.cuh) where
+// pdl_enabled().
 // An Activation caches its converted forms (8-bit blocks, f16) until its
-// values change, so Q, K and V (or gate and up) convert their input once.
+// values change, so Q, K and V (or gate and up) convert their input once; a
+// kernel that writes x can also write a converted form itself (fused_ops.cu)
+// into the buffers quant_buffers() / f16_buffer() give and mark it made.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +62,13 @@ class Activation {
 
   // The activations quantized for weights of type t (converted once).
   QuantAct quantized(ActFormat f, cudaStream_t s);
+  // The buffers quantized(f) fills, reserved for [m, k]; after a kernel
+  // launched on the runner's stream writes them, mark_quantized(f).
+  QuantAct quant_buffers(ActFormat f);
+  void mark_quantized(ActFormat f) { have_q_[f == ActFormat::Q8_0 ? 0 : 1] = true; }
+  // The buffer f16() fills, reserved for [m, k]; mark_f16() once written.
+  uint16_t* f16_buffer();
+  void mark_f16() { have_f16_ = true; }
   // The activations as f16 (converted once).
   const uint16_t* f16(cudaStream_t s);
   // The activations quantized in format f, taken back to f16 (converted once).
@@ -90,6 +105,10 @@ class LinearRunner {
     mma_min_rows_ = lo;
     mma_max_rows_ = hi;
   }
+  // false: batches of 1..kGemvMaxRows rows take the earlier kernels
+  // (matmul_quant, the first gemv_f16); the default is true unless
+  // FERRITE_CUDA_GEMV=0.
+  void set_gemv(bool on) { gemv_ = on; }
 
  private:
   // The CPU's arithmetic (matmul_quant / matmul_float, or cuBLAS for F32 with FERRITE_CUDA_CUBLAS=1).
@@ -105,6 +124,8 @@ class LinearRunner {
   DeviceBuffer w16_;         // dequantized weights of the current row block [rows, k] f16
   DeviceBuffer mma_scratch_;  // split-k partial sums of matmul_mma
   int64_t mma_min_rows_ = kMmaMinRows, mma_max_rows_ = kMmaMaxRows;
+  bool gemv_ = true;
+  bool pdl_ = false;
   int64_t scratch_limit_;
 };
 

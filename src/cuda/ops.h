@@ -66,9 +66,32 @@ bool exact_products();
 
 // y [m, w.n] = x · W^T for F16 W and f16 x [m, k] in any summation order
 // (matmul_f16_fast.cu: small batches outside the exact mode); supports():
-// k a multiple of 8, 16-byte aligned rows and x.
+// k a multiple of 8, 16-byte aligned rows and x. pdl: launched as a
+// programmatic dependent of the previous kernel (pdl.cuh); legacy: the first
+// version of the kernel (for comparisons).
 bool gemv_f16_supports(const GpuMatrix& w, const void* x);
-void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
+void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, bool pdl, bool legacy,
+              cudaStream_t s);
+
+// Activation rows the bandwidth GEMV for quantized weights takes.
+constexpr int64_t kGemvMaxRows = 4;
+
+// y [m, w.n] (+)= x · W^T for 1..kGemvMaxRows activation rows and quantized W
+// (Q4_0, Q8_0, Q4_K, Q6_K) on the activations quantized as for matmul_quant,
+// in f32 sums of another order than the CPU's (gemv_quant.cu: several loads
+// in flight per lane, activations staged in shared memory). supports(): the
+// type and shape, aligned weights, staged activations within the shared
+// memory budget. pdl as for gemv_f16.
+bool gemv_quant_supports(const GpuMatrix& w, int64_t m);
+void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, bool pdl,
+                cudaStream_t s);
+
+// True where the decode GEMVs (pdl_enabled) and the other decode kernels
+// (pdl_chain_enabled: norms, quantizers, rope, store_kv, attention_decode)
+// are launched as programmatic dependents (pdl.cuh): sm_90 and later, and
+// FERRITE_CUDA_PDL neither 0 (none) nor, for the chain, gemv (GEMVs only).
+bool pdl_enabled();
+bool pdl_chain_enabled();
 
 // ---- element-wise and row kernels ------------------------------------------
 
@@ -82,6 +105,27 @@ void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, in
 
 // y [rows, n] = silu(gate) * up (y may alias up).
 void swiglu(const float* gate, const float* up, int64_t rows, int64_t n, float* y, cudaStream_t s);
+
+// The converted form of a row kernel's output that the next product reads,
+// written by the same launch (fused_ops.cu): the 8-bit blocks of `format`
+// into `quant` (as quantize_act writes them), or, when f16 is set, f16
+// values (as to_f16 writes them).
+struct ActOut {
+  ActFormat format = ActFormat::Q8_0;
+  QuantAct quant;
+  uint16_t* f16 = nullptr;
+};
+// Buffers set, and n a multiple of the block (Q8_0: 32, Q8_K: 256, f16: 8).
+bool act_out_supports(const ActOut& out, int64_t n);
+
+// rms_norm (its sum of squares in another order: y may differ in the last
+// bit of a row's scale), and out = y converted (x, y may alias).
+void rms_norm_act(const float* x, const float* w, float eps, int64_t rows, int64_t n, float* y, const ActOut& out,
+                  cudaStream_t s);
+
+// swiglu (the same values), and out = y converted (y may alias up).
+void swiglu_act(const float* gate, const float* up, int64_t rows, int64_t n, float* y, const ActOut& out,
+                cudaStream_t s);
 
 // y [rows, n] += b [n].
 void add_bias(float* y, const float* b, int64_t rows, int64_t n, cudaStream_t s);

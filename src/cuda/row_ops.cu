@@ -8,6 +8,7 @@
 #include "cuda/check.h"
 #include "cuda/device_math.cuh"
 #include "cuda/ops.h"
+#include "cuda/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {
@@ -44,6 +45,8 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
 // One thread per rotated pair.
 __global__ void rope_kernel(float* __restrict__ x, const float* __restrict__ cos_t, const float* __restrict__ sin_t,
                             int64_t n_tokens, int64_t n_heads, int64_t head_dim, int half, bool neox) {
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
+  launch_dependents();
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tokens * n_heads * half) return;
   const int i = static_cast<int>(idx % half);
@@ -77,6 +80,8 @@ __global__ void add_kernel(float* x, const float* __restrict__ y, int64_t n) {
 }
 
 __global__ void to_f16_kernel(const float* __restrict__ x, uint16_t* __restrict__ y, int64_t n) {
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
+  launch_dependents();     // a product launched next may load its weights meanwhile
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx < n) y[idx] = __half_as_ushort(__float2half_rn(x[idx]));
 }
@@ -151,6 +156,8 @@ __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t*
 __global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v,
                                 const int32_t* __restrict__ slots, int64_t n_tokens, int64_t n_embd_kv,
                                 uint16_t* __restrict__ k_cache, uint16_t* __restrict__ v_cache) {
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
+  launch_dependents();
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tokens * n_embd_kv) return;
   const int64_t t = idx / n_embd_kv, d = idx % n_embd_kv;
@@ -172,8 +179,8 @@ void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, in
   const int half = n_rot / 2;
   const int64_t n = n_tokens * n_heads * half;
   if (n == 0) return;
-  rope_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, cos_t, sin_t, n_tokens, n_heads, head_dim, half, neox);
-  FERRITE_CUDA_LAUNCHED();
+  launch_kernel(rope_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, pdl_chain_enabled(), x, cos_t, sin_t, n_tokens,
+                n_heads, head_dim, half, neox);
 }
 
 void swiglu(const float* gate, const float* up, int64_t rows, int64_t n, float* y, cudaStream_t s) {
@@ -196,8 +203,7 @@ void add(float* x, const float* y, int64_t n, cudaStream_t s) {
 
 void to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  to_f16_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
-  FERRITE_CUDA_LAUNCHED();
+  launch_kernel(to_f16_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, pdl_chain_enabled(), x, y, n);
 }
 
 void get_rows(const GpuMatrix& table, const int32_t* ids, int64_t n_ids, float* x, cudaStream_t s) {
@@ -215,9 +221,8 @@ void gather_rows(const float* src, const int32_t* idx, int64_t n, int64_t cols, 
 void store_kv(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
               uint16_t* k_cache, uint16_t* v_cache, cudaStream_t s) {
   if (n_tokens * n_embd_kv == 0) return;
-  store_kv_kernel<<<blocks_for(n_tokens * n_embd_kv), kThreads, 0, s>>>(k, v, slots, n_tokens, n_embd_kv, k_cache,
-                                                                         v_cache);
-  FERRITE_CUDA_LAUNCHED();
+  launch_kernel(store_kv_kernel, dim3(blocks_for(n_tokens * n_embd_kv)), dim3(kThreads), 0, s, pdl_chain_enabled(),
+                k, v, slots, n_tokens, n_embd_kv, k_cache, v_cache);
 }
 
 }  // namespace ferrite::cuda

@@ -91,7 +91,7 @@ void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayer
     EXPECT_LE(mean, exact ? kMeanTol : kFastMeanTol) << c.golden;
   }
   std::printf("  %s (batch %lld, -ngl %d, %s products): max error %.3g, mean %.3g\n", c.golden.c_str(),
-              static_cast<long long>(n_batch), n_gpu_layers, exact ? "exact" : "fast prefill", worst, mean);
+              static_cast<long long>(n_batch), n_gpu_layers, exact ? "exact" : "fast", worst, mean);
 }
 
 std::vector<Case> cases(const char* prompt) {
@@ -119,6 +119,14 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuGolden, ::testing::ValuesIn(cases("p1")));
 class GpuGoldenFastPrefill : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuGoldenFastPrefill, Prefill) { check(GetParam(), 512, runtime::kAllLayers, false); }
 INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenFastPrefill, ::testing::ValuesIn(cases("p1")));
+
+// One token per pass outside the exact mode: the decode products of any
+// summation order (gemv_quant, gemv_f16), the norms and SwiGLU fused with
+// their conversions, programmatic dependent launches, the decode graphs; held
+// to the fast path's bounds.
+class GpuGoldenFastDecode : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGoldenFastDecode, OneTokenPerPass) { check(GetParam(), 1, runtime::kAllLayers, false); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenFastDecode, ::testing::ValuesIn(cases("p1")));
 
 class GpuGoldenSlow : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuGoldenSlow, Prefill) { check(GetParam(), 512); }

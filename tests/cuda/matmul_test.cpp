@@ -202,8 +202,11 @@ std::vector<Case> gemm_cases() {
   }
   for (int64_t m : {kGemmMinRows + 1, int64_t{64}}) out.push_back({TensorType::F16, 96, 1024, m, kGemmTol});
   out.push_back({TensorType::Q4_K, 300, 4096, kMmaMaxRows + 40, kGemmTol});
-  // Small F16 batches outside the exact mode: the warp-per-row product.
+  // Small F16 batches outside the exact mode: the warp-per-row product (one
+  // round of loads per row at k = 2048; at k = 4104 two, the last partial;
+  // 7 rows: kernels for 4, 2 and 1 rows).
   for (int64_t m : {1, 3, 5, 16}) out.push_back({TensorType::F16, 300, 2048, m, kGemmTol});
+  for (int64_t m : {1, 2, 7}) out.push_back({TensorType::F16, 77, 4104, m, kGemmTol});
   return out;
 }
 
@@ -273,6 +276,102 @@ std::vector<Case> mma_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuMma, ::testing::ValuesIn(mma_cases()));
+
+// The bandwidth GEMV (gemv_quant.cu) for 1..kGemvMaxRows activation rows,
+// through LinearRunner outside the exact mode, against the CPU reference
+// (the same 8-bit activations, dequantized rows, double sums): per-chunk f32
+// terms summed in another order, as for matmul_mma. Also a view of rows
+// starting inside the matrix (the stacked Q|K|V parts), which for Q6_K puts
+// rows at 2-byte offsets.
+class GpuGemv : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuGemv, MatchesCpuReference) {
+  FERRITE_REQUIRE_GPU();
+  const Case c = GetParam();
+  const test::ProductMode fast(false);
+  std::mt19937 rng = fresh_rng();
+  const std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng);
+  const std::vector<float> x = random_floats(static_cast<size_t>(c.m * c.k), rng, -2.0f, 2.0f);
+  const Quantized q = quantize(c.type, w, c.n, c.k);
+  std::vector<float> ref(static_cast<size_t>(c.m * c.n));
+  cpu::matmul_ref(cpu::MatView{c.type, q.bytes.data(), c.k, c.n, q.row_bytes}, x.data(), c.m, ref.data());
+
+  DeviceBuffer wbuf;
+  const GpuMatrix g = upload_matrix(c.type, c.n, c.k, q.bytes.data(), wbuf, "w");
+  ASSERT_TRUE(gemv_quant_supports(g, c.m));
+  DeviceBuffer xd = to_device(x);
+  Activation act;
+  act.set(xd.as<float>(), c.m, c.k);
+  LinearRunner lin(nullptr);
+  DeviceBuffer yd = test::poisoned(ref.size());
+  lin.run(g, act, yd.as<float>());
+  const double err = relative_error(to_host<float>(yd, ref.size()), ref);
+  std::printf("  %s n=%lld k=%lld m=%lld: relative error %.3g\n", tensor_type_name(c.type).c_str(),
+              static_cast<long long>(c.n), static_cast<long long>(c.k), static_cast<long long>(c.m), err);
+  EXPECT_LE(err, c.tol);
+
+  // Accumulating adds the same product again.
+  lin.run(g, act, yd.as<float>(), true);
+  std::vector<float> twice = to_host<float>(yd, ref.size());
+  for (auto& v : twice) v *= 0.5f;
+  EXPECT_LE(relative_error(twice, ref), c.tol);
+
+  // Rows [r0, n - 2) as a matrix of their own.
+  constexpr int64_t kR0 = 3;
+  const int64_t rows = c.n - kR0 - 2;
+  const GpuMatrix part = row_slice(g, kR0, rows);
+  ASSERT_TRUE(gemv_quant_supports(part, c.m));
+  DeviceBuffer yp = test::poisoned(static_cast<size_t>(c.m * rows));
+  lin.run(part, act, yp.as<float>());
+  const std::vector<float> got = to_host<float>(yp, static_cast<size_t>(c.m * rows));
+  std::vector<float> want(got.size());
+  for (int64_t t = 0; t < c.m; ++t) {
+    for (int64_t r = 0; r < rows; ++r) want[t * rows + r] = ref[t * c.n + kR0 + r];
+  }
+  EXPECT_LE(relative_error(got, want), c.tol);
+}
+
+std::vector<Case> gemv_cases() {
+  constexpr double kGemvTol = 1e-5;
+  std::vector<Case> out;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    // Rows not a multiple of the block's 8; one round per row (4096), an odd
+    // super-block count (2816: Q6_K rows at 2-byte offsets, a partial round),
+    // several rounds with a partial last one (11008: ffn_down of 7B).
+    for (int64_t m = 1; m <= kGemvMaxRows; ++m) {
+      out.push_back({t, 67, 4096, m, kGemvTol});
+      out.push_back({t, 45, 2816, m, kGemvTol});
+    }
+    out.push_back({t, 29, 11008, 1, kGemvTol});
+    out.push_back({t, 21, 11008, kGemvMaxRows, kGemvTol});
+  }
+  // Q4_0/Q8_0 rows of 35 chunks (not a whole group of staged units).
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) out.push_back({t, 19, 1120, 3, kGemvTol});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuGemv, ::testing::ValuesIn(gemv_cases()));
+
+// Shapes gemv_quant does not take are refused with an error, not run.
+TEST(GpuGemvShapes, UnsupportedShapesThrow) {
+  FERRITE_REQUIRE_GPU();
+  const int64_t n = 8, k = 256;
+  std::mt19937 rng = fresh_rng();
+  const Quantized q = quantize(TensorType::Q4_K, random_floats(static_cast<size_t>(n * k), rng), n, k);
+  DeviceBuffer wbuf;
+  const GpuMatrix g = upload_matrix(TensorType::Q4_K, n, k, q.bytes.data(), wbuf, "w");
+  EXPECT_TRUE(gemv_quant_supports(g, 1));
+  EXPECT_FALSE(gemv_quant_supports(g, kGemvMaxRows + 1));
+  EXPECT_FALSE(gemv_quant_supports(g, 0));
+  DeviceBuffer yd = test::poisoned(static_cast<size_t>(n * (kGemvMaxRows + 1)));
+  EXPECT_THROW(gemv_quant(g, QuantAct{}, kGemvMaxRows + 1, yd.as<float>(), false, false, nullptr), InvalidArgument);
+  const GpuMatrix f16{TensorType::F16, n, 256, g.data, nullptr, 512};
+  EXPECT_FALSE(gemv_quant_supports(f16, 1));
+  // A Q4_K view whose data is not 16-byte aligned.
+  GpuMatrix odd = g;
+  odd.data += 8;
+  EXPECT_FALSE(gemv_quant_supports(odd, 1));
+}
 
 // Shapes matmul_mma does not take are refused with an error, not run.
 TEST(GpuMmaShapes, UnsupportedShapesThrow) {

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
+#include "core/error.h"
+#include "cpu/act_quant.h"
 #include "cpu/activations.h"
 #include "cpu/attention.h"
 #include "cpu/norm.h"
@@ -77,6 +79,101 @@ TEST(GpuOps, SwiGlu) {
   DeviceBuffer gd = to_device(g), ud = to_device(u), yd = test::poisoned(g.size());
   swiglu(gd.as<float>(), ud.as<float>(), kRows, kN, yd.as<float>(), nullptr);
   expect_near_all(to_host<float>(yd, g.size()), ref, 1e-6);
+}
+
+// The converted output of rms_norm_act / swiglu_act against the CPU's
+// conversion of the f32 output the same kernel wrote (which the caller
+// checks against the CPU kernel): 8-bit blocks dequantize to the CPU's round
+// trip exactly and carry their sums; f16 values are the CPU's rounding.
+void expect_conversion(const ActOut& out, const DeviceBuffer& y_dev, int64_t rows, int64_t n) {
+  const size_t count = static_cast<size_t>(rows * n);
+  const std::vector<float> y = to_host<float>(y_dev, count);
+  if (out.f16 != nullptr) {
+    std::vector<uint16_t> h(count);
+    FERRITE_CUDA_CHECK(cudaMemcpy(h.data(), out.f16, count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(h[i], fp32_to_fp16(y[i])) << "element " << i;
+    return;
+  }
+  std::vector<int8_t> q(count);
+  std::vector<float> d(count / 32);
+  std::vector<int32_t> sums(count / 32);
+  FERRITE_CUDA_CHECK(cudaMemcpy(q.data(), out.quant.qs, count, cudaMemcpyDeviceToHost));
+  FERRITE_CUDA_CHECK(cudaMemcpy(d.data(), out.quant.d, d.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  FERRITE_CUDA_CHECK(cudaMemcpy(sums.data(), out.quant.sums, sums.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  std::vector<float> ref(count);
+  cpu::act_quant_round_trip(out.format == ActFormat::Q8_0 ? cpu::ActQuant::Q8_0 : cpu::ActQuant::Q8_K, y.data(),
+                            ref.data(), static_cast<int64_t>(count));
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(d[i / 32] * static_cast<float>(q[i]), ref[i]) << "element " << i;
+  for (size_t b = 0; b < sums.size(); ++b) {
+    int32_t sum = 0;
+    for (size_t j = 0; j < 32; ++j) sum += q[b * 32 + j];
+    ASSERT_EQ(sums[b], sum) << "block " << b;
+  }
+}
+
+// Buffers for a converted output of [rows, n] in form f (0: Q8_0, 1: Q8_K, 2: f16).
+struct OutBuffers {
+  DeviceBuffer qs, d, sums, f16;
+  ActOut out;
+  OutBuffers(int form, int64_t rows, int64_t n)
+      : qs(static_cast<size_t>(rows * n)), d(static_cast<size_t>(rows * n / 32) * 4),
+        sums(static_cast<size_t>(rows * n / 32) * 4), f16(static_cast<size_t>(rows * n) * 2) {
+    if (form == 2) {
+      out.f16 = f16.as<uint16_t>();
+    } else {
+      out.format = form == 0 ? ActFormat::Q8_0 : ActFormat::Q8_K;
+      out.quant = QuantAct{qs.as<int8_t>(), d.as<float>(), sums.as<int32_t>()};
+    }
+  }
+};
+
+TEST(GpuOps, RmsNormWithConversion) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kRows = 3;
+  // 4096: whole warp groups; 1056: a last group of 4 Q8_0 blocks; 8448: more groups than warps.
+  for (int64_t n : {int64_t{4096}, int64_t{1056}, int64_t{8448}}) {
+    for (int form = 0; form < 3; ++form) {
+      if (form == 1 && n % 256 != 0) continue;
+      SCOPED_TRACE("n=" + std::to_string(n) + " form=" + std::to_string(form));
+      const auto x = random_floats(kRows * n, rng, -4.0f, 4.0f);
+      const auto w = random_floats(n, rng);
+      std::vector<float> ref(x.size());
+      cpu::rms_norm(x.data(), w.data(), 1e-5f, kRows, n, ref.data());
+      DeviceBuffer xd = to_device(x), wd = to_device(w), yd = test::poisoned(x.size());
+      OutBuffers ob(form, kRows, n);
+      ASSERT_TRUE(act_out_supports(ob.out, n));
+      rms_norm_act(xd.as<float>(), wd.as<float>(), 1e-5f, kRows, n, yd.as<float>(), ob.out, nullptr);
+      expect_near_all(to_host<float>(yd, x.size()), ref, 1e-6);
+      expect_conversion(ob.out, yd, kRows, n);
+    }
+  }
+}
+
+TEST(GpuOps, SwiGluWithConversion) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kRows = 2;
+  // 11008 (ffn of 7B): 43 groups per row; 1056: a partial last group.
+  for (int64_t n : {int64_t{11008}, int64_t{1056}}) {
+    for (int form = 0; form < 3; ++form) {
+      if (form == 1 && n % 256 != 0) continue;
+      SCOPED_TRACE("n=" + std::to_string(n) + " form=" + std::to_string(form));
+      const auto g = random_floats(kRows * n, rng, -8.0f, 8.0f), u = random_floats(kRows * n, rng);
+      std::vector<float> ref(g.size());
+      cpu::swiglu(g.data(), u.data(), kRows, n, ref.data());
+      DeviceBuffer gd = to_device(g), ud = to_device(u);
+      OutBuffers ob(form, kRows, n);
+      swiglu_act(gd.as<float>(), ud.as<float>(), kRows, n, ud.as<float>(), ob.out, nullptr);  // in place, as decode
+      expect_near_all(to_host<float>(ud, g.size()), ref, 1e-6);
+      expect_conversion(ob.out, ud, kRows, n);
+    }
+  }
+  // Shapes that do not fit a conversion are refused.
+  OutBuffers ob(1, 1, 512);
+  EXPECT_FALSE(act_out_supports(ob.out, 1056));
+  EXPECT_THROW(swiglu_act(nullptr, nullptr, 1, 1056, nullptr, ob.out, nullptr), InvalidArgument);
+  EXPECT_FALSE(act_out_supports(ActOut{}, 256));
 }
 
 TEST(GpuOps, GetRowsEveryType) {

@@ -1,0 +1,436 @@
+// Quantized matrix-vector products for 1..kGemvMaxRows activation rows
+// outside the exact mode (decode): y [m, n] (+)= x [m, k] · W^T on the 8-bit
+// activation blocks (act_quant.cu), integer sums per 16 or 32 elements (dp4a)
+// scaled in f32 and added in any order. Built for bandwidth:
+// - one warp per weight row, kGemvWarps rows per block. A lane takes "tasks"
+//   kWarp apart (Q4_0/Q8_0: one 32-element chunk; Q4_K: two sub-blocks that
+//   share their 32 quant bytes; Q6_K: two 32-element quarters that share
+//   their ql and qh bytes), so that one task slot of the warp covers
+//   contiguous bytes of the row;
+// - a lane issues the 16-byte loads of all kPerRound tasks of a round before
+//   it uses any of them (a 4096-element row is one round: the whole matrix of
+//   a 4096-row product is in flight at once), through the non-coherent path
+//   without L1 allocation (weights are read once);
+// - the activation rows (int8, d and sums per 32) are staged once per block
+//   in shared memory, after the block issued its first weight loads. 16-byte units
+//   are swizzled (unit v stored at v ^ ((v >> 3) & 3)) so that the 8 lanes of
+//   a quarter-warp reading 2 or 4 consecutive units each hit distinct banks;
+// - the block waits for the kernel before it (griddepcontrol.wait) only after
+//   its weight loads are issued, so that with programmatic dependent launch
+//   (pdl) the loads overlap the previous kernel's tail.
+// Q6_K super-blocks (210 bytes) start at 2-byte offsets: a lane loads the
+// aligned 48-byte windows around its two 32-byte spans and shifts them.
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/device_math.cuh"
+#include "cuda/ops.h"
+#include "cuda/pdl.cuh"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr int kChunk = 32;                 // elements per 8-bit activation block
+constexpr int kUnit = 16;                  // bytes per staged activation unit
+constexpr int kUnitGroup = 4;              // the swizzle permutes units within groups of 4
+constexpr int kGemvWarps = 8;              // weight rows per block (one per warp)
+constexpr int kGemvThreads = kGemvWarps * kWarp;
+
+constexpr int kSbElems = 256;              // K-quant super-block
+constexpr int kQ4KBytes = 144;             // d, dmin (f16), 12 scale bytes, 128 quant bytes
+constexpr int kQ6KBytes = 210;             // ql[128], qh[64], scales[16] (int8), d (f16)
+constexpr int kQ6KScales = 192, kQ6KD = 208;
+constexpr int kDefaultSmem = 48 * 1024;    // dynamic shared memory without opting in
+// Staged activations may take this much shared memory (m = 4, k = 11008: 55 KiB).
+constexpr int kMaxStageBytes = 100 * 1024;
+constexpr uint32_t kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
+
+__device__ __forceinline__ uint32_t load_u16(const void* p) {
+  return __ldg(static_cast<const unsigned short*>(p));
+}
+
+__device__ __forceinline__ float f16_bits(uint32_t h) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+}
+
+// The staged activations of one row: 16-byte units (swizzled), d and sums per 32.
+struct ActRow {
+  const int4* units;
+  const float* d;
+  const int32_t* sums;
+  __device__ __forceinline__ int4 unit(int v) const { return units[v ^ ((v >> 3) & 3)]; }
+};
+
+// Where one weight row's bytes start: quants (or blocks) and, for Q4_0/Q8_0, scales.
+struct RowPtr {
+  const uint8_t* q;
+  const uint16_t* s;
+};
+
+__device__ __forceinline__ int dot4(const int (&w)[4], const int4& a, int s) {
+  s = __dp4a(w[0], a.x, s);
+  s = __dp4a(w[1], a.y, s);
+  s = __dp4a(w[2], a.z, s);
+  return __dp4a(w[3], a.w, s);
+}
+
+// Bytes v (each 0..63) minus 32, as int8: with bit 7 set no byte borrows
+// from its neighbour, and flipping bit 7 back gives the two's complement.
+__device__ __forceinline__ int minus32(uint32_t v) {
+  return static_cast<int>(((v | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
+}
+
+// The 32 bytes at offset s (even, 0..14) of a 48-byte window.
+__device__ __forceinline__ void window32(const int4 (&v)[3], int s, uint32_t (&out)[8]) {
+  const uint32_t w[12] = {static_cast<uint32_t>(v[0].x), static_cast<uint32_t>(v[0].y), static_cast<uint32_t>(v[0].z),
+                          static_cast<uint32_t>(v[0].w), static_cast<uint32_t>(v[1].x), static_cast<uint32_t>(v[1].y),
+                          static_cast<uint32_t>(v[1].z), static_cast<uint32_t>(v[1].w), static_cast<uint32_t>(v[2].x),
+                          static_cast<uint32_t>(v[2].y), static_cast<uint32_t>(v[2].z), static_cast<uint32_t>(v[2].w)};
+  const int q = s >> 2;           // whole words
+  const int r = (s & 3) * 8;      // bits within a word: 0 or 16
+  uint32_t u[10], t[9];
+#pragma unroll
+  for (int i = 0; i < 10; ++i) u[i] = (q & 2) ? w[i + 2] : w[i];
+#pragma unroll
+  for (int i = 0; i < 9; ++i) t[i] = (q & 1) ? u[i + 1] : u[i];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = __funnelshift_r(t[i], t[i + 1], r);
+}
+
+// Blocks per SM the registers of the kernels for 2..4 activation rows must
+// allow (at most 80 registers a thread; Q6_K: 2, at most 128).
+constexpr int kMinBlocksMulti = 3;
+
+template <TensorType T>
+struct Task;
+
+// Q4_0 (repacked: 16 quant bytes per chunk, f16 scales apart): one chunk.
+// Byte i holds element i (low nibble) and i + 16 (high).
+template <>
+struct Task<TensorType::Q4_0> {
+  static constexpr int kQ4Offset = 8;
+  static constexpr int kMinBlocks = 4;  // blocks per SM the registers must allow (at most 64 a thread)
+  static constexpr int kPerRound = 4;
+  static constexpr bool kSums = true;
+  struct Raw {
+    int4 q;
+    uint32_t d;
+  };
+  static int64_t count(int64_t k) { return k / kChunk; }
+  __device__ static RowPtr row(const GpuMatrix& w, int64_t r) {
+    return {w.data + r * (w.k / kChunk) * 16, w.scales + r * (w.k / kChunk)};
+  }
+  __device__ static void load(const RowPtr& p, int task, Raw& r) {
+    r.q = load_stream(p.q + task * 16);
+    r.d = load_u16(p.s + task);
+  }
+  // sum((q - 8) a) = sum(q a) - 8 sum(a): the nibbles go to dp4a as they are.
+  __device__ static float dot(const Raw& r, const ActRow& a, int task) {
+    const int4 a0 = a.unit(2 * task), a1 = a.unit(2 * task + 1);
+    const int q[4] = {r.q.x, r.q.y, r.q.z, r.q.w};
+    int lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = q[i] & kLow4;
+      hi[i] = (q[i] >> 4) & kLow4;
+    }
+    const int s = dot4(hi, a1, dot4(lo, a0, 0)) - kQ4Offset * a.sums[task];
+    return f16_bits(r.d) * a.d[task] * static_cast<float>(s);
+  }
+};
+
+// Q8_0 (repacked: 32 quant bytes per chunk, f16 scales apart): one chunk.
+template <>
+struct Task<TensorType::Q8_0> {
+  static constexpr int kMinBlocks = 4;  // blocks per SM the registers must allow (at most 64 a thread)
+  static constexpr int kPerRound = 4;
+  static constexpr bool kSums = false;
+  struct Raw {
+    int4 q0, q1;
+    uint32_t d;
+  };
+  static int64_t count(int64_t k) { return k / kChunk; }
+  __device__ static RowPtr row(const GpuMatrix& w, int64_t r) {
+    return {w.data + r * (w.k / kChunk) * 32, w.scales + r * (w.k / kChunk)};
+  }
+  __device__ static void load(const RowPtr& p, int task, Raw& r) {
+    r.q0 = load_stream(p.q + task * 32);
+    r.q1 = load_stream(p.q + task * 32 + 16);
+    r.d = load_u16(p.s + task);
+  }
+  __device__ static float dot(const Raw& r, const ActRow& a, int task) {
+    const int q0[4] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w}, q1[4] = {r.q1.x, r.q1.y, r.q1.z, r.q1.w};
+    const int s = dot4(q1, a.unit(2 * task + 1), dot4(q0, a.unit(2 * task), 0));
+    return f16_bits(r.d) * a.d[task] * static_cast<float>(s);
+  }
+};
+
+// Q4_K: sub-blocks 2p (low nibbles) and 2p + 1 (high) of a super-block,
+// quant bytes 32p .. 32p + 31; task = 4 * super-block + p.
+//   d_a (d (sc0 s0 + sc1 s1) - dmin (m0 sum0 + m1 sum1))
+template <>
+struct Task<TensorType::Q4_K> {
+  static constexpr int kMinBlocks = 4;  // blocks per SM the registers must allow (at most 64 a thread)
+  static constexpr int kPerRound = 2;
+  static constexpr bool kSums = true;
+  struct Raw {
+    int4 head;  // d, dmin, scales[12]
+    int4 q0, q1;
+  };
+  static int64_t count(int64_t k) { return 4 * (k / kSbElems); }
+  __device__ static RowPtr row(const GpuMatrix& w, int64_t r) { return {w.data + r * w.row_bytes, nullptr}; }
+  __device__ static void load(const RowPtr& p, int task, Raw& r) {
+    const uint8_t* blk = p.q + (task / 4) * kQ4KBytes;
+    r.head = load_stream(blk);
+    r.q0 = load_stream(blk + 16 + 32 * (task % 4));
+    r.q1 = load_stream(blk + 32 + 32 * (task % 4));
+  }
+  // Scale and min of sub-block j (0..7) from the 12 packed bytes s0|s1|s2.
+  // Both forms are computed and one selected: lanes of a warp take both.
+  __device__ static void scale_min(int j, uint32_t s0, uint32_t s1, uint32_t s2, int& sc, int& m) {
+    const int sh = 8 * (j & 3);
+    const uint32_t b0 = s0 >> sh, b1 = s1 >> sh, b2 = s2 >> sh;
+    const bool low = j < 4;
+    sc = static_cast<int>(low ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6 & 3) << 4));
+    m = static_cast<int>(low ? b1 & 63 : (b2 >> 4 & 0xF) | ((b1 >> 6 & 3) << 4));
+  }
+  __device__ static float dot(const Raw& r, const ActRow& a, int task) {
+    const int p = task % 4;
+    const int q[8] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w, r.q1.x, r.q1.y, r.q1.z, r.q1.w};
+    int lo[2][4], hi[2][4];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      lo[i / 4][i % 4] = q[i] & kLow4;
+      hi[i / 4][i % 4] = (q[i] >> 4) & kLow4;
+    }
+    const int u = 4 * task;  // first activation unit (64 elements per task)
+    const int s0 = dot4(lo[1], a.unit(u + 1), dot4(lo[0], a.unit(u), 0));
+    const int s1 = dot4(hi[1], a.unit(u + 3), dot4(hi[0], a.unit(u + 2), 0));
+    int sc0, m0, sc1, m1;
+    const auto s0w = static_cast<uint32_t>(r.head.y), s1w = static_cast<uint32_t>(r.head.z),
+               s2w = static_cast<uint32_t>(r.head.w);
+    scale_min(2 * p, s0w, s1w, s2w, sc0, m0);
+    scale_min(2 * p + 1, s0w, s1w, s2w, sc1, m1);
+    const int c = 2 * task;  // first chunk
+    const int isum = sc0 * s0 + sc1 * s1;
+    const int msum = m0 * a.sums[c] + m1 * a.sums[c + 1];
+    const auto dm = static_cast<uint32_t>(r.head.x);
+    return a.d[c] * (f16_bits(dm & 0xFFFF) * static_cast<float>(isum) - f16_bits(dm >> 16) * static_cast<float>(msum));
+  }
+};
+
+// Q6_K: half h of a super-block, quarters p (low nibbles of ql[64h + 32p ..],
+// qh bits 2p) and p + 2 (high nibbles, qh bits 2p + 4); task = 4 sb + 2h + p.
+// Each quarter has two 16-element scales.
+template <>
+struct Task<TensorType::Q6_K> {
+  static constexpr int kMinBlocks = 2;  // blocks per SM the registers must allow (at most 128 a thread)
+  static constexpr int kPerRound = 2;
+  static constexpr bool kSums = false;
+  struct Raw {
+    int4 l[3], h[3];      // aligned windows around ql and qh spans
+    uint32_t sc_a, sc_b;  // scale bytes of quarter p, of quarter p + 2
+    uint32_t d;
+    int shift;            // byte offset of the spans in their windows
+  };
+  static int64_t count(int64_t k) { return 4 * (k / kSbElems); }
+  __device__ static RowPtr row(const GpuMatrix& w, int64_t r) { return {w.data + r * w.row_bytes, nullptr}; }
+  __device__ static void load(const RowPtr& rp, int task, Raw& r) {
+    const uint8_t* blk = rp.q + (task / 4) * kQ6KBytes;
+    const int h = task / 2 % 2, p = task % 2;
+    const uint8_t* ql = blk + 64 * h + 32 * p;
+    const uint8_t* qh = blk + 128 + 32 * h;
+    r.shift = static_cast<int>(reinterpret_cast<uintptr_t>(blk) & 15);
+    const uint8_t* lb = ql - r.shift;
+    const uint8_t* hb = qh - r.shift;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+      r.l[i] = load_stream(lb + 16 * i);
+      r.h[i] = load_stream(hb + 16 * i);
+    }
+    r.sc_a = load_u16(blk + kQ6KScales + 8 * h + 2 * p);
+    r.sc_b = load_u16(blk + kQ6KScales + 8 * h + 2 * p + 4);
+    r.d = load_u16(blk + kQ6KD);
+  }
+  __device__ static float dot(const Raw& r, const ActRow& a, int task) {
+    const int p = task % 2;
+    uint32_t l[8], hb[8];
+    window32(r.l, r.shift, l);
+    window32(r.h, r.shift, hb);
+    int wa[2][4], wb[2][4];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t ha = (hb[i] >> (2 * p)) & kLow2, hc = (hb[i] >> (2 * p + 4)) & kLow2;
+      wa[i / 4][i % 4] = minus32((l[i] & kLow4) | (ha << 4));
+      wb[i / 4][i % 4] = minus32(((l[i] >> 4) & kLow4) | (hc << 4));
+    }
+    // Chunks of the two quarters within the row.
+    const int ca = 8 * (task / 4) + 4 * (task / 2 % 2) + p, cb = ca + 2;
+    const int sa0 = dot4(wa[0], a.unit(2 * ca), 0), sa1 = dot4(wa[1], a.unit(2 * ca + 1), 0);
+    const int sb0 = dot4(wb[0], a.unit(2 * cb), 0), sb1 = dot4(wb[1], a.unit(2 * cb + 1), 0);
+    const auto sc = [](uint32_t v, int byte) { return static_cast<int>(static_cast<int8_t>(v >> (8 * byte))); };
+    const int isum = sc(r.sc_a, 0) * sa0 + sc(r.sc_a, 1) * sa1 + sc(r.sc_b, 0) * sb0 + sc(r.sc_b, 1) * sb1;
+    return a.d[ca] * f16_bits(r.d) * static_cast<float>(isum);
+  }
+};
+
+// Units of one staged activation row (a whole number of swizzle groups).
+__host__ __device__ constexpr int64_t units_per_row(int64_t k) {
+  return (k / kUnit + kUnitGroup - 1) / kUnitGroup * kUnitGroup;
+}
+
+template <TensorType T>
+size_t stage_bytes(int64_t k, int64_t m) {
+  const int64_t scalars = (Task<T>::kSums ? 2 : 1) * (k / kChunk) * static_cast<int64_t>(sizeof(float));
+  return static_cast<size_t>(m * (units_per_row(k) * kUnit + scalars));
+}
+
+template <TensorType T, int M>
+__global__ void __launch_bounds__(kGemvThreads,
+                                  M == 1 ? Task<T>::kMinBlocks : (T == TensorType::Q6_K ? 2 : kMinBlocksMulti))
+    gemv_quant_kernel(const GpuMatrix w, const QuantAct a, int n_tasks, float* __restrict__ y, bool accumulate) {
+  using Tk = Task<T>;
+  constexpr int kU = Tk::kPerRound;
+  extern __shared__ int4 stage[];  // [M][units] int8, then d [M][k/32], then sums [M][k/32]
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  const bool active = row < w.n;
+  const int n_chunks = static_cast<int>(w.k / kChunk), n_units = static_cast<int>(w.k / kUnit);
+  const int row_units = static_cast<int>(units_per_row(w.k));
+  const RowPtr rp = Tk::row(w, active ? row : 0);
+  auto load_round = [&](int base, typename Tk::Raw (&raw)[kU]) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int t = base + lane + kWarp * u;
+      if (t < n_tasks) Tk::load(rp, t, raw[u]);
+    }
+  };
+
+  // 1. This warp's first round of weights (weights do not depend on earlier kernels).
+  typename Tk::Raw raw[kU];
+  if (active) load_round(0, raw);
+  // 2. The activations, once the kernel that wrote them is done.
+  grid_dependency_wait();
+  auto* d_stage = reinterpret_cast<float*>(stage + M * row_units);
+  auto* s_stage = reinterpret_cast<int32_t*>(d_stage + M * n_chunks);
+  for (int i = static_cast<int>(threadIdx.x); i < M * n_units; i += kGemvThreads) {
+    const int t = i / n_units, v = i % n_units;
+    stage[t * row_units + (v ^ ((v >> 3) & 3))] = reinterpret_cast<const int4*>(a.qs + t * w.k)[v];
+  }
+  for (int i = static_cast<int>(threadIdx.x); i < M * n_chunks; i += kGemvThreads) {
+    d_stage[i] = a.d[i];
+    if constexpr (Tk::kSums) s_stage[i] = a.sums[i];
+  }
+  __syncthreads();
+  if (!active) {
+    launch_dependents();
+    return;
+  }
+
+  // 3. Round by round.
+  float acc[M];
+#pragma unroll
+  for (int t = 0; t < M; ++t) acc[t] = 0.0f;
+  for (int base = 0;;) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int task = base + lane + kWarp * u;
+      if (task < n_tasks) {
+#pragma unroll
+        for (int t = 0; t < M; ++t) {
+          const ActRow ar{stage + t * row_units, d_stage + t * n_chunks, s_stage + t * n_chunks};
+          acc[t] += Tk::dot(raw[u], ar, task);
+        }
+      }
+    }
+    base += kWarp * kU;
+    if (base >= n_tasks) break;
+    load_round(base, raw);
+  }
+  launch_dependents();
+#pragma unroll
+  for (int t = 0; t < M; ++t) {
+    const float v = warp_sum(acc[t]);
+    if (lane == 0) {
+      float* out = y + t * w.n + row;
+      *out = accumulate ? *out + v : v;
+    }
+  }
+}
+
+template <TensorType T, int M>
+void launch(const GpuMatrix& w, const QuantAct& a, float* y, bool accumulate, bool pdl, cudaStream_t s) {
+  const size_t smem = stage_bytes<T>(w.k, M);
+  auto kernel = gemv_quant_kernel<T, M>;
+  if (smem > kDefaultSmem) {
+    FERRITE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  }
+  const int64_t blocks = (w.n + kGemvWarps - 1) / kGemvWarps;
+  if (blocks > 0x7FFFFFFF) throw InvalidArgument("gemv_quant: matrix too large for one launch");
+  launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGemvThreads), smem, s, pdl, w, a,
+                static_cast<int>(Task<T>::count(w.k)), y, accumulate);
+}
+
+template <TensorType T>
+void launch_type(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, bool pdl,
+                 cudaStream_t s) {
+  switch (m) {
+    case 1: launch<T, 1>(w, a, y, accumulate, pdl, s); break;
+    case 2: launch<T, 2>(w, a, y, accumulate, pdl, s); break;
+    case 3: launch<T, 3>(w, a, y, accumulate, pdl, s); break;
+    default: launch<T, 4>(w, a, y, accumulate, pdl, s); break;
+  }
+}
+
+size_t stage_bytes_of(TensorType t, int64_t k, int64_t m) {
+  switch (t) {
+    case TensorType::Q4_0: return stage_bytes<TensorType::Q4_0>(k, m);
+    case TensorType::Q8_0: return stage_bytes<TensorType::Q8_0>(k, m);
+    case TensorType::Q4_K: return stage_bytes<TensorType::Q4_K>(k, m);
+    case TensorType::Q6_K: return stage_bytes<TensorType::Q6_K>(k, m);
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+bool gemv_quant_supports(const GpuMatrix& w, int64_t m) {
+  if (m < 1 || m > kGemvMaxRows || w.k <= 0) return false;
+  const auto addr = reinterpret_cast<uintptr_t>(w.data);
+  switch (w.type) {
+    case TensorType::Q4_0:
+    case TensorType::Q8_0:
+      if (w.k % kChunk != 0 || addr % 16 != 0) return false;
+      break;
+    case TensorType::Q4_K:
+      if (w.k % kSbElems != 0 || addr % 16 != 0 || w.row_bytes % 16 != 0) return false;
+      break;
+    case TensorType::Q6_K:
+      if (w.k % kSbElems != 0 || addr % 2 != 0) return false;
+      break;
+    default:
+      return false;
+  }
+  return stage_bytes_of(w.type, w.k, m) <= static_cast<size_t>(kMaxStageBytes);
+}
+
+void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, bool pdl,
+                cudaStream_t s) {
+  if (m <= 0 || w.n == 0) return;
+  if (!gemv_quant_supports(w, m)) {
+    throw InvalidArgument("gemv_quant: unsupported " + tensor_type_name(w.type) + " matrix of row length " +
+                          std::to_string(w.k) + " for " + std::to_string(m) + " activation rows");
+  }
+  switch (w.type) {
+    case TensorType::Q4_0: launch_type<TensorType::Q4_0>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q8_0: launch_type<TensorType::Q8_0>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q4_K: launch_type<TensorType::Q4_K>(w, a, m, y, accumulate, pdl, s); break;
+    default: launch_type<TensorType::Q6_K>(w, a, m, y, accumulate, pdl, s); break;
+  }
+}
+
+}  // namespace ferrite::cuda
