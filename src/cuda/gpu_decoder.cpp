@@ -133,6 +133,17 @@ GpuMatrix GpuDecoder::upload(const std::string& name, bool required) {
   return g;
 }
 
+bool GpuDecoder::stackable(const std::vector<std::string>& names) const {
+  const gguf::TensorInfo* first = nullptr;
+  for (const std::string& name : names) {
+    const gguf::TensorInfo* t = model_.file().find_tensor(name);
+    if (t == nullptr || t->n_dims != 2 || t->data == nullptr) return false;
+    if (first == nullptr) first = t;
+    if (t->type != first->type || t->ne[0] != first->ne[0]) return false;
+  }
+  return first != nullptr;
+}
+
 GpuMatrix GpuDecoder::upload_stacked(const std::vector<std::string>& names, const std::vector<GpuMatrix*>& views) {
   std::vector<const gguf::TensorInfo*> parts;
   for (const std::string& name : names) {
@@ -218,9 +229,14 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   for (int64_t il = first_gpu_layer_; il < hp.n_layer; ++il) {
     Layer& L = layers_[static_cast<size_t>(il - first_gpu_layer_)];
     L.attn_norm = upload(layer_name(il, "attn_norm.weight"), true);
-    L.qkv = upload_stacked({layer_name(il, "attn_q.weight"), layer_name(il, "attn_k.weight"),
-                            layer_name(il, "attn_v.weight")},
-                           {&L.wq, &L.wk, &L.wv});
+    const std::string qn = layer_name(il, "attn_q.weight"), kn = layer_name(il, "attn_k.weight"),
+                      vn = layer_name(il, "attn_v.weight");
+    if (stackable({qn, kn, vn}) || !stackable({qn, kn})) {
+      L.qkv = upload_stacked({qn, kn, vn}, {&L.wq, &L.wk, &L.wv});
+    } else {
+      L.qk = upload_stacked({qn, kn}, {&L.wq, &L.wk});
+      L.wv = upload(vn, true);
+    }
     L.wo = upload(layer_name(il, "attn_output.weight"), true);
     L.bq = upload(layer_name(il, "attn_q.bias"), false);
     L.bk = upload(layer_name(il, "attn_k.bias"), false);
@@ -406,7 +422,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   LinearRunner& lin = *linear_;
   auto f32 = [](const GpuMatrix& g) { return reinterpret_cast<const float*>(g.data); };
   // Outside the exact mode, the norms and SwiGLU also write the input form
-  // of the product after them (fused_ops.cu).
+  // of the product after them (fused_ops.cu), and a one-token pass rotates
+  // q|k and stores k, v in one launch.
   const bool fuse = fuse_ && !exact_products();
   // dst = rms_norm(x) * w, as the activations act of a product with weights of type t.
   auto norm = [&](const GpuMatrix& w, float* dst, Activation& act, TensorType t) {
@@ -425,6 +442,9 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     // One token: Q, K and V in one launch (the rows of q|k|v are its output row).
     if (n == 1 && L.qkv.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr && L.bv.data == nullptr) {
       lin.run(L.qkv, s_.act_h, q, false);
+    } else if (n == 1 && L.qk.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr) {
+      lin.run(L.qk, s_.act_h, q, false);  // q | k
+      lin.run(L.wv, s_.act_h, v, false, L.bv.data ? f32(L.bv) : nullptr);
     } else {
       lin.run(L.wq, s_.act_h, q, false, L.bq.data ? f32(L.bq) : nullptr);
       lin.run(L.wk, s_.act_h, k, false, L.bk.data ? f32(L.bk) : nullptr);
@@ -432,15 +452,20 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     }
     if (L.q_norm.data) rms_norm(q, f32(L.q_norm), eps, n * hp.n_head, hd, q, st);
     if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
-    if (n == 1) {
-      rope(q, d_cos, d_sin, 1, hp.n_head + hp.n_head_kv, hd, rc.n_rot, rc.neox, st);  // q | k: one row of heads
-    } else {
-      rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
-      rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
-    }
     uint16_t* kc = k_cache_[il].as<uint16_t>();
     uint16_t* vc = v_cache_[il].as<uint16_t>();
-    store_kv(k, v, d_slots, n, n_ekv, kc, vc, st);
+    if (n == 1 && fuse) {
+      // q | k: one row of heads, rotated and k, v stored by one launch.
+      rope_store_kv(q, v, d_cos, d_sin, hp.n_head, hp.n_head_kv, hd, rc.n_rot, rc.neox, d_slots, kc, vc, st);
+    } else {
+      if (n == 1) {
+        rope(q, d_cos, d_sin, 1, hp.n_head + hp.n_head_kv, hd, rc.n_rot, rc.neox, st);  // q | k: one row of heads
+      } else {
+        rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
+        rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
+      }
+      store_kv(k, v, d_slots, n, n_ekv, kc, vc, st);
+    }
     ap.k = kc;
     ap.v = vc;
     attention(ap, st);

@@ -43,8 +43,12 @@ class GpuDecoder : public model::Architecture {
     GpuMatrix attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, ffn_norm, gate, up, down;
     // wq|wk|wv and gate|up as one matrix each (rows stacked; wq ... up are
     // views of them), or null where the parts differ in type or row length.
-    GpuMatrix qkv, gate_up;
+    // Where only wv differs (Q4_K_M's Q6_K layers), qk stacks wq|wk.
+    GpuMatrix qkv, gate_up, qk;
   };
+  // True when the tensors `names` exist as 2-D matrices of one type and row
+  // length with their data mapped (upload_stacked can stack them).
+  bool stackable(const std::vector<std::string>& names) const;
   // Uploads tensor `name` (null when optional and absent).
   GpuMatrix upload(const std::string& name, bool required);
   // Uploads the required tensors `names` (same input, so same row length) as

@@ -103,6 +103,13 @@ void rms_norm(const float* x, const float* w, float eps, int64_t rows, int64_t n
 void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
           int n_rot, bool neox, cudaStream_t s);
 
+// One token: rope() over the n_head + n_head_kv heads of qk [q | k] (the
+// first row of cos/sin), then store_kv() of k and v [n_head_kv * head_dim]
+// into cache row slot[0] (device), in one launch: the same values.
+void rope_store_kv(float* qk, const float* v, const float* cos_t, const float* sin_t, int64_t n_head,
+                   int64_t n_head_kv, int64_t head_dim, int n_rot, bool neox, const int32_t* slot, uint16_t* k_cache,
+                   uint16_t* v_cache, cudaStream_t s);
+
 // y [rows, n] = silu(gate) * up (y may alias up).
 void swiglu(const float* gate, const float* up, int64_t rows, int64_t n, float* y, cudaStream_t s);
 

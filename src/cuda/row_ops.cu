@@ -86,6 +86,53 @@ __global__ void to_f16_kernel(const float* __restrict__ x, uint16_t* __restrict_
   if (idx < n) y[idx] = __half_as_ushort(__float2half_rn(x[idx]));
 }
 
+// One token: rope_kernel over the heads of q|k, and store_kv_kernel of the
+// rotated k and of v into cache row `slot`, in one launch. Threads
+// [0, n_rot_pairs) rotate pairs (those of k heads also store both values),
+// then [.., + n_pass) store k's unrotated dimensions, then [.., + n_embd_kv)
+// store v.
+__global__ void rope_store_kv_kernel(float* __restrict__ qk, const float* __restrict__ v,
+                                     const float* __restrict__ cos_t, const float* __restrict__ sin_t, int64_t n_head,
+                                     int64_t n_head_kv, int64_t head_dim, int half, bool neox,
+                                     const int32_t* __restrict__ slots, uint16_t* __restrict__ k_cache,
+                                     uint16_t* __restrict__ v_cache) {
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
+  launch_dependents();
+  const int64_t n_embd_kv = n_head_kv * head_dim;
+  const int64_t n_pairs = (n_head + n_head_kv) * half;
+  const int64_t pass = head_dim - 2 * half;  // unrotated dimensions per head
+  const int64_t n_pass = n_head_kv * pass;
+  int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint16_t* k_row = k_cache + static_cast<int64_t>(slots[0]) * n_embd_kv;
+  if (idx < n_pairs) {
+    const int i = static_cast<int>(idx % half);
+    const int64_t head = idx / half;
+    float* hv = qk + head * head_dim;
+    const int64_t ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
+    const float c = cos_t[i], s = sin_t[i];
+    const float x0 = hv[ia], x1 = hv[ib];
+    const float ra = __fmaf_rn(x0, c, -(x1 * s)), rb = __fmaf_rn(x0, s, x1 * c);
+    hv[ia] = ra;
+    hv[ib] = rb;
+    if (head >= n_head) {
+      uint16_t* kh = k_row + (head - n_head) * head_dim;
+      kh[ia] = __half_as_ushort(__float2half_rn(ra));
+      kh[ib] = __half_as_ushort(__float2half_rn(rb));
+    }
+    return;
+  }
+  idx -= n_pairs;
+  if (idx < n_pass) {
+    const int64_t head = idx / pass, d = 2 * half + idx % pass;
+    k_row[head * head_dim + d] = __half_as_ushort(__float2half_rn(qk[(n_head + head) * head_dim + d]));
+    return;
+  }
+  idx -= n_pass;
+  if (idx < n_embd_kv) {
+    v_cache[static_cast<int64_t>(slots[0]) * n_embd_kv + idx] = __half_as_ushort(__float2half_rn(v[idx]));
+  }
+}
+
 // Element e of row r of a GPU matrix, dequantized as quant/dequant_*.cpp do.
 __device__ float element(const GpuMatrix& m, int64_t r, int64_t e) {
   switch (m.type) {
@@ -181,6 +228,17 @@ void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, in
   if (n == 0) return;
   launch_kernel(rope_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, pdl_chain_enabled(), x, cos_t, sin_t, n_tokens,
                 n_heads, head_dim, half, neox);
+}
+
+void rope_store_kv(float* qk, const float* v, const float* cos_t, const float* sin_t, int64_t n_head,
+                   int64_t n_head_kv, int64_t head_dim, int n_rot, bool neox, const int32_t* slot, uint16_t* k_cache,
+                   uint16_t* v_cache, cudaStream_t s) {
+  const int half = n_rot / 2;
+  const int64_t n = (n_head + n_head_kv) * half + n_head_kv * (head_dim - 2 * half) + n_head_kv * head_dim;
+  if (n == 0) return;
+  if (2 * half > head_dim) throw InvalidArgument("rope_store_kv: rotated dimensions exceed the head");
+  launch_kernel(rope_store_kv_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, pdl_chain_enabled(), qk, v, cos_t,
+                sin_t, n_head, n_head_kv, head_dim, half, neox, slot, k_cache, v_cache);
 }
 
 void swiglu(const float* gate, const float* up, int64_t rows, int64_t n, float* y, cudaStream_t s) {

@@ -69,6 +69,48 @@ TEST(GpuOps, RopeNormalAndNeox) {
   }
 }
 
+// One token: q|k rotated and k, v written into a cache row by one launch,
+// against cpu::rope_apply and the CPU's f16 rounding.
+TEST(GpuOps, RopeAndStoreKvOneToken) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  constexpr int64_t kHeads = 4, kHeadsKv = 2, kHeadDim = 64, kCells = 5, kSlot = 3;
+  constexpr int64_t kKv = kHeadsKv * kHeadDim;
+  for (bool neox : {false, true}) {
+    SCOPED_TRACE(neox ? "neox" : "adjacent pairs");
+    cpu::RopeConfig cfg;
+    cfg.n_rot = 48;  // partial rotary: the last 16 dimensions pass through
+    cfg.neox = neox;
+    const std::vector<int32_t> pos = {37};
+    std::vector<float> cos_t(cfg.n_rot / 2), sin_t(cos_t.size());
+    cpu::rope_table(cfg, pos.data(), 1, cos_t.data(), sin_t.data());
+    const auto qk = random_floats((kHeads + kHeadsKv) * kHeadDim, rng);
+    const auto v = random_floats(kKv, rng);
+    std::vector<float> ref = qk;
+    cpu::rope_apply(cfg, cos_t.data(), sin_t.data(), ref.data(), 1, kHeads + kHeadsKv, kHeadDim);
+    DeviceBuffer qkd = to_device(qk), vd = to_device(v), cd = to_device(cos_t), sd = to_device(sin_t);
+    const std::vector<int32_t> slot = {static_cast<int32_t>(kSlot)};
+    DeviceBuffer slotd = to_device(slot);
+    DeviceBuffer kc(kCells * kKv * 2), vc(kCells * kKv * 2);
+    FERRITE_CUDA_CHECK(cudaMemset(kc.as(), 0, kCells * kKv * 2));
+    FERRITE_CUDA_CHECK(cudaMemset(vc.as(), 0, kCells * kKv * 2));
+    rope_store_kv(qkd.as<float>(), vd.as<float>(), cd.as<float>(), sd.as<float>(), kHeads, kHeadsKv, kHeadDim,
+                  cfg.n_rot, neox, slotd.as<int32_t>(), kc.as<uint16_t>(), vc.as<uint16_t>(), nullptr);
+    expect_near_all(to_host<float>(qkd, qk.size()), ref, 1e-7);
+    const auto kh = to_host<uint16_t>(kc, kCells * kKv), vh = to_host<uint16_t>(vc, kCells * kKv);
+    for (int64_t i = 0; i < kKv; ++i) {
+      // The rotated k as the CPU computes it, rounded as the CPU rounds it (one f16 ulp for an FMA difference).
+      EXPECT_NEAR(fp16_to_fp32(kh[kSlot * kKv + i]), fp16_to_fp32(fp32_to_fp16(ref[kHeads * kHeadDim + i])), 1e-3)
+          << "k " << i;
+      EXPECT_EQ(vh[kSlot * kKv + i], fp32_to_fp16(v[i])) << "v " << i;
+    }
+    for (int64_t c = 0; c < kCells; ++c) {
+      if (c == kSlot) continue;
+      for (int64_t i = 0; i < kKv; ++i) ASSERT_EQ(kh[c * kKv + i] | vh[c * kKv + i], 0) << "cell " << c;
+    }
+  }
+}
+
 TEST(GpuOps, SwiGlu) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();
