@@ -1,7 +1,11 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +22,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kKeepAliveSeconds = 2;
+// Pending connections the listening socket queues before accept.
+constexpr int kListenBacklog = 1024;
 constexpr int kSpareHttpThreads = 8;
 constexpr int kMaxHttpThreads = 1024;
 
@@ -64,6 +70,12 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options)
   http_->set_payload_max_length(st.opt.max_body_bytes);
   http_->set_read_timeout(st.opt.read_timeout_s, 0);
   http_->set_keep_alive_timeout(kKeepAliveSeconds);
+  // httplib's own options, and the socket kept so that bind() can widen the
+  // accept queue.
+  http_->set_socket_options([&st](socket_t sock) {
+    httplib::default_socket_options(sock);
+    st.listen_fd = static_cast<int>(sock);
+  });
 
   http_->set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
@@ -129,6 +141,13 @@ int HttpServer::bind() {
     if (port < 0) throw IoError(o.host, "cannot bind a port");
   } else if (!http_->bind_to_port(o.host, port)) {
     throw IoError(o.host + ":" + std::to_string(port), "cannot bind (in use or not permitted)");
+  }
+  // The httplib build Debian ships listens with a backlog of 5: a burst of
+  // clients (32 streams opening at once) overflowed the accept queue and some
+  // connections were lost before a request was read. listen() again on the
+  // bound socket sets a deeper queue (the kernel caps it at somaxconn).
+  if (state_->listen_fd >= 0 && ::listen(state_->listen_fd, kListenBacklog) != 0) {
+    throw IoError(o.host + ":" + std::to_string(port), std::string("cannot listen: ") + std::strerror(errno));
   }
   return port;
 }

@@ -79,6 +79,7 @@ struct ServerState {
   ChatFormatter chat;
   DisconnectWatch watch;
   HttpCounters counters;
+  int listen_fd = -1;  // the listening socket, once bound (HttpServer::bind)
 
   ServerState(Engine& e, ServerOptions o);
 };
