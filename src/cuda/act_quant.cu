@@ -1,5 +1,6 @@
 // Activation quantization on the GPU, the same values as cpu/act_quant.cpp:
 //   Q8_0 (per 32): d = amax / 127, q = rint(x * (127 / amax)), d stored as f16.
+//   Q8_1: Q8_0 plus s = f16(d * sum(q)) with d before its rounding.
 //   Q8_K (per 256): v = the first value of largest magnitude, iscale = -127 / v,
 //                   q = min(127, rint(iscale * x)), d = 1 / iscale.
 // rint is round-half-even (__float2int_rn), as the CPU's nearbyint.
@@ -20,9 +21,9 @@ constexpr int kPerLaneK = kBlockK / kWarp;  // 8 values per lane
 constexpr float kQ8Max = 127.0f;
 constexpr int kWarpsPerBlock = 4;
 
-// One warp per 32 values (one per lane).
+// One warp per 32 values (one per lane); s_out (Q8_1) may be null.
 __global__ void quantize_q8_0_kernel(const float* __restrict__ x, int64_t n_blocks, int8_t* __restrict__ qs,
-                                     float* __restrict__ d_out, int32_t* __restrict__ sums) {
+                                     float* __restrict__ d_out, int32_t* __restrict__ sums, float* __restrict__ s_out) {
   grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();     // a product launched next may load its weights meanwhile
   const int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.y;
@@ -38,6 +39,7 @@ __global__ void quantize_q8_0_kernel(const float* __restrict__ x, int64_t n_bloc
   if (lane == 0) {
     d_out[b] = __half2float(__float2half_rn(d));
     sums[b] = sum;
+    if (s_out != nullptr) s_out[b] = __half2float(__float2half_rn(__fmul_rn(d, static_cast<float>(sum))));
   }
 }
 
@@ -108,9 +110,16 @@ __global__ void quantize_q8_k_kernel(const float* __restrict__ x, int64_t n_bloc
 ActFormat act_format_for(TensorType t) {
   switch (t) {
     case TensorType::Q4_0:
+    case TensorType::Q5_0:
     case TensorType::Q8_0:
       return ActFormat::Q8_0;
+    case TensorType::Q4_1:
+    case TensorType::Q5_1:
+      return ActFormat::Q8_1;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
     case TensorType::Q6_K:
       return ActFormat::Q8_K;
     default:
@@ -119,15 +128,16 @@ ActFormat act_format_for(TensorType t) {
 }
 
 void quantize_act(ActFormat f, const float* x, int64_t m, int64_t k, const QuantAct& out, cudaStream_t s) {
-  const int64_t block = f == ActFormat::Q8_0 ? kBlock : kBlockK;
+  const int64_t block = f == ActFormat::Q8_K ? kBlockK : kBlock;
   if (k % block != 0) throw InvalidArgument("quantize_act: row length not a multiple of the block");
   const int64_t n_blocks = m * k / block;
   if (n_blocks == 0) return;
   const dim3 threads(kWarp, kWarpsPerBlock);
   const auto grid = static_cast<unsigned>((n_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  if (f == ActFormat::Q8_0) {
+  if (f == ActFormat::Q8_1 && out.s == nullptr) throw InvalidArgument("quantize_act: Q8_1 needs the s buffer");
+  if (f != ActFormat::Q8_K) {
     launch_kernel(quantize_q8_0_kernel, dim3(grid), threads, 0, s, pdl_chain_enabled(), x, n_blocks, out.qs, out.d,
-                  out.sums);
+                  out.sums, f == ActFormat::Q8_1 ? out.s : nullptr);
   } else {
     launch_kernel(quantize_q8_k_kernel, dim3(grid), threads, 0, s, pdl_chain_enabled(), x, n_blocks, out.qs, out.d,
                   out.sums);

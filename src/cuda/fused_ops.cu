@@ -245,6 +245,7 @@ void check_out(const ActOut& out, int64_t n, const char* who) {
 bool act_out_supports(const ActOut& out, int64_t n) {
   if (n <= 0) return false;
   if (out.f16 != nullptr) return n % kPerLane == 0;
+  if (out.format == ActFormat::Q8_1) return false;  // its s per block is not written here
   if (out.quant.qs == nullptr || out.quant.d == nullptr || out.quant.sums == nullptr) return false;
   return n % (out.format == ActFormat::Q8_0 ? kQ8Block : kGroup) == 0;
 }

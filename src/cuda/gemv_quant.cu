@@ -20,6 +20,7 @@
 //   (pdl) the loads overlap the previous kernel's tail.
 // Q6_K super-blocks (210 bytes) start at 2-byte offsets: a lane loads the
 // aligned 48-byte windows around its two 32-byte spans and shifts them.
+// The tasks of Q4_1, Q5_0, Q5_1, Q2_K, Q3_K and Q5_K are in gemv_tasks_more.cuh.
 #include <cuda_fp16.h>
 
 #include <string>
@@ -29,83 +30,11 @@
 #include "cuda/device_math.cuh"
 #include "cuda/ops.h"
 #include "cuda/pdl.cuh"
+#include "cuda/gemv_task.cuh"
+#include "cuda/gemv_tasks_more.cuh"
 
 namespace ferrite::cuda {
-namespace {
-
-constexpr int kChunk = 32;                 // elements per 8-bit activation block
-constexpr int kUnit = 16;                  // bytes per staged activation unit
-constexpr int kUnitGroup = 4;              // the swizzle permutes units within groups of 4
-constexpr int kGemvWarps = 8;              // weight rows per block (one per warp)
-constexpr int kGemvThreads = kGemvWarps * kWarp;
-
-constexpr int kSbElems = 256;              // K-quant super-block
-constexpr int kQ4KBytes = 144;             // d, dmin (f16), 12 scale bytes, 128 quant bytes
-constexpr int kQ6KBytes = 210;             // ql[128], qh[64], scales[16] (int8), d (f16)
-constexpr int kQ6KScales = 192, kQ6KD = 208;
-constexpr int kDefaultSmem = 48 * 1024;    // dynamic shared memory without opting in
-// Staged activations may take this much shared memory (m = 4, k = 11008: 55 KiB).
-constexpr int kMaxStageBytes = 100 * 1024;
-constexpr uint32_t kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
-
-__device__ __forceinline__ uint32_t load_u16(const void* p) {
-  return __ldg(static_cast<const unsigned short*>(p));
-}
-
-__device__ __forceinline__ float f16_bits(uint32_t h) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
-}
-
-// The staged activations of one row: 16-byte units (swizzled), d and sums per 32.
-struct ActRow {
-  const int4* units;
-  const float* d;
-  const int32_t* sums;
-  __device__ __forceinline__ int4 unit(int v) const { return units[v ^ ((v >> 3) & 3)]; }
-};
-
-// Where one weight row's bytes start: quants (or blocks) and, for Q4_0/Q8_0, scales.
-struct RowPtr {
-  const uint8_t* q;
-  const uint16_t* s;
-};
-
-__device__ __forceinline__ int dot4(const int (&w)[4], const int4& a, int s) {
-  s = __dp4a(w[0], a.x, s);
-  s = __dp4a(w[1], a.y, s);
-  s = __dp4a(w[2], a.z, s);
-  return __dp4a(w[3], a.w, s);
-}
-
-// Bytes v (each 0..63) minus 32, as int8: with bit 7 set no byte borrows
-// from its neighbour, and flipping bit 7 back gives the two's complement.
-__device__ __forceinline__ int minus32(uint32_t v) {
-  return static_cast<int>(((v | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
-}
-
-// The 32 bytes at offset s (even, 0..14) of a 48-byte window.
-__device__ __forceinline__ void window32(const int4 (&v)[3], int s, uint32_t (&out)[8]) {
-  const uint32_t w[12] = {static_cast<uint32_t>(v[0].x), static_cast<uint32_t>(v[0].y), static_cast<uint32_t>(v[0].z),
-                          static_cast<uint32_t>(v[0].w), static_cast<uint32_t>(v[1].x), static_cast<uint32_t>(v[1].y),
-                          static_cast<uint32_t>(v[1].z), static_cast<uint32_t>(v[1].w), static_cast<uint32_t>(v[2].x),
-                          static_cast<uint32_t>(v[2].y), static_cast<uint32_t>(v[2].z), static_cast<uint32_t>(v[2].w)};
-  const int q = s >> 2;           // whole words
-  const int r = (s & 3) * 8;      // bits within a word: 0 or 16
-  uint32_t u[10], t[9];
-#pragma unroll
-  for (int i = 0; i < 10; ++i) u[i] = (q & 2) ? w[i + 2] : w[i];
-#pragma unroll
-  for (int i = 0; i < 9; ++i) t[i] = (q & 1) ? u[i + 1] : u[i];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = __funnelshift_r(t[i], t[i + 1], r);
-}
-
-// Blocks per SM the registers of the kernels for 2..4 activation rows must
-// allow (at most 80 registers a thread; Q6_K: 2, at most 128).
-constexpr int kMinBlocksMulti = 3;
-
-template <TensorType T>
-struct Task;
+namespace gemv {
 
 // Q4_0 (repacked: 16 quant bytes per chunk, f16 scales apart): one chunk.
 // Byte i holds element i (low nibble) and i + 16 (high).
@@ -115,6 +44,7 @@ struct Task<TensorType::Q4_0> {
   static constexpr int kMinBlocks = 4;  // blocks per SM the registers must allow (at most 64 a thread)
   static constexpr int kPerRound = 4;
   static constexpr bool kSums = true;
+  static constexpr bool kQ81 = false;
   struct Raw {
     int4 q;
     uint32_t d;
@@ -148,6 +78,7 @@ struct Task<TensorType::Q8_0> {
   static constexpr int kMinBlocks = 4;  // blocks per SM the registers must allow (at most 64 a thread)
   static constexpr int kPerRound = 4;
   static constexpr bool kSums = false;
+  static constexpr bool kQ81 = false;
   struct Raw {
     int4 q0, q1;
     uint32_t d;
@@ -176,6 +107,7 @@ struct Task<TensorType::Q4_K> {
   static constexpr int kMinBlocks = 4;  // blocks per SM the registers must allow (at most 64 a thread)
   static constexpr int kPerRound = 2;
   static constexpr bool kSums = true;
+  static constexpr bool kQ81 = false;
   struct Raw {
     int4 head;  // d, dmin, scales[12]
     int4 q0, q1;
@@ -187,15 +119,6 @@ struct Task<TensorType::Q4_K> {
     r.head = load_stream(blk);
     r.q0 = load_stream(blk + 16 + 32 * (task % 4));
     r.q1 = load_stream(blk + 32 + 32 * (task % 4));
-  }
-  // Scale and min of sub-block j (0..7) from the 12 packed bytes s0|s1|s2.
-  // Both forms are computed and one selected: lanes of a warp take both.
-  __device__ static void scale_min(int j, uint32_t s0, uint32_t s1, uint32_t s2, int& sc, int& m) {
-    const int sh = 8 * (j & 3);
-    const uint32_t b0 = s0 >> sh, b1 = s1 >> sh, b2 = s2 >> sh;
-    const bool low = j < 4;
-    sc = static_cast<int>(low ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6 & 3) << 4));
-    m = static_cast<int>(low ? b1 & 63 : (b2 >> 4 & 0xF) | ((b1 >> 6 & 3) << 4));
   }
   __device__ static float dot(const Raw& r, const ActRow& a, int task) {
     const int p = task % 4;
@@ -212,8 +135,8 @@ struct Task<TensorType::Q4_K> {
     int sc0, m0, sc1, m1;
     const auto s0w = static_cast<uint32_t>(r.head.y), s1w = static_cast<uint32_t>(r.head.z),
                s2w = static_cast<uint32_t>(r.head.w);
-    scale_min(2 * p, s0w, s1w, s2w, sc0, m0);
-    scale_min(2 * p + 1, s0w, s1w, s2w, sc1, m1);
+    k_scale_min(2 * p, s0w, s1w, s2w, sc0, m0);
+    k_scale_min(2 * p + 1, s0w, s1w, s2w, sc1, m1);
     const int c = 2 * task;  // first chunk
     const int isum = sc0 * s0 + sc1 * s1;
     const int msum = m0 * a.sums[c] + m1 * a.sums[c + 1];
@@ -230,6 +153,7 @@ struct Task<TensorType::Q6_K> {
   static constexpr int kMinBlocks = 2;  // blocks per SM the registers must allow (at most 128 a thread)
   static constexpr int kPerRound = 2;
   static constexpr bool kSums = false;
+  static constexpr bool kQ81 = false;
   struct Raw {
     int4 l[3], h[3];      // aligned windows around ql and qh spans
     uint32_t sc_a, sc_b;  // scale bytes of quarter p, of quarter p + 2
@@ -284,17 +208,27 @@ __host__ __device__ constexpr int64_t units_per_row(int64_t k) {
 
 template <TensorType T>
 size_t stage_bytes(int64_t k, int64_t m) {
-  const int64_t scalars = (Task<T>::kSums ? 2 : 1) * (k / kChunk) * static_cast<int64_t>(sizeof(float));
+  const int64_t per_chunk = 1 + (Task<T>::kSums ? 1 : 0) + (Task<T>::kQ81 ? 1 : 0);  // d, sums, s
+  const int64_t scalars = per_chunk * (k / kChunk) * static_cast<int64_t>(sizeof(float));
   return static_cast<size_t>(m * (units_per_row(k) * kUnit + scalars));
+}
+
+// Blocks per SM the registers of the kernel for M activation rows must allow.
+template <TensorType T, int M>
+constexpr int min_blocks() {
+  if (M == 1) return Task<T>::kMinBlocks;
+  // Q6_K, and Q5_K/Q3_K (five 16-byte loads per task) spill at 80 registers: 128.
+  if (T == TensorType::Q6_K || T == TensorType::Q5_K || T == TensorType::Q3_K) return 2;
+  return Task<T>::kMinBlocks < kMinBlocksMulti ? Task<T>::kMinBlocks : kMinBlocksMulti;
 }
 
 template <TensorType T, int M>
 __global__ void __launch_bounds__(kGemvThreads,
-                                  M == 1 ? Task<T>::kMinBlocks : (T == TensorType::Q6_K ? 2 : kMinBlocksMulti))
+                                  min_blocks<T, M>())
     gemv_quant_kernel(const GpuMatrix w, const QuantAct a, int n_tasks, float* __restrict__ y, bool accumulate) {
   using Tk = Task<T>;
   constexpr int kU = Tk::kPerRound;
-  extern __shared__ int4 stage[];  // [M][units] int8, then d [M][k/32], then sums [M][k/32]
+  extern __shared__ int4 stage[];  // [M][units] int8, then d [M][k/32], then sums [M][k/32] and/or s [M][k/32]
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
   const bool active = row < w.n;
@@ -316,6 +250,7 @@ __global__ void __launch_bounds__(kGemvThreads,
   grid_dependency_wait();
   auto* d_stage = reinterpret_cast<float*>(stage + M * row_units);
   auto* s_stage = reinterpret_cast<int32_t*>(d_stage + M * n_chunks);
+  auto* o_stage = reinterpret_cast<float*>(s_stage + (Tk::kSums ? M * n_chunks : 0));  // Q8_1 s
   for (int i = static_cast<int>(threadIdx.x); i < M * n_units; i += kGemvThreads) {
     const int t = i / n_units, v = i % n_units;
     stage[t * row_units + (v ^ ((v >> 3) & 3))] = reinterpret_cast<const int4*>(a.qs + t * w.k)[v];
@@ -323,6 +258,7 @@ __global__ void __launch_bounds__(kGemvThreads,
   for (int i = static_cast<int>(threadIdx.x); i < M * n_chunks; i += kGemvThreads) {
     d_stage[i] = a.d[i];
     if constexpr (Tk::kSums) s_stage[i] = a.sums[i];
+    if constexpr (Tk::kQ81) o_stage[i] = a.s[i];
   }
   __syncthreads();
   if (!active) {
@@ -341,7 +277,8 @@ __global__ void __launch_bounds__(kGemvThreads,
       if (task < n_tasks) {
 #pragma unroll
         for (int t = 0; t < M; ++t) {
-          const ActRow ar{stage + t * row_units, d_stage + t * n_chunks, s_stage + t * n_chunks};
+          const ActRow ar{stage + t * row_units, d_stage + t * n_chunks, s_stage + t * n_chunks,
+                          o_stage + t * n_chunks};
           acc[t] += Tk::dot(raw[u], ar, task);
         }
       }
@@ -392,21 +329,34 @@ size_t stage_bytes_of(TensorType t, int64_t k, int64_t m) {
     case TensorType::Q8_0: return stage_bytes<TensorType::Q8_0>(k, m);
     case TensorType::Q4_K: return stage_bytes<TensorType::Q4_K>(k, m);
     case TensorType::Q6_K: return stage_bytes<TensorType::Q6_K>(k, m);
+    case TensorType::Q4_1: return stage_bytes<TensorType::Q4_1>(k, m);
+    case TensorType::Q5_0: return stage_bytes<TensorType::Q5_0>(k, m);
+    case TensorType::Q5_1: return stage_bytes<TensorType::Q5_1>(k, m);
+    case TensorType::Q2_K: return stage_bytes<TensorType::Q2_K>(k, m);
+    case TensorType::Q3_K: return stage_bytes<TensorType::Q3_K>(k, m);
+    case TensorType::Q5_K: return stage_bytes<TensorType::Q5_K>(k, m);
     default: return 0;
   }
 }
 
-}  // namespace
+}  // namespace gemv
 
 bool gemv_quant_supports(const GpuMatrix& w, int64_t m) {
+  using namespace gemv;
   if (m < 1 || m > kGemvMaxRows || w.k <= 0) return false;
   const auto addr = reinterpret_cast<uintptr_t>(w.data);
   switch (w.type) {
     case TensorType::Q4_0:
     case TensorType::Q8_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
       if (w.k % kChunk != 0 || addr % 16 != 0) return false;
       break;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
       if (w.k % kSbElems != 0 || addr % 16 != 0 || w.row_bytes % 16 != 0) return false;
       break;
     case TensorType::Q6_K:
@@ -420,6 +370,7 @@ bool gemv_quant_supports(const GpuMatrix& w, int64_t m) {
 
 void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, bool pdl,
                 cudaStream_t s) {
+  using namespace gemv;
   if (m <= 0 || w.n == 0) return;
   if (!gemv_quant_supports(w, m)) {
     throw InvalidArgument("gemv_quant: unsupported " + tensor_type_name(w.type) + " matrix of row length " +
@@ -429,7 +380,13 @@ void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool
     case TensorType::Q4_0: launch_type<TensorType::Q4_0>(w, a, m, y, accumulate, pdl, s); break;
     case TensorType::Q8_0: launch_type<TensorType::Q8_0>(w, a, m, y, accumulate, pdl, s); break;
     case TensorType::Q4_K: launch_type<TensorType::Q4_K>(w, a, m, y, accumulate, pdl, s); break;
-    default: launch_type<TensorType::Q6_K>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q6_K: launch_type<TensorType::Q6_K>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q4_1: launch_type<TensorType::Q4_1>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q5_0: launch_type<TensorType::Q5_0>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q5_1: launch_type<TensorType::Q5_1>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q2_K: launch_type<TensorType::Q2_K>(w, a, m, y, accumulate, pdl, s); break;
+    case TensorType::Q3_K: launch_type<TensorType::Q3_K>(w, a, m, y, accumulate, pdl, s); break;
+    default: launch_type<TensorType::Q5_K>(w, a, m, y, accumulate, pdl, s); break;
   }
 }
 

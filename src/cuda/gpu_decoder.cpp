@@ -32,9 +32,14 @@ std::string mib(uint64_t b) { return std::to_string(static_cast<int64_t>(std::ll
 bool fused_out(TensorType t, Activation& act, ActOut& out) {
   switch (t) {
     case TensorType::Q4_0:
+    case TensorType::Q5_0:
     case TensorType::Q8_0:
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
     case TensorType::Q6_K: {
+      // (Q4_1/Q5_1 read Q8_1 blocks, which the fused kernels do not write.)
       out.format = act_format_for(t);
       if (act.k() % (out.format == ActFormat::Q8_0 ? kQ8_0Block : kQ8KBlock) != 0) return false;
       out.quant = act.quant_buffers(out.format);
@@ -55,6 +60,12 @@ void mark_made(Activation& act, const ActOut& out) {
   } else {
     act.mark_quantized(out.format);
   }
+}
+
+// Bytes a tensor takes on the GPU (Q2_K/Q3_K matrices are padded there).
+uint64_t device_bytes(const gguf::TensorInfo& t) {
+  if (t.n_dims == 2 && gpu_supports(t.type)) return gpu_matrix_bytes(t.type, t.ne[1], t.ne[0]);
+  return t.n_bytes;
 }
 
 template <typename T>
@@ -89,12 +100,12 @@ FitReport fit_report(const model::Model& m, int64_t n_cells, int device) {
   for (const gguf::TensorInfo& t : m.file().tensors()) {
     if (t.name.rfind("blk.", 0) == 0) {
       const int64_t il = std::strtoll(t.name.c_str() + 4, nullptr, 10);
-      if (il >= 0 && il < hp.n_layer) r.layer_bytes[static_cast<size_t>(il)] += t.n_bytes;
+      if (il >= 0 && il < hp.n_layer) r.layer_bytes[static_cast<size_t>(il)] += device_bytes(t);
     } else if (t.name == "token_embd.weight") {
-      r.embd_bytes = t.n_bytes;
+      r.embd_bytes = device_bytes(t);
     } else {
       has_output = has_output || t.name == "output.weight";
-      r.output_bytes += t.n_bytes;
+      r.output_bytes += device_bytes(t);
     }
   }
   if (!has_output) r.output_bytes += r.embd_bytes;  // tied: the table is the output matrix

@@ -11,15 +11,22 @@ namespace {
 
 constexpr int64_t kBlock = quant::kQK;    // 32
 constexpr int64_t kBlockK = quant::kQKK;  // 256
-constexpr int64_t kQ4Bytes = kBlock / 2;  // quants of one Q4_0 block
+constexpr int64_t kQ4Bytes = kBlock / 2;  // quants of one Q4_0/Q4_1/Q5_0/Q5_1 block (low nibbles)
 constexpr int64_t kQ8Bytes = kBlock;      // quants of one Q8_0 block
+constexpr uint64_t kPadTo = 16;           // Q2_K/Q3_K blocks are padded to a multiple of this
 
 int64_t block_of(TensorType t) {
   switch (t) {
     case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
     case TensorType::Q8_0:
       return kBlock;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
     case TensorType::Q6_K:
       return kBlockK;
     default:
@@ -27,25 +34,67 @@ int64_t block_of(TensorType t) {
   }
 }
 
-// Splits GGUF blocks (scale first, then quants) into quants and scales.
-template <typename Block, int64_t kQuantBytes>
-void repack(const Block* src, int64_t n_blocks, uint8_t* quants, uint16_t* scales) {
+bool has_high(TensorType t) { return t == TensorType::Q5_0 || t == TensorType::Q5_1; }
+bool has_min(TensorType t) { return t == TensorType::Q4_1 || t == TensorType::Q5_1; }
+bool padded(TensorType t) { return t == TensorType::Q2_K || t == TensorType::Q3_K; }
+
+// Splits GGUF blocks into quants, fifth bits (Q5 types) and scales (d, or d and m).
+template <typename Block>
+void repack(const Block* src, int64_t n_blocks, int64_t quant_bytes, uint8_t* quants, uint32_t* high,
+            uint16_t* scales) {
   for (int64_t b = 0; b < n_blocks; ++b) {
-    std::memcpy(quants + b * kQuantBytes, src[b].qs, kQuantBytes);
-    scales[b] = src[b].d;
+    std::memcpy(quants + b * quant_bytes, src[b].qs, static_cast<size_t>(quant_bytes));
+    if constexpr (requires(const Block& x) { x.qh; }) std::memcpy(high + b, src[b].qh, sizeof(uint32_t));
+    if constexpr (requires(const Block& x) { x.m; }) {
+      scales[2 * b] = src[b].d;
+      scales[2 * b + 1] = src[b].m;
+    } else {
+      scales[b] = src[b].d;
+    }
   }
 }
 
+// Where the parts of a repacked matrix of n_blocks blocks start.
+struct RepackedParts {
+  uint64_t high = 0, scales = 0;  // byte offsets
+};
+
+RepackedParts parts_of(TensorType t, int64_t n_blocks) {
+  RepackedParts p;
+  p.high = static_cast<uint64_t>(n_blocks * (t == TensorType::Q8_0 ? kQ8Bytes : kQ4Bytes));
+  p.scales = p.high + (has_high(t) ? static_cast<uint64_t>(n_blocks) * sizeof(uint32_t) : 0);
+  return p;
+}
+
 }  // namespace
+
+bool gpu_repacked(TensorType t) {
+  switch (t) {
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::Q8_0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t gpu_block_bytes(TensorType t) {
+  const uint64_t bytes = tensor_row_bytes(t, static_cast<uint64_t>(block_of(t)));
+  return padded(t) ? (bytes + kPadTo - 1) / kPadTo * kPadTo : bytes;
+}
 
 GpuMatrix row_slice(const GpuMatrix& m, int64_t r0, int64_t rows) {
   if (r0 < 0 || rows < 0 || r0 + rows > m.n) throw InvalidArgument("row_slice: rows outside the matrix");
   GpuMatrix s = m;
   s.n = rows;
-  if (m.type == TensorType::Q4_0 || m.type == TensorType::Q8_0) {
+  if (gpu_repacked(m.type)) {
     const int64_t blocks = r0 * (m.k / kBlock);
-    s.data = m.data + blocks * (m.type == TensorType::Q4_0 ? kQ4Bytes : kQ8Bytes);
-    s.scales = m.scales + blocks;
+    s.data = m.data + blocks * (m.type == TensorType::Q8_0 ? kQ8Bytes : kQ4Bytes);
+    s.scales = m.scales + blocks * (has_min(m.type) ? 2 : 1);
+    if (m.high != nullptr) s.high = m.high + blocks;
   } else {
     s.data = m.data + static_cast<uint64_t>(r0) * m.row_bytes;
   }
@@ -57,8 +106,14 @@ bool gpu_supports(TensorType t) {
     case TensorType::F32:
     case TensorType::F16:
     case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
     case TensorType::Q8_0:
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
     case TensorType::Q6_K:
       return true;
     default:
@@ -67,6 +122,7 @@ bool gpu_supports(TensorType t) {
 }
 
 uint64_t gpu_matrix_bytes(TensorType t, int64_t n, int64_t k) {
+  if (padded(t)) return static_cast<uint64_t>(n) * static_cast<uint64_t>(k / kBlockK) * gpu_block_bytes(t);
   return static_cast<uint64_t>(n) * tensor_row_bytes(t, static_cast<uint64_t>(k));
 }
 
@@ -83,23 +139,49 @@ GpuMatrix upload_matrix(TensorType t, int64_t n, int64_t k, const void* host, De
   m.type = t;
   m.n = n;
   m.k = k;
-  m.row_bytes = tensor_row_bytes(t, static_cast<uint64_t>(k));
+  m.row_bytes = padded(t) ? static_cast<uint64_t>(k / kBlockK) * gpu_block_bytes(t)
+                          : tensor_row_bytes(t, static_cast<uint64_t>(k));
   const uint64_t bytes = gpu_matrix_bytes(t, n, k);
   buf.resize(bytes);
-  if (t == TensorType::Q4_0 || t == TensorType::Q8_0) {
+  if (gpu_repacked(t)) {
     const int64_t n_blocks = n * (k / kBlock);
-    const int64_t qbytes = t == TensorType::Q4_0 ? kQ4Bytes : kQ8Bytes;
+    const int64_t qbytes = t == TensorType::Q8_0 ? kQ8Bytes : kQ4Bytes;
+    const RepackedParts parts = parts_of(t, n_blocks);
     std::vector<uint8_t> staged(static_cast<size_t>(bytes));
     uint8_t* quants = staged.data();
-    auto* scales = reinterpret_cast<uint16_t*>(staged.data() + n_blocks * qbytes);
-    if (t == TensorType::Q4_0) {
-      repack<quant::BlockQ4_0, kQ4Bytes>(static_cast<const quant::BlockQ4_0*>(host), n_blocks, quants, scales);
-    } else {
-      repack<quant::BlockQ8_0, kQ8Bytes>(static_cast<const quant::BlockQ8_0*>(host), n_blocks, quants, scales);
+    auto* high = reinterpret_cast<uint32_t*>(staged.data() + parts.high);
+    auto* scales = reinterpret_cast<uint16_t*>(staged.data() + parts.scales);
+    switch (t) {
+      case TensorType::Q4_0:
+        repack(static_cast<const quant::BlockQ4_0*>(host), n_blocks, qbytes, quants, high, scales);
+        break;
+      case TensorType::Q4_1:
+        repack(static_cast<const quant::BlockQ4_1*>(host), n_blocks, qbytes, quants, high, scales);
+        break;
+      case TensorType::Q5_0:
+        repack(static_cast<const quant::BlockQ5_0*>(host), n_blocks, qbytes, quants, high, scales);
+        break;
+      case TensorType::Q5_1:
+        repack(static_cast<const quant::BlockQ5_1*>(host), n_blocks, qbytes, quants, high, scales);
+        break;
+      default:
+        repack(static_cast<const quant::BlockQ8_0*>(host), n_blocks, qbytes, quants, high, scales);
+        break;
     }
     FERRITE_CUDA_CHECK(cudaMemcpy(buf.as(), staged.data(), bytes, cudaMemcpyHostToDevice));
     m.data = buf.as<uint8_t>();
-    m.scales = reinterpret_cast<const uint16_t*>(buf.as<uint8_t>() + n_blocks * qbytes);
+    m.scales = reinterpret_cast<const uint16_t*>(buf.as<uint8_t>() + parts.scales);
+    if (has_high(t)) m.high = reinterpret_cast<const uint32_t*>(buf.as<uint8_t>() + parts.high);
+  } else if (padded(t)) {
+    // Each GGUF block into a zero-padded slot.
+    const uint64_t src_bytes = tensor_row_bytes(t, static_cast<uint64_t>(kBlockK));
+    const uint64_t dst_bytes = gpu_block_bytes(t);
+    const uint64_t n_blocks = static_cast<uint64_t>(n) * static_cast<uint64_t>(k / kBlockK);
+    std::vector<uint8_t> staged(static_cast<size_t>(bytes), 0);
+    const auto* src = static_cast<const uint8_t*>(host);
+    for (uint64_t b = 0; b < n_blocks; ++b) std::memcpy(staged.data() + b * dst_bytes, src + b * src_bytes, src_bytes);
+    FERRITE_CUDA_CHECK(cudaMemcpy(buf.as(), staged.data(), bytes, cudaMemcpyHostToDevice));
+    m.data = buf.as<uint8_t>();
   } else {
     FERRITE_CUDA_CHECK(cudaMemcpy(buf.as(), host, bytes, cudaMemcpyHostToDevice));
     m.data = buf.as<uint8_t>();

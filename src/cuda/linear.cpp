@@ -20,7 +20,7 @@ constexpr int64_t kCublasMinRows = 8;
 // Programmatic dependent launch needs sm_90.
 constexpr int kPdlMinMajor = 9;
 
-int64_t format_block(ActFormat f) { return f == ActFormat::Q8_0 ? 32 : 256; }
+int64_t format_block(ActFormat f) { return f == ActFormat::Q8_K ? 256 : 32; }
 
 bool exact_from_env() {
   const char* env = std::getenv("FERRITE_CUDA_EXACT");
@@ -58,14 +58,19 @@ void set_exact_products(bool exact) { g_exact = exact; }
 bool exact_products() { return g_exact; }
 
 QuantAct Activation::quant_buffers(ActFormat f) {
-  const int i = f == ActFormat::Q8_0 ? 0 : 1;
+  const int i = static_cast<int>(f);
   if (k_ % format_block(f) != 0) {
     throw InvalidArgument("GPU linear: row length " + std::to_string(k_) + " does not fit the activation blocks");
   }
   qs_[i].reserve(static_cast<size_t>(m_ * k_));
   d_[i].reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(float));
   sums_[i].reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(int32_t));
-  return QuantAct{qs_[i].as<int8_t>(), d_[i].as<float>(), sums_[i].as<int32_t>()};
+  QuantAct q{qs_[i].as<int8_t>(), d_[i].as<float>(), sums_[i].as<int32_t>()};
+  if (f == ActFormat::Q8_1) {
+    s_.reserve(static_cast<size_t>(m_ * k_ / kChunk) * sizeof(float));
+    q.s = s_.as<float>();
+  }
+  return q;
 }
 
 uint16_t* Activation::f16_buffer() {
@@ -74,7 +79,7 @@ uint16_t* Activation::f16_buffer() {
 }
 
 QuantAct Activation::quantized(ActFormat f, cudaStream_t s) {
-  const int i = f == ActFormat::Q8_0 ? 0 : 1;
+  const int i = static_cast<int>(f);
   const QuantAct q = quant_buffers(f);
   if (!have_q_[i]) {
     quantize_act(f, x_, m_, k_, q, s);
@@ -93,7 +98,7 @@ const uint16_t* Activation::f16(cudaStream_t s) {
 }
 
 const uint16_t* Activation::f16_via(ActFormat f, cudaStream_t s) {
-  const int i = f == ActFormat::Q8_0 ? 0 : 1;
+  const int i = static_cast<int>(f);
   const QuantAct q = quantized(f, s);
   via_[i].reserve(static_cast<size_t>(m_ * k_) * sizeof(uint16_t));
   if (!have_via_[i]) {
@@ -153,6 +158,9 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
     matmul_mma(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, mma_scratch_, stream_);
   } else if (fast && gemv_ && gemv_quant_supports(w, m)) {
     gemv_quant(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, pdl_, stream_);
+  } else if (fast && gemv_ && m <= kGemmMinRows && !matmul_mma_supports(w) && gemv_quant_supports(w, kGemvMaxRows)) {
+    // Types the int8 mma does not take: the GEMV, a group of rows at a time.
+    gemv_groups(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate);
   } else if (gemm && dequant_f16_supports(w.type)) {
     // Row blocks of at most kMaxScratchElems dequantized values (a large
     // output matrix must not need a scratch of its own size).
@@ -191,10 +199,51 @@ void LinearRunner::run_exact(const GpuMatrix& w, Activation& a, float* y, bool a
       break;
     }
     default: {
+      if (exact_dequantized(w.type)) {
+        run_dequantized(w, a, y, accumulate);
+        break;
+      }
       const QuantAct q = a.quantized(act_format_for(w.type), stream_);
       matmul_quant(w, q, m, y, accumulate, stream_);
       break;
     }
+  }
+}
+
+void LinearRunner::gemv_groups(const GpuMatrix& w, const QuantAct& q, int64_t m, float* y, bool accumulate) {
+  const int64_t per_row = w.k / kChunk;  // scales and sums per activation row
+  for (int64_t r0 = 0; r0 < m; r0 += kGemvMaxRows) {
+    const int64_t rows = std::min(kGemvMaxRows, m - r0);
+    QuantAct part{q.qs + r0 * w.k, q.d + r0 * per_row, q.sums + r0 * per_row};
+    if (q.s != nullptr) part.s = q.s + r0 * per_row;
+    gemv_quant(w, part, rows, y + r0 * w.n, accumulate, pdl_ && r0 == 0, stream_);
+  }
+}
+
+void LinearRunner::run_dequantized(const GpuMatrix& w, Activation& a, float* y, bool accumulate) {
+  const int64_t m = a.m();
+  const ActFormat f = act_format_for(w.type);
+  const QuantAct q = a.quantized(f, stream_);
+  x32_.reserve(static_cast<size_t>(m * w.k) * sizeof(float));
+  quantized_act_to_f32(q, m, w.k, x32_.as<float>(), stream_);
+  // Row blocks of at most scratch_limit_ dequantized values.
+  const int64_t block_rows = std::max<int64_t>(1, std::min<int64_t>(w.n, scratch_limit_ / w.k));
+  w32_.reserve(static_cast<size_t>(block_rows * w.k) * sizeof(float));
+  y32_.reserve(static_cast<size_t>(block_rows * m) * sizeof(float));
+  for (int64_t r0 = 0; r0 < w.n; r0 += block_rows) {
+    const int64_t rows = std::min(block_rows, w.n - r0);
+    const GpuMatrix part = row_slice(w, r0, rows);
+    dequantize_f32(part, w32_.as<float>(), stream_);
+    GpuMatrix rows_f32;
+    rows_f32.type = TensorType::F32;
+    rows_f32.n = rows;
+    rows_f32.k = w.k;
+    rows_f32.data = w32_.as<uint8_t>();
+    rows_f32.row_bytes = static_cast<uint64_t>(w.k) * sizeof(float);
+    // y32 [m, rows]: the dots, then (Q8_1) the offset term, then into y's columns.
+    matmul_float(rows_f32, x32_.as<float>(), m, y32_.as<float>(), false, stream_);
+    if (f == ActFormat::Q8_1) q8_1_offset_add(part, q, m, y32_.as<float>(), stream_);
+    store_columns(y32_.as<float>(), m, rows, y + r0, w.n, accumulate, stream_);
   }
 }
 

@@ -15,10 +15,15 @@
 // that have it; FERRITE_CUDA_MMA_ROWS=LO:HI sets that range.
 // Outside the exact mode, quantized weights of 1..kGemvMaxRows rows (decode)
 // take the bandwidth GEMV (gemv_quant.cu), F16 weights its F16 counterpart;
+// weight types matmul_mma does not take (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) take
+// it in groups of kGemvMaxRows rows up to kGemmMinRows rows too.
 // FERRITE_CUDA_GEMV=0 (or set_gemv(false)) keeps the earlier kernels
 // (matmul_quant, the first gemv_f16) for comparisons. Both are launched as
 // programmatic dependents of the kernel before them (pdl.cuh) where
 // pdl_enabled().
+// In the exact mode Q4_1/Q5_0/Q5_1 take the CPU's dequantized product
+// (ops.h exact_dequantized: f32 rows, matmul_float's order, the Q8_1 offset
+// term), the other quantized types matmul_quant.
 // An Activation caches its converted forms (8-bit blocks, f16) until its
 // values change, so Q, K and V (or gate and up) convert their input once; a
 // kernel that writes x can also write a converted form itself (fused_ops.cu)
@@ -54,7 +59,10 @@ class Activation {
     changed();
   }
   // Call after writing new values into x().
-  void changed() { have_q_[0] = have_q_[1] = have_f16_ = have_via_[0] = have_via_[1] = false; }
+  void changed() {
+    for (int i = 0; i < kActFormats; ++i) have_q_[i] = have_via_[i] = false;
+    have_f16_ = false;
+  }
 
   float* x() const { return x_; }
   int64_t m() const { return m_; }
@@ -65,7 +73,7 @@ class Activation {
   // The buffers quantized(f) fills, reserved for [m, k]; after a kernel
   // launched on the runner's stream writes them, mark_quantized(f).
   QuantAct quant_buffers(ActFormat f);
-  void mark_quantized(ActFormat f) { have_q_[f == ActFormat::Q8_0 ? 0 : 1] = true; }
+  void mark_quantized(ActFormat f) { have_q_[static_cast<int>(f)] = true; }
   // The buffer f16() fills, reserved for [m, k]; mark_f16() once written.
   uint16_t* f16_buffer();
   void mark_f16() { have_f16_ = true; }
@@ -77,10 +85,10 @@ class Activation {
  private:
   float* x_ = nullptr;
   int64_t m_ = 0, k_ = 0;
-  bool have_q_[2] = {false, false};
+  bool have_q_[kActFormats] = {};
   bool have_f16_ = false;
-  bool have_via_[2] = {false, false};
-  DeviceBuffer qs_[2], d_[2], sums_[2], f16_, via_[2];
+  bool have_via_[kActFormats] = {};
+  DeviceBuffer qs_[kActFormats], d_[kActFormats], sums_[kActFormats], s_, f16_, via_[kActFormats];
 };
 
 class LinearRunner {
@@ -113,6 +121,11 @@ class LinearRunner {
  private:
   // The CPU's arithmetic (matmul_quant / matmul_float, or cuBLAS for F32 with FERRITE_CUDA_CUBLAS=1).
   void run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
+  // The CPU's dequantized product of Q4_1/Q5_0/Q5_1 weights (exact_dequantized),
+  // in row blocks of at most scratch_limit_ values.
+  void run_dequantized(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
+  // gemv_quant over the activation rows in groups of kGemvMaxRows.
+  void gemv_groups(const GpuMatrix& w, const QuantAct& q, int64_t m, float* y, bool accumulate);
   // y [m, n] (+)= x16 [m, k] · w16^T through cuBLAS (f16 operands, f32 sums);
   // rows of y ldy apart (0: n).
   void gemm_f16(const void* w16, int64_t n, int64_t k, const void* x16, int64_t m, float* y, bool accumulate,
@@ -123,6 +136,7 @@ class LinearRunner {
   bool use_cublas_ = false;  // FERRITE_CUDA_CUBLAS=1: cuBLAS for F32 prefill too (see bench/cuda/NOTES.md)
   DeviceBuffer w16_;         // dequantized weights of the current row block [rows, k] f16
   DeviceBuffer mma_scratch_;  // split-k partial sums of matmul_mma
+  DeviceBuffer w32_, x32_, y32_;  // run_dequantized: f32 rows, activations, the row block's outputs
   int64_t mma_min_rows_ = kMmaMinRows, mma_max_rows_ = kMmaMaxRows;
   bool gemv_ = true;
   bool pdl_ = false;

@@ -165,11 +165,14 @@ bool matmul_mma_supports(const GpuMatrix& w) {
     case TensorType::Q8_0:
       return aligned16(w.data) && aligned16(w.scales);
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
       return aligned16(w.data) && w.row_bytes % 16 == 0;
     case TensorType::Q6_K:
       // Stages copy the aligned vectors around each super-block (even offsets).
       return aligned16(w.data) && w.row_bytes % 2 == 0;
     default:
+      // Q4_1, Q5_0, Q5_1, Q2_K, Q3_K have no tile code: LinearRunner routes
+      // them to the GEMV in groups of rows or to dequantize + cuBLAS.
       return false;
   }
 }
@@ -215,6 +218,7 @@ void matmul_mma(const GpuMatrix& w, const QuantAct& q, int64_t m, float* y, bool
     case TensorType::Q4_0: launch_type<TensorType::Q4_0>(w, a, nt, s); break;
     case TensorType::Q8_0: launch_type<TensorType::Q8_0>(w, a, nt, s); break;
     case TensorType::Q4_K: launch_type<TensorType::Q4_K>(w, a, nt, s); break;
+    case TensorType::Q5_K: launch_type<TensorType::Q5_K>(w, a, nt, s); break;
     case TensorType::Q6_K: launch_type<TensorType::Q6_K>(w, a, nt, s); break;
     default: break;
   }

@@ -5,13 +5,16 @@
 // Operand layout. mma.sync m16n8k32 (s8) gives lane (g, t) = (lane / 4,
 // lane % 4) the k slots 4t..4t+3 (registers a0/a1, b0) and 16+4t..16+4t+3
 // (a2/a3, b1). Any permutation of k applied to both operands leaves the dot
-// product unchanged, so for Q4_0, Q8_0 and Q4_K ("permuted") slot 4t+i holds
+// product unchanged, so for Q4_0, Q8_0, Q4_K and Q5_K ("permuted") slot 4t+i holds
 // element 8t+i of the chunk and slot 16+4t+i element 8t+4+i: each lane reads
 // 8 consecutive bytes of a weight row and of a token row (one 64-bit shared
 // load each). Q6_K keeps the plain layout (its scales cover 16 elements and
 // take one m16n8k16 product each).
 //
-// Sums. Q4_K and Q6_K: the integer chunk sums times their integer sub-block
+// Q5_K is Q4_K with the fifth bit of each value (qh bit j of byte l for
+// element l of sub-block j) ORed into its nibble.
+//
+// Sums. Q4_K, Q5_K and Q6_K: the integer chunk sums times their integer sub-block
 // scales are summed in int32 over the super-block (exact), then scaled once
 // in f32 by the row's d and the token's d (Q8_K: one d per 256). Q4_K's min
 // term sum_j m_j sum(a over chunk j) is a second product whose A operand is
@@ -39,6 +42,8 @@ constexpr int kTokTile = 8;            // tokens per mma (the mma's N)
 constexpr int kVec = 16;               // bytes per asynchronous copy
 constexpr int kVecsPerSb = kSbElems / kVec;  // int8 activations of one token and stage
 constexpr int kQ4KBytes = 144;         // d, dmin (f16), 12 scale bytes, 128 quant bytes
+constexpr int kQ5KBytes = 176;         // d, dmin (f16), 12 scale bytes, qh[32], 128 quant bytes
+constexpr int kQ5KQh = 16;             // offset of Q5_K's fifth bits
 constexpr int kQ6KBytes = 210;         // ql[128], qh[64], scales[16] (int8), d (f16)
 constexpr int kQ6KSpanVecs = 14;       // 16-byte vectors that cover a Q6_K super-block at an even offset
 constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
@@ -47,7 +52,8 @@ constexpr int kStageBudget = 110 * 1024;
 
 template <TensorType T>
 struct Fmt {
-  static constexpr bool kQ8K = T == TensorType::Q4_K || T == TensorType::Q6_K;  // activation format
+  // Activation format Q8_K (else Q8_0).
+  static constexpr bool kQ8K = T == TensorType::Q4_K || T == TensorType::Q5_K || T == TensorType::Q6_K;
   static constexpr bool kPermuted = T != TensorType::Q6_K;
   // Bytes per staged token row: 64-bit loads of 16 lanes (g 0..3 x t) hit
   // all 32 banks when rows are 8 words apart mod 32, 32-bit loads of 32
@@ -58,6 +64,7 @@ struct Fmt {
   static constexpr int kRowStride = T == TensorType::Q4_0   ? kSbChunks * 16 + 16
                                     : T == TensorType::Q8_0 ? kSbChunks * 32 + 32
                                     : T == TensorType::Q4_K ? kQ4KBytes + 16
+                                    : T == TensorType::Q5_K ? kQ5KBytes + 48  // 56 words: rows 24 banks apart
                                                             : kQ6KSpanVecs * kVec;
   // Q4_0/Q8_0: the rows' 8 f16 chunk scales of the stage, stored apart.
   static constexpr int kRowScaleBytes = (T == TensorType::Q4_0 || T == TensorType::Q8_0) ? kSbChunks * 2 : 0;
@@ -181,6 +188,7 @@ struct Stager {
   static constexpr int kChunkBytes = T == TensorType::Q4_0 ? 16 : 32;  // repacked quants per chunk
   static constexpr int kRowVecs = kRepacked ? kSbChunks * kChunkBytes / kVec
                                   : T == TensorType::Q4_K ? kQ4KBytes / kVec
+                                  : T == TensorType::Q5_K ? kQ5KBytes / kVec
                                                           : kQ6KSpanVecs;
   static constexpr int kActVecs = S::kTokens * kVecsPerSb;
   static constexpr int kScaleCopies = F::kQ8K ? S::kTokens : S::kTokens * 2;  // 4-byte or 16-byte copies
@@ -191,6 +199,7 @@ struct Stager {
   static constexpr int kRowScaleSlots = kRepacked ? (kBlockRows + kThreads - 1) / kThreads : 0;
   static constexpr int64_t kWBytesPerSb = kRepacked ? kSbChunks * kChunkBytes
                                           : T == TensorType::Q4_K ? kQ4KBytes
+                                          : T == TensorType::Q5_K ? kQ5KBytes
                                                                   : kQ6KBytes;
 
   uint32_t act[kActSlots];      // bytes into a.aq
@@ -220,7 +229,7 @@ struct Stager {
       const int64_t row = min(row0 + i / kRowVecs, w.n - 1);
       if constexpr (kRepacked) {
         wq[k] = static_cast<uint32_t>(row * a.n_chunks * kChunkBytes + (i % kRowVecs) * kVec);
-      } else if constexpr (T == TensorType::Q4_K) {
+      } else if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K) {
         wq[k] = static_cast<uint32_t>(row * static_cast<int64_t>(w.row_bytes) + (i % kRowVecs) * kVec);
       } else {
         wq[k] = static_cast<uint32_t>(row * static_cast<int64_t>(w.row_bytes));
@@ -307,7 +316,7 @@ struct Warp {
     const auto* s_ad = reinterpret_cast<const float*>(s + S::kAct);
     const uint8_t* s_w = s + S::kAct + S::kActD;
     const uint8_t* rows[2] = {s_w + wrow * F::kRowStride, s_w + (wrow + 8) * F::kRowStride};
-    if constexpr (T == TensorType::Q4_K) {
+    if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K) {
       q4_k(s_act, s_ad, rows, g, t, acc);
     } else if constexpr (T == TensorType::Q6_K) {
       // Each row's super-block sits at the offset its global address had in its 16-byte vector.
@@ -360,15 +369,30 @@ struct Warp {
 #pragma unroll
       for (int e = 0; e < 4; ++e) isum[nt][e] = imin[nt][e] = 0;
     }
+    // Q5_K: the fifth bits of elements 8t .. 8t + 7 of every sub-block (bit j of byte l: sub-block j, element l).
+    constexpr bool kQ5 = T == TensorType::Q5_K;
+    constexpr int kQs = kQ5 ? kQ5KQh + 32 : 16;  // offset of the quants
+    uint2 qh[2] = {make_uint2(0, 0), make_uint2(0, 0)};
+    if constexpr (kQ5) {
+      qh[0] = lds64(rows[0] + kQ5KQh + 8 * t);
+      qh[1] = lds64(rows[1] + kQ5KQh + 8 * t);
+    }
 #pragma unroll
     for (int p = 0; p < kSbChunks / 2; ++p) {
       // Byte i of quant group p holds element i of chunk 2p (low nibble) and of chunk 2p + 1 (high).
-      const uint2 q[2] = {lds64(rows[0] + 16 + 32 * p + 8 * t), lds64(rows[1] + 16 + 32 * p + 8 * t)};
+      const uint2 q[2] = {lds64(rows[0] + kQs + 32 * p + 8 * t), lds64(rows[1] + kQs + 32 * p + 8 * t)};
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int j = 2 * p + half, sh = 4 * half;
-        const int a[4] = {static_cast<int>((q[0].x >> sh) & kLowNibbles), static_cast<int>((q[1].x >> sh) & kLowNibbles),
-                          static_cast<int>((q[0].y >> sh) & kLowNibbles), static_cast<int>((q[1].y >> sh) & kLowNibbles)};
+        int a[4] = {static_cast<int>((q[0].x >> sh) & kLowNibbles), static_cast<int>((q[1].x >> sh) & kLowNibbles),
+                    static_cast<int>((q[0].y >> sh) & kLowNibbles), static_cast<int>((q[1].y >> sh) & kLowNibbles)};
+        if constexpr (kQ5) {
+          constexpr uint32_t kOnes = 0x01010101u;
+          a[0] |= static_cast<int>(((qh[0].x >> j) & kOnes) << 4);
+          a[1] |= static_cast<int>(((qh[1].x >> j) & kOnes) << 4);
+          a[2] |= static_cast<int>(((qh[0].y >> j) & kOnes) << 4);
+          a[3] |= static_cast<int>(((qh[1].y >> j) & kOnes) << 4);
+        }
         const int sc0 = byte_of(sc[0][j / 4], j % 4), sc1 = byte_of(sc[1][j / 4], j % 4);
         const int m0 = byte_of(mn[0][j / 4], j % 4) * 0x01010101, m1 = byte_of(mn[1][j / 4], j % 4) * 0x01010101;
         const int am[4] = {m0, m1, m0, m1};
@@ -385,7 +409,7 @@ struct Warp {
         }
       }
     }
-    // |isum| <= 8 * 63 * 32 * 15 * 127 < 2^25 (a conversion); |imin| <= 8 * 63 * 32 * 127 < 2^22.
+    // |isum| <= 8 * 63 * 32 * 31 * 127 < 2^26 (a conversion); |imin| <= 8 * 63 * 32 * 127 < 2^22.
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       const float2 da = *reinterpret_cast<const float2*>(s_ad + nt * kTokTile + 2 * t);

@@ -4,6 +4,10 @@
 //   Q4_0: d_w d_a sum((q - 8) a)        Q8_0: d_w d_a sum(q a)
 //   Q4_K: d_a (d sc sum(q a) - dmin m sum(a))   per 32-element sub-block
 //   Q6_K: d_a d (sc0 sum_{16}((q - 32) a) + sc1 sum_{16}(...))
+//   Q5_K: as Q4_K, q with its fifth bit
+//   Q3_K: d_a d ((sc0 - 32) sum_{16}(q a) + (sc1 - 32) sum_{16}(...)), q signed
+//   Q2_K: d_a (d (sc0 sum_{16}(q a) + ...) - dmin (m0 sum_{16}(a) + m1 sum_{16}(a)))
+// (Q4_1/Q5_0/Q5_1 take the CPU's dequantized product instead: legacy_exact.cu.)
 // One warp per weight row; each lane takes 32-element chunks (16-byte loads
 // for Q4_0/Q8_0 repacked, and Q4_K). Up to kCols activation rows share the
 // weights a lane decoded; blocks walk column chunks fastest so that a row
@@ -23,11 +27,16 @@ constexpr int kWords = kChunk / 4;  // packed int8x4 words per chunk
 constexpr int kRowsPerBlock = 4;    // warps per block, one row each
 constexpr int kQ4KBlockBytes = 144;
 constexpr int kQ6KBlockBytes = 210;
+constexpr int kQ5KBlockBytes = 176;
+constexpr int kQ2KBlockBytes = 96;   // GPU layout (gpu_matrix.h): padded
+constexpr int kQ3KBlockBytes = 112;  // GPU layout: padded
 constexpr int kChunksPerK = 8;      // 256 / 32
+constexpr uint32_t kOnes = 0x01010101u;
 
 struct Chunk {
   int w[kWords];  // signed int8 weights, packed
   float f0 = 0.0f, f1 = 0.0f;  // per-type factors (see dot_chunk)
+  float f2 = 0.0f, f3 = 0.0f;  // Q2_K: dmin m of the two 16-element halves
 };
 
 __device__ __forceinline__ int lo_nibbles(int v) { return v & 0x0F0F0F0F; }
@@ -79,6 +88,65 @@ __device__ __forceinline__ void load_chunk(const GpuMatrix& w, int64_t row, int6
     q4k_scale_min(sub, blk + 4, sc, m);
     ch.f0 = __low2float(dm) * static_cast<float>(sc);
     ch.f1 = __high2float(dm) * static_cast<float>(m);
+  } else if constexpr (T == TensorType::Q5_K) {
+    const uint8_t* blk = w.data + row * w.row_bytes + (c / kChunksPerK) * kQ5KBlockBytes;
+    const int sub = static_cast<int>(c % kChunksPerK);
+    const int4* q = reinterpret_cast<const int4*>(blk + 48 + 32 * (sub / 2));
+    const int4* qh = reinterpret_cast<const int4*>(blk + 16);
+    const int4 a = q[0], b = q[1], ha = qh[0], hb = qh[1];
+    const int vv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const int hh[8] = {ha.x, ha.y, ha.z, ha.w, hb.x, hb.y, hb.z, hb.w};
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      const int hi = static_cast<int>(((static_cast<uint32_t>(hh[i]) >> sub) & kOnes) << 4);
+      ch.w[i] = ((sub & 1) ? hi_nibbles(vv[i]) : lo_nibbles(vv[i])) | hi;
+    }
+    const half2 dm = *reinterpret_cast<const half2*>(blk);
+    int sc, m;
+    q4k_scale_min(sub, blk + 4, sc, m);
+    ch.f0 = __low2float(dm) * static_cast<float>(sc);
+    ch.f1 = __high2float(dm) * static_cast<float>(m);
+  } else if constexpr (T == TensorType::Q2_K || T == TensorType::Q3_K) {
+    // Chunk (h, j) of a super-block: plane j (bits 2j) of qs[32h .. 32h + 31].
+    constexpr bool kQ2 = T == TensorType::Q2_K;
+    const uint8_t* blk = w.data + row * w.row_bytes + (c / kChunksPerK) * (kQ2 ? kQ2KBlockBytes : kQ3KBlockBytes);
+    const int within = static_cast<int>(c % kChunksPerK);
+    const int h = within / 4, j = within % 4;
+    const int4* q = reinterpret_cast<const int4*>(blk + (kQ2 ? 16 : 32) + 32 * h);
+    const int4 a = q[0], b = q[1];
+    const uint32_t vv[8] = {static_cast<uint32_t>(a.x), static_cast<uint32_t>(a.y), static_cast<uint32_t>(a.z),
+                            static_cast<uint32_t>(a.w), static_cast<uint32_t>(b.x), static_cast<uint32_t>(b.y),
+                            static_cast<uint32_t>(b.z), static_cast<uint32_t>(b.w)};
+    const int is = 8 * h + 2 * j;  // the first of the chunk's two 16-element sub-blocks
+    if constexpr (kQ2) {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) ch.w[i] = static_cast<int>((vv[i] >> (2 * j)) & 0x03030303u);
+      const float d = __half2float(*reinterpret_cast<const half*>(blk + 80));
+      const float dmin = __half2float(*reinterpret_cast<const half*>(blk + 82));
+      ch.f0 = d * static_cast<float>(blk[is] & 0xF);
+      ch.f1 = d * static_cast<float>(blk[is + 1] & 0xF);
+      ch.f2 = dmin * static_cast<float>(blk[is] >> 4);
+      ch.f3 = dmin * static_cast<float>(blk[is + 1] >> 4);
+    } else {
+      const int4* hm = reinterpret_cast<const int4*>(blk);
+      const int4 ha = hm[0], hb = hm[1];
+      const uint32_t hh[8] = {static_cast<uint32_t>(ha.x), static_cast<uint32_t>(ha.y), static_cast<uint32_t>(ha.z),
+                              static_cast<uint32_t>(ha.w), static_cast<uint32_t>(hb.x), static_cast<uint32_t>(hb.y),
+                              static_cast<uint32_t>(hb.z), static_cast<uint32_t>(hb.w)};
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) {
+        const uint32_t v = ((vv[i] >> (2 * j)) & 0x03030303u) | (((hh[i] >> (4 * h + j)) & kOnes) << 2);
+        ch.w[i] = __vsubss4(static_cast<int>(v), 0x04040404);
+      }
+      const float d = __half2float(*reinterpret_cast<const half*>(blk + 108));
+      const uint8_t* sc = blk + 96;
+      auto scale = [&](int k) {
+        const int low = k < 8 ? (sc[k] & 0xF) : (sc[k - 8] >> 4);
+        return (low | (((sc[8 + k % 4] >> (2 * (k / 4))) & 3) << 4)) - 32;
+      };
+      ch.f0 = d * static_cast<float>(scale(is));
+      ch.f1 = d * static_cast<float>(scale(is + 1));
+    }
   } else if constexpr (T == TensorType::Q6_K) {
     const uint8_t* blk = w.data + row * w.row_bytes + (c / kChunksPerK) * kQ6KBlockBytes;
     const int within = static_cast<int>(c % kChunksPerK);
@@ -104,18 +172,28 @@ __device__ __forceinline__ float dot_chunk(const Chunk& ch, const int8_t* aq, fl
   const int4* ap = reinterpret_cast<const int4*>(aq);
   const int4 a0 = ap[0], a1 = ap[1];
   const int a[kWords] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-  if constexpr (T == TensorType::Q6_K) {
+  if constexpr (T == TensorType::Q6_K || T == TensorType::Q3_K || T == TensorType::Q2_K) {
     int s0 = 0, s1 = 0;
 #pragma unroll
     for (int i = 0; i < kWords / 2; ++i) s0 = __dp4a(ch.w[i], a[i], s0);
 #pragma unroll
     for (int i = kWords / 2; i < kWords; ++i) s1 = __dp4a(ch.w[i], a[i], s1);
+    if constexpr (T == TensorType::Q2_K) {
+      // The mins times the sums of each 16 activations.
+      int a0 = 0, a1 = 0;
+#pragma unroll
+      for (int i = 0; i < kWords / 2; ++i) a0 = __dp4a(static_cast<int>(kOnes), a[i], a0);
+#pragma unroll
+      for (int i = kWords / 2; i < kWords; ++i) a1 = __dp4a(static_cast<int>(kOnes), a[i], a1);
+      return ad * ((ch.f0 * static_cast<float>(s0) + ch.f1 * static_cast<float>(s1)) -
+                   (ch.f2 * static_cast<float>(a0) + ch.f3 * static_cast<float>(a1)));
+    }
     return ad * (ch.f0 * static_cast<float>(s0) + ch.f1 * static_cast<float>(s1));
   } else {
     int s = 0;
 #pragma unroll
     for (int i = 0; i < kWords; ++i) s = __dp4a(ch.w[i], a[i], s);
-    if constexpr (T == TensorType::Q4_K) {
+    if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K) {
       return ad * (ch.f0 * static_cast<float>(s) - ch.f1 * static_cast<float>(asum));
     } else {
       return ch.f0 * ad * static_cast<float>(s);
@@ -185,6 +263,21 @@ void launch_type(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, boo
 
 }  // namespace
 
+bool matmul_quant_supports(TensorType t) {
+  switch (t) {
+    case TensorType::Q4_0:
+    case TensorType::Q8_0:
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s) {
   if (m <= 0 || w.n == 0) return;
   if (w.k % kChunk != 0) throw InvalidArgument("matmul_quant: row length not a multiple of 32");
@@ -193,6 +286,9 @@ void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bo
     case TensorType::Q8_0: launch_type<TensorType::Q8_0>(w, a, m, y, accumulate, s); break;
     case TensorType::Q4_K: launch_type<TensorType::Q4_K>(w, a, m, y, accumulate, s); break;
     case TensorType::Q6_K: launch_type<TensorType::Q6_K>(w, a, m, y, accumulate, s); break;
+    case TensorType::Q5_K: launch_type<TensorType::Q5_K>(w, a, m, y, accumulate, s); break;
+    case TensorType::Q3_K: launch_type<TensorType::Q3_K>(w, a, m, y, accumulate, s); break;
+    case TensorType::Q2_K: launch_type<TensorType::Q2_K>(w, a, m, y, accumulate, s); break;
     default: throw InvalidArgument("matmul_quant: unsupported weight type " + tensor_type_name(w.type));
   }
 }

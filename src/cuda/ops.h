@@ -14,31 +14,40 @@ namespace ferrite::cuda {
 
 // ---- activations for quantized products (cpu/act_quant.h) ----------------
 
-enum class ActFormat { Q8_0, Q8_K };
+// Q8_1: Q8_0's values plus s per block (cpu/act_quant.h's Q8_1, the
+// format llama.cpp multiplies Q4_1/Q5_1 weights with).
+enum class ActFormat { Q8_0, Q8_K, Q8_1 };
+constexpr int kActFormats = 3;
 
-// The activation format of a quantized weight type (Q4_0/Q8_0: Q8_0; K types: Q8_K).
+// The activation format of a quantized weight type (Q4_0/Q5_0/Q8_0: Q8_0;
+// Q4_1/Q5_1: Q8_1; K types: Q8_K).
 ActFormat act_format_for(TensorType weight_type);
 
 // Quantized activations [m, k]: int8 values, and per 32 values the f32 scale
-// (Q8_0: f16-rounded d; Q8_K: the 256-block's d, repeated) and the sum of the 32 ints.
+// (Q8_0/Q8_1: f16-rounded d; Q8_K: the 256-block's d, repeated) and the sum of the 32 ints.
 struct QuantAct {
   int8_t* qs = nullptr;     // [m, k]
   float* d = nullptr;       // [m, k / 32]
   int32_t* sums = nullptr;  // [m, k / 32]
+  // Q8_1 only: s = f16(d' * sum) per 32 as f32, d' = amax / 127 before its
+  // f16 rounding (the Q4_1/Q5_1 offset term m * s); null otherwise.
+  float* s = nullptr;       // [m, k / 32]
 };
 
-// k must be a multiple of 32 (Q8_0) or 256 (Q8_K).
+// k must be a multiple of 32 (Q8_0, Q8_1) or 256 (Q8_K).
 void quantize_act(ActFormat f, const float* x, int64_t m, int64_t k, const QuantAct& out, cudaStream_t s);
 
-// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q4_K, Q6_K) with the
+// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q2_K .. Q6_K) with the
 // activations already quantized in act_format_for(w.type); accumulate: y +=.
+bool matmul_quant_supports(TensorType t);
 void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s);
 
-// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q4_K, Q6_K) on the int8
+// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) on the int8
 // tensor cores (matmul_mma.cu; sm_80 and later), the activations as for
 // matmul_quant; any m, in f32 sums of another order than the CPU's (the same
 // for every run). scratch holds split-k partial sums (grown as needed).
-// supports(): the type, k a multiple of 256, 16-byte aligned weights under
+// supports(): the type (not Q4_1, Q5_0, Q5_1, Q2_K, Q3_K: linear.h routes those
+// around it), k a multiple of 256, 16-byte aligned weights under
 // 4 GiB, a device with int8 mma.
 bool matmul_mma_supports(const GpuMatrix& w);
 void matmul_mma(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, DeviceBuffer& scratch,
@@ -47,15 +56,37 @@ void matmul_mma(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool
 // y [m, w.n] = x · W^T for F16 weights (x: f16 [m, k]) or F32 weights (x: f32 [m, k]).
 void matmul_float(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
 
-// True for the weight types dequantize_f16 takes (Q4_0, Q8_0, Q4_K, Q6_K).
+// True for the weight types dequantize_f16 takes (every quantized type gpu_supports).
 bool dequant_f16_supports(TensorType t);
 
 // out [w.n, w.k] = W dequantized to f16 (cuda/dequant.cu), for the cuBLAS
 // prefill product; out must be 16-byte aligned.
 void dequantize_f16(const GpuMatrix& w, uint16_t* out, cudaStream_t s);
 
-// out [m, k] = f16(d * q) of quantized activations (either format).
+// out [w.n, w.k] = W dequantized to f32, the values of the CPU's reference
+// dequantizer (every quantized type gpu_supports); out 16-byte aligned.
+void dequantize_f32(const GpuMatrix& w, float* out, cudaStream_t s);
+
+// out [m, k] = f16(d * q) of quantized activations (any format).
 void quantized_act_to_f16(const QuantAct& a, int64_t m, int64_t k, uint16_t* out, cudaStream_t s);
+
+// out [m, k] = d * q (exact in f32): the CPU's activation round trip.
+void quantized_act_to_f32(const QuantAct& a, int64_t m, int64_t k, float* out, cudaStream_t s);
+
+// ---- the CPU's dequantized product (legacy_exact.cu) -----------------------
+// Q4_1, Q5_0 and Q5_1 have no integer dot product on the CPU: cpu/matmul.cpp
+// multiplies rows dequantized to f32 by the activations' 8-bit round trip in
+// f32 (its float dot order: matmul_float on those operands), and for Q4_1
+// and Q5_1 then adds sum_b m_b (s_b - sum_j y_bj) per output (llama.cpp's
+// m * s term). These are its pieces, for the exact mode.
+bool exact_dequantized(TensorType t);
+
+// y [m, w.n] += that offset term for Q4_1/Q5_1 W and Q8_1 activations a, in
+// the CPU's order (blocks in order, each term rounded, then one addition).
+void q8_1_offset_add(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, cudaStream_t s);
+
+// y [m, cols] with rows ldy apart = src [m, cols] (accumulate: y + src).
+void store_columns(const float* src, int64_t m, int64_t cols, float* y, int64_t ldy, bool accumulate, cudaStream_t s);
 
 // Process-wide: true makes every product and attention use the CPU's
 // arithmetic (the golden tests' bit-for-bit path); false (the default unless
@@ -77,7 +108,7 @@ void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accum
 constexpr int64_t kGemvMaxRows = 4;
 
 // y [m, w.n] (+)= x · W^T for 1..kGemvMaxRows activation rows and quantized W
-// (Q4_0, Q8_0, Q4_K, Q6_K) on the activations quantized as for matmul_quant,
+// (every quantized type gpu_supports) on the activations quantized as for matmul_quant,
 // in f32 sums of another order than the CPU's (gemv_quant.cu: several loads
 // in flight per lane, activations staged in shared memory). supports(): the
 // type and shape, aligned weights, staged activations within the shared

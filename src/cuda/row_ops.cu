@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/dequant_chunk.cuh"
 #include "cuda/device_math.cuh"
 #include "cuda/ops.h"
 #include "cuda/pdl.cuh"
@@ -182,8 +183,14 @@ __device__ float element(const GpuMatrix& m, int64_t r, int64_t e) {
       const float d = __half2float(*reinterpret_cast<const half*>(blk + 208));
       return d * static_cast<float>(sc) * static_cast<float>((lo | (hi << 4)) - 32);
     }
+    case TensorType::Q4_1: return dq::element_of<TensorType::Q4_1>(m, r, e);
+    case TensorType::Q5_0: return dq::element_of<TensorType::Q5_0>(m, r, e);
+    case TensorType::Q5_1: return dq::element_of<TensorType::Q5_1>(m, r, e);
+    case TensorType::Q2_K: return dq::element_of<TensorType::Q2_K>(m, r, e);
+    case TensorType::Q3_K: return dq::element_of<TensorType::Q3_K>(m, r, e);
+    case TensorType::Q5_K: return dq::element_of<TensorType::Q5_K>(m, r, e);
     default:
-      return 0.0f;
+      return 0.0f;  // upload_matrix makes no matrix of another type
   }
 }
 

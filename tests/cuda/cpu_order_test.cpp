@@ -12,11 +12,13 @@
 #include "core/fp16.h"
 #include "cpu/attention.h"
 #include "cpu/features.h"
+#include "cpu/matmul.h"
 #include "cpu/thread_pool.h"
 #include "cpu/vec_ops.h"
 #include "cuda/linear.h"
 #include "cuda/ops.h"
 #include "device_util.h"
+#include "quant/type_traits.h"
 
 namespace ferrite::cuda {
 namespace {
@@ -90,6 +92,45 @@ TEST(GpuCpuOrder, FloatMatmulBitsEqualCpu) {
       }
     }
   }
+}
+
+// Q4_1, Q5_0 and Q5_1 have no integer dot on the CPU: its product dots the
+// rows dequantized to f32 with the activations' 8-bit round trip (and adds
+// the Q8_1 offset term). The exact mode reproduces that bit for bit.
+TEST(GpuCpuOrder, DequantizedProductBitsEqualCpu) {
+  FERRITE_REQUIRE_GPU();
+  FERRITE_REQUIRE_AVX512();
+  const test::ProductMode exact(true);
+  const cpu::Isa before = cpu::active_isa();
+  cpu::set_isa(cpu::Isa::Avx512);
+  std::mt19937 rng = fresh_rng();
+  cpu::ThreadPool pool(1);
+  cpu::MatmulScratch scratch;
+  constexpr int64_t kRows = 37;
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1}) {
+    const quant::TypeTraits& tr = quant::type_traits(type);
+    for (int64_t k : {256, 1120}) {
+      for (int64_t m : {1, 3, 9}) {
+        const std::vector<float> w = random_floats(static_cast<size_t>(kRows * k), rng);
+        const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng, -2.0f, 2.0f);
+        const uint64_t rb = tensor_row_bytes(type, static_cast<uint64_t>(k));
+        std::vector<uint8_t> bytes(rb * kRows);
+        for (int64_t r = 0; r < kRows; ++r) tr.from_float(w.data() + r * k, bytes.data() + r * rb, k, nullptr);
+        std::vector<float> ref(static_cast<size_t>(m * kRows));
+        cpu::matmul(cpu::MatView{type, bytes.data(), k, kRows, rb}, x.data(), m, ref.data(), pool, scratch);
+        DeviceBuffer wbuf;
+        const GpuMatrix g = upload_matrix(type, kRows, k, bytes.data(), wbuf, "w");
+        DeviceBuffer xd = to_device(x), yd = test::poisoned(ref.size());
+        Activation act;
+        act.set(xd.as<float>(), m, k);
+        LinearRunner lin(nullptr);
+        lin.run(g, act, yd.as<float>());
+        expect_same_bits(to_host<float>(yd, ref.size()), ref,
+                         tensor_type_name(type) + " k=" + std::to_string(k) + " m=" + std::to_string(m));
+      }
+    }
+  }
+  cpu::set_isa(before);
 }
 
 void check_attention_bits(int64_t n_tokens, int64_t n_kv, int64_t head_dim, std::mt19937& rng) {

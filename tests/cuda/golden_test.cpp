@@ -98,7 +98,10 @@ std::vector<Case> cases(const char* prompt) {
   std::vector<Case> out;
   out.push_back({"models/synth/synth-llama-F16.gguf", std::string("golden/logits/synth-llama-F16.") + prompt + ".json",
                  Kind::Float16});
-  for (const char* t : {"Q8_0", "Q4_0", "Q4_K_M", "Q6_K"}) {
+  // The mixes hold several types each (Q5_K_M: q5_K and q6_K; Q3_K_M: q3_K,
+  // q4_K, q5_K; Q2_K: q2_K and q3_K; every file's token_embd is q6_K).
+  for (const char* t : {"Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "Q5_K_M", "Q5_K_S", "Q5_0", "Q5_1", "Q4_1", "Q3_K_M",
+                        "Q2_K"}) {
     out.push_back({std::string("models/synth/synth-llama-") + t + ".gguf",
                    std::string("golden/logits/synth-llama-") + t + "." + prompt + ".json", Kind::Quantized});
   }

@@ -13,6 +13,7 @@
 #include "cpu/matmul.h"
 #include "cuda/linear.h"
 #include "device_util.h"
+#include "quant/blocks.h"
 #include "quant/type_traits.h"
 
 namespace ferrite::cuda {
@@ -22,6 +23,22 @@ using test::fresh_rng;
 using test::random_floats;
 using test::to_device;
 using test::to_host;
+
+// The quantized types the GPU takes: those of the first versions, and those
+// added after (issue 9: Q5_K, Q5_0, Q5_1, Q4_1, Q3_K, Q2_K).
+const std::vector<TensorType> kFirstTypes = {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
+const std::vector<TensorType> kNewTypes = {TensorType::Q5_K, TensorType::Q5_0, TensorType::Q5_1,
+                                           TensorType::Q4_1, TensorType::Q3_K, TensorType::Q2_K};
+std::vector<TensorType> all_quant_types() {
+  std::vector<TensorType> out = kFirstTypes;
+  out.insert(out.end(), kNewTypes.begin(), kNewTypes.end());
+  return out;
+}
+// The 32-element types among them (rows of any multiple of 32).
+bool block32(TensorType t) {
+  return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q5_0 || t == TensorType::Q5_1 ||
+         t == TensorType::Q4_1;
+}
 
 struct Quantized {
   std::vector<uint8_t> bytes;
@@ -109,9 +126,14 @@ std::vector<Case> cases() {
   constexpr double kQuantTol = 2e-6;
   // f16 operands (exact products) and f32 sums against double sums.
   constexpr double kFloatTol = 2e-6;
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  // (Q4_1/Q5_0/Q5_1: f32 dots of the dequantized rows, as the CPU's.)
+  for (TensorType t : all_quant_types()) {
     for (int64_t m : {1, 2, 3, 8, 13}) out.push_back({t, 67, 1024, m, kQuantTol});
     out.push_back({t, 4096, 256, 1, kQuantTol});
+  }
+  // The dequantized product on rows of 35 chunks (its row blocks: GpuLinearExactBlocks).
+  for (TensorType t : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1}) {
+    out.push_back({t, 19, 1120, 3, kQuantTol});
   }
   for (TensorType t : {TensorType::F16, TensorType::F32}) {
     for (int64_t m : {1, 5, 40}) out.push_back({t, 129, 172, m, kFloatTol});
@@ -153,8 +175,8 @@ TEST_P(GpuLinearGemm, MatchesF16RoundedReference) {
   // Quantized weights: the activations through the CPU's 8-bit blocks first.
   std::vector<float> x_ref = x;
   if (c.type != TensorType::F16) {
-    const cpu::ActQuant f = act_format_for(c.type) == ActFormat::Q8_0 ? cpu::ActQuant::Q8_0 : cpu::ActQuant::Q8_K;
-    cpu::act_quant_round_trip(f, x.data(), x_ref.data(), static_cast<int64_t>(x.size()));
+    // (Q8_1, for Q4_1/Q5_1: Q8_0's values; the f16 product leaves out the offset term's correction.)
+    cpu::act_quant_round_trip(cpu::act_quant_for(c.type), x.data(), x_ref.data(), static_cast<int64_t>(x.size()));
   }
   for (auto& v : x_ref) v = fp16_to_fp32(fp32_to_fp16(v));
   std::vector<float> ref(static_cast<size_t>(c.m * c.n));
@@ -197,8 +219,10 @@ std::vector<Case> gemm_cases() {
   constexpr double kGemmTol = 2e-5;
   std::vector<Case> out;
   // Quantized weights: batches above kMmaMaxRows (smaller ones take matmul_mma, GpuMma below).
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    out.push_back({t, 96, 1024, kMmaMaxRows + 1, kGemmTol});
+  for (TensorType t : all_quant_types()) out.push_back({t, 96, 1024, kMmaMaxRows + 1, kGemmTol});
+  // Types matmul_mma does not take go to cuBLAS above kGemmMinRows rows.
+  for (TensorType t : {TensorType::Q5_0, TensorType::Q4_1, TensorType::Q2_K}) {
+    out.push_back({t, 70, 512, kGemmMinRows + 1, kGemmTol});
   }
   for (int64_t m : {kGemmMinRows + 1, int64_t{64}}) out.push_back({TensorType::F16, 96, 1024, m, kGemmTol});
   out.push_back({TensorType::Q4_K, 300, 4096, kMmaMaxRows + 40, kGemmTol});
@@ -259,7 +283,7 @@ std::vector<Case> mma_cases() {
   // few ulp each, far below this for random signs.
   constexpr double kMmaTol = 1e-5;
   std::vector<Case> out;
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     // Rows not a multiple of a block's 64; token counts around each tile
     // size (8, 16, 32, 64) and several token blocks (65, 300).
     for (int64_t m : {1, 2, 8, 9, 17, 40, 64, 65, 100, 300}) out.push_back({t, 101, 1024, m, kMmaTol});
@@ -334,7 +358,7 @@ TEST_P(GpuGemv, MatchesCpuReference) {
 std::vector<Case> gemv_cases() {
   constexpr double kGemvTol = 1e-5;
   std::vector<Case> out;
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType t : all_quant_types()) {
     // Rows not a multiple of the block's 8; one round per row (4096), an odd
     // super-block count (2816: Q6_K rows at 2-byte offsets, a partial round),
     // several rounds with a partial last one (11008: ffn_down of 7B).
@@ -345,12 +369,125 @@ std::vector<Case> gemv_cases() {
     out.push_back({t, 29, 11008, 1, kGemvTol});
     out.push_back({t, 21, 11008, kGemvMaxRows, kGemvTol});
   }
-  // Q4_0/Q8_0 rows of 35 chunks (not a whole group of staged units).
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) out.push_back({t, 19, 1120, 3, kGemvTol});
+  // 32-element types: rows of 35 chunks (not a whole group of staged units).
+  for (TensorType t : all_quant_types()) {
+    if (block32(t)) out.push_back({t, 19, 1120, 3, kGemvTol});
+  }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuGemv, ::testing::ValuesIn(gemv_cases()));
+
+// Types matmul_mma does not take: batches of kGemvMaxRows + 1 .. kGemmMinRows
+// rows outside the exact mode run the GEMV a group of rows at a time
+// (LinearRunner::gemv_groups), against the CPU reference as above.
+class GpuGemvGroups : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuGemvGroups, MatchesCpuReference) {
+  FERRITE_REQUIRE_GPU();
+  const Case c = GetParam();
+  const test::ProductMode fast(false);
+  std::mt19937 rng = fresh_rng();
+  const std::vector<float> w = random_floats(static_cast<size_t>(c.n * c.k), rng);
+  const std::vector<float> x = random_floats(static_cast<size_t>(c.m * c.k), rng, -2.0f, 2.0f);
+  const Quantized q = quantize(c.type, w, c.n, c.k);
+  std::vector<float> ref(static_cast<size_t>(c.m * c.n));
+  cpu::matmul_ref(cpu::MatView{c.type, q.bytes.data(), c.k, c.n, q.row_bytes}, x.data(), c.m, ref.data());
+
+  DeviceBuffer wbuf;
+  const GpuMatrix g = upload_matrix(c.type, c.n, c.k, q.bytes.data(), wbuf, "w");
+  ASSERT_FALSE(matmul_mma_supports(g));
+  ASSERT_TRUE(gemv_quant_supports(g, kGemvMaxRows));
+  DeviceBuffer xd = to_device(x);
+  Activation act;
+  act.set(xd.as<float>(), c.m, c.k);
+  LinearRunner lin(nullptr);
+  DeviceBuffer yd = test::poisoned(ref.size());
+  lin.run(g, act, yd.as<float>());
+  const double err = relative_error(to_host<float>(yd, ref.size()), ref);
+  std::printf("  %s m=%lld: relative error %.3g\n", tensor_type_name(c.type).c_str(), static_cast<long long>(c.m), err);
+  EXPECT_LE(err, c.tol);
+  lin.run(g, act, yd.as<float>(), true);
+  std::vector<float> twice = to_host<float>(yd, ref.size());
+  for (auto& v : twice) v *= 0.5f;
+  EXPECT_LE(relative_error(twice, ref), c.tol);
+}
+
+std::vector<Case> gemv_group_cases() {
+  constexpr double kGemvTol = 1e-5;
+  std::vector<Case> out;
+  for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1, TensorType::Q4_1, TensorType::Q3_K, TensorType::Q2_K}) {
+    for (int64_t m : {kGemvMaxRows + 1, int64_t{11}, kGemmMinRows}) out.push_back({t, 45, 1024, m, kGemvTol});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuGemvGroups, ::testing::ValuesIn(gemv_group_cases()));
+
+// The exact mode's dequantized product (Q4_1/Q5_0/Q5_1) in row blocks: a
+// scratch of 7 rows, the last block short, accumulating into y.
+TEST(GpuLinearExactBlocks, RowBlocksMatchOneBlock) {
+  FERRITE_REQUIRE_GPU();
+  const test::ProductMode exact(true);
+  constexpr int64_t kN = 45, kK = 512, kM = 3;
+  std::mt19937 rng = fresh_rng();
+  for (TensorType t : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1}) {
+    SCOPED_TRACE(tensor_type_name(t));
+    const Quantized q = quantize(t, random_floats(static_cast<size_t>(kN * kK), rng), kN, kK);
+    const std::vector<float> x = random_floats(static_cast<size_t>(kM * kK), rng, -2.0f, 2.0f);
+    DeviceBuffer wbuf;
+    const GpuMatrix g = upload_matrix(t, kN, kK, q.bytes.data(), wbuf, "w");
+    DeviceBuffer xd = to_device(x);
+    Activation act;
+    act.set(xd.as<float>(), kM, kK);
+    LinearRunner whole(nullptr), blocks(nullptr);
+    blocks.set_scratch_limit(7 * kK);
+    DeviceBuffer y1 = test::poisoned(static_cast<size_t>(kM * kN)), y2 = test::poisoned(static_cast<size_t>(kM * kN));
+    whole.run(g, act, y1.as<float>());
+    blocks.run(g, act, y2.as<float>());
+    const std::vector<float> a = to_host<float>(y1, static_cast<size_t>(kM * kN));
+    const std::vector<float> b = to_host<float>(y2, static_cast<size_t>(kM * kN));
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "output " << i;
+    blocks.run(g, act, y2.as<float>(), true);
+    const std::vector<float> twice = to_host<float>(y2, static_cast<size_t>(kM * kN));
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(twice[i], a[i] + a[i]) << "output " << i;
+  }
+}
+
+// Dequantization is a format: dequantize_f32 gives the CPU reference
+// dequantizer's bits and dequantize_f16 those rounded to f16, for every
+// quantized type, on the whole matrix and on a row slice (the stacked
+// Q|K|V views).
+TEST(GpuDequant, EveryTypeEqualsReferenceBits) {
+  FERRITE_REQUIRE_GPU();
+  constexpr int64_t kN = 13, kK = 768, kR0 = 5, kRows = 6;
+  std::mt19937 rng = fresh_rng();
+  for (TensorType t : all_quant_types()) {
+    SCOPED_TRACE(tensor_type_name(t));
+    const Quantized q = quantize(t, random_floats(static_cast<size_t>(kN * kK), rng), kN, kK);
+    std::vector<float> ref(static_cast<size_t>(kN * kK));
+    const quant::TypeTraits& tr = quant::type_traits(t);
+    for (int64_t r = 0; r < kN; ++r) tr.to_float_ref(q.bytes.data() + r * q.row_bytes, ref.data() + r * kK, kK);
+    DeviceBuffer wbuf;
+    const GpuMatrix g = upload_matrix(t, kN, kK, q.bytes.data(), wbuf, "w");
+    DeviceBuffer f32(static_cast<size_t>(kN * kK) * sizeof(float));
+    DeviceBuffer f16(static_cast<size_t>(kN * kK) * sizeof(uint16_t));
+    dequantize_f32(g, f32.as<float>(), nullptr);
+    dequantize_f16(g, f16.as<uint16_t>(), nullptr);
+    const std::vector<float> got32 = to_host<float>(f32, ref.size());
+    const std::vector<uint16_t> got16 = to_host<uint16_t>(f16, ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&got32[i], &ref[i], sizeof(float)), 0) << "f32 element " << i << ": " << got32[i] << " vs "
+                                                                    << ref[i];
+      ASSERT_EQ(got16[i], fp32_to_fp16(ref[i])) << "f16 element " << i;
+    }
+    dequantize_f32(row_slice(g, kR0, kRows), f32.as<float>(), nullptr);
+    const std::vector<float> part = to_host<float>(f32, static_cast<size_t>(kRows * kK));
+    for (size_t i = 0; i < part.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&part[i], &ref[kR0 * kK + i], sizeof(float)), 0) << "slice element " << i;
+    }
+  }
+}
 
 // Shapes gemv_quant does not take are refused with an error, not run.
 TEST(GpuGemvShapes, UnsupportedShapesThrow) {
@@ -399,16 +536,17 @@ TEST(GpuActQuant, RoundTripMatchesCpu) {
   x[7] = 4.0f;  // a tie of magnitudes: the first wins
   x[9] = -4.0f;
   DeviceBuffer xd = to_device(x);
-  for (ActFormat f : {ActFormat::Q8_0, ActFormat::Q8_K}) {
+  for (ActFormat f : {ActFormat::Q8_0, ActFormat::Q8_K, ActFormat::Q8_1}) {
     DeviceBuffer qs(static_cast<size_t>(kM * kK)), d(static_cast<size_t>(kM * kK / 32) * 4),
-        sums(static_cast<size_t>(kM * kK / 32) * 4);
-    const QuantAct q{qs.as<int8_t>(), d.as<float>(), sums.as<int32_t>()};
+        sums(static_cast<size_t>(kM * kK / 32) * 4), sd(static_cast<size_t>(kM * kK / 32) * 4);
+    QuantAct q{qs.as<int8_t>(), d.as<float>(), sums.as<int32_t>()};
+    if (f == ActFormat::Q8_1) q.s = sd.as<float>();
     quantize_act(f, xd.as<float>(), kM, kK, q, nullptr);
     const auto hq = to_host<int8_t>(qs, static_cast<size_t>(kM * kK));
     const auto hd = to_host<float>(d, static_cast<size_t>(kM * kK / 32));
     const auto hs = to_host<int32_t>(sums, static_cast<size_t>(kM * kK / 32));
     std::vector<float> ref(x.size());
-    cpu::act_quant_round_trip(f == ActFormat::Q8_0 ? cpu::ActQuant::Q8_0 : cpu::ActQuant::Q8_K, x.data(), ref.data(),
+    cpu::act_quant_round_trip(f == ActFormat::Q8_K ? cpu::ActQuant::Q8_K : cpu::ActQuant::Q8_0, x.data(), ref.data(),
                               static_cast<int64_t>(x.size()));
     for (size_t i = 0; i < x.size(); ++i) {
       ASSERT_EQ(hd[i / 32] * static_cast<float>(hq[i]), ref[i]) << "element " << i;
@@ -417,6 +555,13 @@ TEST(GpuActQuant, RoundTripMatchesCpu) {
       int32_t s = 0;
       for (size_t j = 0; j < 32; ++j) s += hq[b * 32 + j];
       ASSERT_EQ(hs[b], s) << "block " << b;
+    }
+    if (f == ActFormat::Q8_1) {
+      // s: the CPU's Q8_1 blocks' (f16(d * sum) with d before its rounding).
+      std::vector<quant::BlockQ8_1> blocks(x.size() / 32);
+      quant::type_traits(TensorType::Q8_1).from_float(x.data(), blocks.data(), static_cast<int64_t>(x.size()), nullptr);
+      const auto hsd = to_host<float>(sd, blocks.size());
+      for (size_t b = 0; b < blocks.size(); ++b) ASSERT_EQ(hsd[b], fp16_to_fp32(blocks[b].s)) << "block " << b;
     }
   }
 }

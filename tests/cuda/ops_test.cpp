@@ -225,7 +225,8 @@ TEST(GpuOps, GetRowsEveryType) {
   const auto w = random_floats(kRows * kK, rng);
   const std::vector<int32_t> ids = {8, 0, 3, 3};
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K,
-                       TensorType::Q6_K}) {
+                       TensorType::Q6_K, TensorType::Q5_K, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q4_1,
+                       TensorType::Q3_K, TensorType::Q2_K}) {
     SCOPED_TRACE(tensor_type_name(t));
     const uint64_t rb = tensor_row_bytes(t, kK);
     std::vector<uint8_t> bytes(rb * kRows);
