@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Writes a seed corpus for gguf_fuzz into DIR: the first bytes of every GGUF
-file under the shared data folder, plus hand-made malformed files (bad magic,
-wrong version, huge counts, truncations, bad tensor infos)."""
+"""Writes a seed corpus into DIR: the first bytes of every GGUF file under the
+shared data folder, plus hand-made malformed files (bad magic, wrong version,
+huge counts, truncations, bad tensor infos) for gguf_fuzz; the chat templates
+of the shared tokenizer configs for chat_fuzz; chat request bodies and model
+replies with tool calls for server_fuzz."""
+import json
 import os
 import struct
 import sys
@@ -45,6 +48,25 @@ def handmade():
     yield "overlap", pad(gguf_header(2, 0) + tensor("a", [16], 0, 0) + tensor("b", [16], 0, 32)) + b"\0" * 128
 
 
+def chat_and_server():
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}}
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "2"}]
+    yield "messages", json.dumps(msgs).encode()
+    yield "request_auto", json.dumps({"messages": msgs, "tools": [tool]}).encode()
+    yield "request_required", json.dumps({"messages": msgs, "tools": [tool], "tool_choice": "required"}).encode()
+    yield "request_named", json.dumps({"messages": msgs, "tools": [tool],
+                                       "tool_choice": {"type": "function", "function": {"name": "f"}}}).encode()
+    yield "reply_hermes", b'<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call> done'
+    yield "reply_llama3", b'<|python_tag|>{"name": "f", "parameters": {"x": 1}}'
+    yield "reply_mistral", b'[TOOL_CALLS][{"name": "f", "arguments": {"x": 1}}]'
+    yield "template_loop", (b"{% for m in messages %}{{ m.role }}: {{ m.content | trim }}\n{% endfor %}"
+                            b"{% if add_generation_prompt %}assistant:{% endif %}")
+
+
 def main():
     out, shared = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -57,6 +79,19 @@ def main():
                 with open(os.path.join(out, "shared-" + name), "wb") as f:
                     f.write(data)
                 n += 1
+    templates = os.path.join(shared, "templates")
+    for name in sorted(os.listdir(templates)) if os.path.isdir(templates) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(templates, name)) as f:
+                source = json.load(f).get("chat_template")
+            if isinstance(source, str):
+                with open(os.path.join(out, "template-" + name), "w") as f:
+                    f.write(source)
+                n += 1
+    for name, data in chat_and_server():
+        with open(os.path.join(out, "text-" + name), "wb") as f:
+            f.write(data)
+        n += 1
     for name, data in handmade():
         with open(os.path.join(out, "hand-" + name), "wb") as f:
             f.write(data)

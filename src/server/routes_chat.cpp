@@ -34,17 +34,7 @@ ChatRequest parse_chat(ServerState& st, const Json& body) {
   if (st.engine.is_encoder()) throw bad_request("this model is an encoder: it serves /v1/embeddings only", "model");
   if (!body.contains("messages")) throw bad_request("'messages' is required", "messages");
   ChatRequest c;
-  c.tools = nullptr;
-  if (body.contains("tools") && !body["tools"].is_null()) {
-    if (!body["tools"].is_array()) throw bad_request("'tools' must be an array", "tools");
-    for (const Json& t : body["tools"]) {
-      if (!t.is_object() || !t.contains("function") || !t["function"].is_object() ||
-          !t["function"].contains("name") || !t["function"]["name"].is_string()) {
-        throw bad_request("each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tools");
-      }
-    }
-    if (!body["tools"].empty()) c.tools = body["tools"];
-  }
+  c.tools = parse_tools(body);
   const ToolChoice choice = parse_tool_choice(body, c.tools);
   if (choice.none) c.tools = nullptr;
   c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);

@@ -30,6 +30,19 @@ Json call_schema(const Json& function) {
 
 }  // namespace
 
+Json parse_tools(const Json& body) {
+  if (!body.contains("tools") || body["tools"].is_null()) return nullptr;
+  const Json& tools = body["tools"];
+  if (!tools.is_array()) throw bad_request("'tools' must be an array", "tools");
+  for (const Json& t : tools) {
+    if (!t.is_object() || !t.contains("function") || !t["function"].is_object() ||
+        !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+      throw bad_request("each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tools");
+    }
+  }
+  return tools.empty() ? Json(nullptr) : tools;
+}
+
 ToolChoice parse_tool_choice(const Json& body, const Json& tools) {
   ToolChoice c;
   if (!body.contains("tool_choice") || body["tool_choice"].is_null()) return c;

@@ -18,6 +18,11 @@ struct ToolChoice {
   std::string function;    // the named function ("" for "required" / "auto")
 };
 
+// Reads and checks body["tools"]: null when absent, null or empty, else the
+// array, each element {"type": "function", "function": {"name": <string>, ...}}.
+// Throws ApiError 400 otherwise. The functions below take its result.
+nlohmann::ordered_json parse_tools(const nlohmann::ordered_json& body);
+
 // Reads body["tool_choice"] (absent or null: auto). `tools` is the validated
 // tools array (null when none were offered). Throws ApiError 400 for a bad
 // value, a named function that is not offered, or a forced call without tools.

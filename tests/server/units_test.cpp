@@ -8,7 +8,9 @@
 #include "server/logprobs.h"
 #include "server/slot.h"
 #include "server/stop_strings.h"
+#include "server/api_error.h"
 #include "server/tool_calls.h"
+#include "server/tool_choice.h"
 
 namespace ferrite::server {
 namespace {
@@ -80,6 +82,27 @@ TEST(ToolCalls, PlainTextAndBrokenCallsStayContent) {
   EXPECT_TRUE(parse_tool_calls("<tool_call>{not json</tool_call>").calls.empty());
   EXPECT_TRUE(parse_tool_calls("{\"answer\": 42}").calls.empty());  // JSON, but no name/parameters
   EXPECT_EQ(parse_tool_calls("<tool_call>{broken").content, "<tool_call>{broken");
+}
+
+TEST(ToolsField, MalformedToolsAre400NamingTools) {
+  using Json = nlohmann::ordered_json;
+  const Json ok = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  EXPECT_TRUE(parse_tools(Json::object()).is_null());
+  EXPECT_TRUE(parse_tools(Json{{"tools", nullptr}}).is_null());
+  EXPECT_TRUE(parse_tools(Json{{"tools", Json::array()}}).is_null());
+  EXPECT_EQ(parse_tools(Json{{"tools", {ok}}}).size(), 1u);
+  // forced_call_gbnf and the template read tools[i].function.name unchecked: these must stop here.
+  const Json bad[] = {Json{{"tools", "f"}}, Json{{"tools", {1}}}, Json{{"tools", {Json::object()}}},
+                      Json{{"tools", {{{"function", "f"}}}}}, Json{{"tools", {{{"function", {{"name", 3}}}}}}}};
+  for (const Json& body : bad) {
+    try {
+      (void)parse_tools(body);
+      ADD_FAILURE() << "accepted " << body.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), "tools");
+    }
+  }
 }
 
 TEST(Logprobs, MatchesLogSoftmaxDefinition) {
