@@ -8,7 +8,8 @@
 
 namespace ferrite::tools {
 
-int gpu_layers_from_options(const std::string& ngl, bool fit, const model::Model& m, int64_t n_ctx) {
+int gpu_layers_from_options(const std::string& ngl, bool fit, const model::Model& m, int64_t n_ctx,
+                            TensorType type_k, TensorType type_v) {
   int n = 0;
   if (ngl == "all") {
     n = runtime::kAllLayers;
@@ -25,7 +26,7 @@ int gpu_layers_from_options(const std::string& ngl, bool fit, const model::Model
     if (n < 0) throw InvalidArgument("--n-gpu-layers must not be negative");
   }
   if (fit) {
-    const runtime::GpuFit f = runtime::fit_gpu_layers(m, n_ctx);
+    const runtime::GpuFit f = runtime::fit_gpu_layers(m, n_ctx, type_k, type_v);
     std::fprintf(stderr, "%s\n", f.report.c_str());
     n = f.n_layers;
   }

@@ -158,12 +158,14 @@ int run_generate(RunOptions& opt) {
   const std::string path = resolve_model_argument(opt.model);
   std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
-  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx);
+  const TensorType type_k = cache_type(opt.cache_type_k, "--cache-type-k");
+  const TensorType type_v = cache_type(opt.cache_type_v, "--cache-type-v");
+  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx, type_k, type_v);
   runtime::Context ctx(model, {.n_ctx = opt.n_ctx,
                                .n_batch = opt.n_batch,
                                .n_threads = opt.n_threads,
-                               .cache_type = cache_type(opt.cache_type_k, "--cache-type-k"),
-                               .cache_type_v = cache_type(opt.cache_type_v, "--cache-type-v"),
+                               .cache_type = type_k,
+                               .cache_type_v = type_v,
                                .n_gpu_layers = ngl});
   const double load_s = seconds_since(t_load);
 

@@ -76,12 +76,14 @@ int run_serve(const ServeOptions& opt) {
   so.model_id = opt.alias.empty() ? base_name(path) : opt.alias;
   std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model->file()));
-  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx);
+  const TensorType type_k = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k");
+  const TensorType type_v = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v");
+  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx, type_k, type_v);
   server::Engine engine(model, tok,
                         {.n_parallel = opt.parallel, .n_ctx = opt.n_ctx, .n_batch = opt.n_batch,
                          .n_threads = opt.threads, .max_queue = opt.queue, .after_step = {},
-                         .cache_type_k = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k"),
-                         .cache_type_v = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v"),
+                         .cache_type_k = type_k,
+                         .cache_type_v = type_v,
                          .n_gpu_layers = ngl});
   server::HttpServer http(engine, so);
   const int port = http.bind();

@@ -1,4 +1,4 @@
-// Attention over the f16 KV cache, one block per (token, head), with the
+// Attention over the KV cache (f16, or rows of block types read value by value), one block per (token, head), with the
 // CPU's arithmetic (cpu/attention.cpp on its AVX-512 path) so that float
 // models reproduce the CPU's bits: q rounded to f16; s_j = (q·K_j) * scale
 // in the CPU's dot order (cuda/cpu_order.cuh), soft-capped, plus the mask;
@@ -8,6 +8,9 @@
 // order over the cells. The scores of all cells live in shared memory
 // (attention_max_kv() bounds the cells one token reads). With per-token
 // ranges a token's cells are its range, summed as the CPU sums a range.
+// A cache of a block type (Typed) is read value by value, each value
+// dequantized and rounded to f16 as the CPU's read-back (model/kv_quant.h
+// kv_row_to_f16) rounds it, so it gives the CPU's bits too.
 #include <algorithm>
 
 #include <cuda_fp16.h>
@@ -16,6 +19,7 @@
 #include "cuda/check.h"
 #include "cuda/cpu_order.cuh"
 #include "cuda/device_math.cuh"
+#include "cuda/kv_blocks.cuh"
 #include "cuda/ops.h"
 
 namespace ferrite::cuda {
@@ -29,6 +33,16 @@ size_t smem_bytes(int64_t n_kv, int64_t head_dim) {
   return static_cast<size_t>(n_kv + head_dim + kThreads) * sizeof(float);
 }
 
+// Value d of row j (of this token's range) of a typed cache, as the CPU reads it back: f16-rounded.
+__device__ __forceinline__ float typed_at(TensorType t, const uint8_t* rows, int64_t row_bytes, int64_t j,
+                                          int64_t d) {
+  float x;
+  kv_load<1>(t, rows + j * row_bytes, static_cast<int>(d), &x);
+  return __half2float(__float2half_rn(x));
+}
+
+// Typed: K and V rows of any cache type (p.k_type, p.v_type); else f16.
+template <bool Typed>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionParams p) {
   extern __shared__ float smem[];
   __shared__ float scratch_f[kWarp];
@@ -51,6 +65,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   float* out = p.out + (t * p.n_head + h) * hd;
   const half* k_head = reinterpret_cast<const half*>(p.k) + first * kv_stride + g * hd;
   const half* v_head = reinterpret_cast<const half*>(p.v) + first * kv_stride + g * hd;
+  // Typed: this token's first K / V rows; values from element g * hd of a row.
+  const uint8_t* k_bytes = static_cast<const uint8_t*>(p.k) + first * p.k_row_bytes;
+  const uint8_t* v_bytes = static_cast<const uint8_t*>(p.v) + first * p.v_row_bytes;
+  auto k_at = [&](int64_t j, int64_t d) { return typed_at(p.k_type, k_bytes, p.k_row_bytes, j, g * hd + d); };
+  auto v_at = [&](int64_t j, int64_t d) { return typed_at(p.v_type, v_bytes, p.v_row_bytes, j, g * hd + d); };
 
   for (int64_t d = tid; d < hd; d += kThreads) q16[d] = __half2float(__float2half_rn(q[d]));
   __syncthreads();
@@ -70,7 +89,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
       float acc = 0.0f;
       if (live) {
         const half* kr = k_head + j * kv_stride;
-        for (int64_t d = v; d < hd; d += kOrderLanes) acc = __fmaf_rn(q16[d], __half2float(kr[d]), acc);
+        for (int64_t d = v; d < hd; d += kOrderLanes) {
+          acc = __fmaf_rn(q16[d], Typed ? k_at(j, d) : __half2float(kr[d]), acc);
+        }
       }
 #pragma unroll
       for (int o = kOrderLanes / 2; o > 0; o >>= 1) acc = acc + __shfl_xor_sync(kFullMask, acc, o);
@@ -87,7 +108,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
       if (mask[j] == -INFINITY) {
         scores[j] = -INFINITY;
       } else {
-        finish_score(j, dot_cpu_order_serial<true>(q16, k_head + j * kv_stride, hd));
+        if constexpr (Typed) {
+          finish_score(j, dot_cpu_order_fn<true>([&](int64_t d) { return q16[d]; },
+                                                 [&](int64_t d) { return k_at(j, d); }, hd));
+        } else {
+          finish_score(j, dot_cpu_order_serial<true>(q16, k_head + j * kv_stride, hd));
+        }
       }
     }
   }
@@ -127,7 +153,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
       float acc = 0.0f;
       if (d < hd) {
         for (int64_t j = c; j < n_kv; j += kOrderLanes) {
-          acc = __fmaf_rn(scores[j], __half2float(v_head[j * kv_stride + d]), acc);
+          acc = __fmaf_rn(scores[j], Typed ? v_at(j, d) : __half2float(v_head[j * kv_stride + d]), acc);
         }
       }
       partial[c * kDimsPerPass + dd] = acc;
@@ -142,7 +168,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
     }
   } else {
     for (int64_t d = tid; d < hd; d += kThreads) {
-      out[d] = dot_cpu_order_serial<true>(scores, v_head + d, n_kv, kv_stride);
+      if constexpr (Typed) {
+        out[d] = dot_cpu_order_fn<true>([&](int64_t j) { return scores[j]; },
+                                        [&](int64_t j) { return v_at(j, d); }, n_kv);
+      } else {
+        out[d] = dot_cpu_order_serial<true>(scores, v_head + d, n_kv, kv_stride);
+      }
     }
   }
 }
@@ -154,7 +185,10 @@ int max_dynamic_smem() {
     FERRITE_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     // Leave room for the static scratch.
     const int usable = optin - static_cast<int>(kWarp * (sizeof(float) + sizeof(double)));
-    FERRITE_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, usable));
+    FERRITE_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, usable));
+    FERRITE_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, usable));
     return usable;
   }();
   return bytes;
@@ -205,7 +239,12 @@ void attention(const AttentionParams& p, cudaStream_t s) {
                           std::to_string(attention_max_kv()));
   }
   if (p.n_tokens > 65535) throw InvalidArgument("GPU attention: too many tokens in one pass");
-  attention_kernel<<<dim3(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tokens)), kThreads, bytes, s>>>(p);
+  const dim3 grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tokens));
+  if (attention_typed(p)) {
+    attention_kernel<true><<<grid, kThreads, bytes, s>>>(attention_typed_rows(p));
+  } else {
+    attention_kernel<false><<<grid, kThreads, bytes, s>>>(p);
+  }
   FERRITE_CUDA_LAUNCHED();
 }
 

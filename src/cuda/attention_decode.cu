@@ -8,12 +8,22 @@
 // memory at the end. Arithmetic: q rounded to f16 as the CPU does; scores,
 // probabilities and sums in f32 (the CPU rounds probabilities to f16), so
 // results differ from cpu/attention.cpp within f16 rounding, like the tiled
-// kernel's.
+// kernel's. A cache of a block type (Typed) is read block by block into
+// registers (kv_blocks.cuh: a lane's HD / 32 values never straddle a block),
+// its values unrounded f32 (the CPU rounds them to f16).
+// Long ranges with few (token, head) blocks (one sequence deep into its
+// context) are split over the cells (flash-decoding): split z of a token
+// takes the z-th of p.n_split equal chunks of its range and leaves its
+// unnormalized state (m, l, weighted V) in p.split_scratch; a second kernel
+// merges the chunks' states as the warps' are merged.
+#include <algorithm>
+
 #include <cuda_fp16.h>
 
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/device_math.cuh"
+#include "cuda/kv_blocks.cuh"
 #include "cuda/ops.h"
 #include "cuda/pdl.cuh"
 
@@ -23,9 +33,16 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * kWarp;
 constexpr int kUnroll = 4;  // cells a warp scores before it reduces
+constexpr int kSplitExtra = 2;        // floats of a split's state beyond HD: m, l
+constexpr int64_t kMaxSplits = 64;
+constexpr int64_t kMinSplitCells = 256;  // cells per split at least
+constexpr int kBlocksPerSm = 4;          // split until about this many blocks per SM
 
-template <int HD>
+// KT, VT: the K and V cache types (kv_blocks.cuh kv_read; kAnyKvType: p's,
+// at run time). Typed: either is not f16 (rows of p.k_row_bytes / v_row_bytes).
+template <int HD, TensorType KT, TensorType VT>
 __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p) {
+  constexpr bool Typed = KT != TensorType::F16 || VT != TensorType::F16;
   grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
   constexpr int kPer = HD / kWarp;  // dimensions per lane: 2 (HD 64) or 4 (HD 128)
@@ -37,11 +54,19 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
   const int64_t g = h / (p.n_head / p.n_head_kv);
   const int64_t kv_stride = p.n_head_kv * HD;
   const bool ranges = p.kv_begin != nullptr;
-  const int64_t first = ranges ? p.kv_begin[t] : 0;
-  const int64_t len = ranges ? p.kv_len[t] : p.n_kv;
-  const float* mask = p.mask + t * (ranges ? p.mask_stride : p.n_kv);
+  // This block's cells: chunk blockIdx.z of the token's range (the whole range without a split).
+  const int64_t range_len = ranges ? p.kv_len[t] : p.n_kv;
+  const int64_t chunk = (range_len + p.n_split - 1) / p.n_split;
+  const int64_t c0 = min(range_len, static_cast<int64_t>(blockIdx.z) * chunk);
+  const int64_t first = (ranges ? p.kv_begin[t] : 0) + c0;
+  const int64_t len = min(range_len - c0, chunk);
+  const float* mask = p.mask + t * (ranges ? p.mask_stride : p.n_kv) + c0;
   const half* k_rows = reinterpret_cast<const half*>(p.k) + first * kv_stride + g * HD + lane * kPer;
   const half* v_rows = reinterpret_cast<const half*>(p.v) + first * kv_stride + g * HD + lane * kPer;
+  // Typed: rows of k_row_bytes / v_row_bytes, this lane's values from element e_lane.
+  const uint8_t* k_bytes = static_cast<const uint8_t*>(p.k) + first * p.k_row_bytes;
+  const uint8_t* v_bytes = static_cast<const uint8_t*>(p.v) + first * p.v_row_bytes;
+  const int e_lane = static_cast<int>(g * HD + lane * kPer);
 
   float q[kPer];
   const float* qrow = p.q + (t * p.n_head + h) * HD + lane * kPer;
@@ -79,8 +104,13 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
       s[u] = 0.0f;
       if (mk[u] != -INFINITY) {
         float krow[kPer];
-        load_row(k_rows + j * kv_stride, krow);
-        load_row(v_rows + j * kv_stride, vrow[u]);
+        if constexpr (Typed) {
+          kv_read<KT, kPer>(p.k_type, k_bytes + j * p.k_row_bytes, e_lane, krow);
+          kv_read<VT, kPer>(p.v_type, v_bytes + j * p.v_row_bytes, e_lane, vrow[u]);
+        } else {
+          load_row(k_rows + j * kv_stride, krow);
+          load_row(v_rows + j * kv_stride, vrow[u]);
+        }
 #pragma unroll
         for (int i = 0; i < kPer; ++i) s[u] = __fmaf_rn(q[i], krow[i], s[u]);
       } else {
@@ -141,7 +171,53 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
       for (int i = 0; i < kPer; ++i) out[i] = __fmaf_rn(warp_acc[w][lane * kPer + i], c, out[i]);
     }
   }
+  if (p.n_split > 1) {
+    // [rows, n_head, n_split] states of HD + 2 floats: weighted V, then m, l.
+    float* st = p.split_scratch + ((static_cast<int64_t>(blockIdx.y) * p.n_head + h) * p.n_split + blockIdx.z) *
+                                      (HD + kSplitExtra);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) st[lane * kPer + i] = out[i];
+    if (lane == 0) {
+      st[HD] = m;
+      st[HD + 1] = l;
+    }
+    return;
+  }
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // every cell hidden: zeros, as the CPU
+  float* orow = p.out + (t * p.n_head + h) * HD + lane * kPer;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) orow[i] = out[i] * inv;
+}
+
+template <int HD>
+void launch_split(const AttentionParams& p, dim3 grid, bool pdl, cudaStream_t s);
+
+// Merges the n_split states of a (token, head) (grid as the split kernel's
+// without z; one warp, a lane holding HD / 32 dimensions).
+template <int HD>
+__global__ void __launch_bounds__(kWarp) attention_decode_merge_kernel(const AttentionParams p) {
+  grid_dependency_wait();
+  launch_dependents();
+  constexpr int kPer = HD / kWarp;
+  const int lane = threadIdx.x;
+  const int64_t h = blockIdx.x;
+  const int64_t t = p.decode_tokens != nullptr ? p.decode_tokens[blockIdx.y] : blockIdx.y;
+  const float* st = p.split_scratch + (static_cast<int64_t>(blockIdx.y) * p.n_head + h) * p.n_split * (HD + kSplitExtra);
+  float m = -INFINITY;
+  for (int64_t z = 0; z < p.n_split; ++z) m = fmaxf(m, st[z * (HD + kSplitExtra) + HD]);
+  float l = 0.0f, out[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) out[i] = 0.0f;
+  if (m != -INFINITY) {
+    for (int64_t z = 0; z < p.n_split; ++z) {
+      const float* sz = st + z * (HD + kSplitExtra);
+      const float c = sz[HD] == -INFINITY ? 0.0f : expf(sz[HD] - m);
+      l += sz[HD + 1] * c;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) out[i] = __fmaf_rn(sz[lane * kPer + i], c, out[i]);
+    }
+  }
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   float* orow = p.out + (t * p.n_head + h) * HD + lane * kPer;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) orow[i] = out[i] * inv;
@@ -151,8 +227,34 @@ template <int HD>
 void launch(const AttentionParams& p, cudaStream_t s) {
   const int64_t rows = p.decode_tokens != nullptr ? p.n_decode_tokens : p.n_tokens;
   if (rows > 65535 || p.n_head > 0x7FFFFFFF) throw InvalidArgument("GPU attention: too many tokens or heads");
-  launch_kernel(attention_decode_kernel<HD>, dim3(static_cast<unsigned>(p.n_head), static_cast<unsigned>(rows)),
-                dim3(kThreads), 0, s, pdl_chain_enabled(), p);
+  const int64_t n_split = p.split_scratch != nullptr ? std::max<int64_t>(p.n_split, 1) : 1;
+  if (n_split > kMaxSplits) throw InvalidArgument("GPU attention: too many splits of the decode kernel");
+  const dim3 grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(rows), static_cast<unsigned>(n_split));
+  const bool pdl = pdl_chain_enabled();
+  AttentionParams ps = p;
+  ps.n_split = n_split;
+  launch_split<HD>(ps, grid, pdl, s);
+  if (n_split > 1) {
+    launch_kernel(attention_decode_merge_kernel<HD>, dim3(grid.x, grid.y), dim3(kWarp), 0, s, pdl, ps);
+  }
+}
+
+template <int HD>
+void launch_split(const AttentionParams& p, dim3 grid, bool pdl, cudaStream_t s) {
+  using T = TensorType;
+  if (!attention_typed(p)) {
+    launch_kernel(attention_decode_kernel<HD, T::F16, T::F16>, grid, dim3(kThreads), 0, s, pdl, p);
+    return;
+  }
+  // The common pairs with their reads compiled in; the others choose per read.
+  const AttentionParams tp = attention_typed_rows(p);
+  if (p.k_type == T::Q8_0 && p.v_type == T::Q8_0) {
+    launch_kernel(attention_decode_kernel<HD, T::Q8_0, T::Q8_0>, grid, dim3(kThreads), 0, s, pdl, tp);
+  } else if (p.k_type == T::Q4_0 && p.v_type == T::Q4_0) {
+    launch_kernel(attention_decode_kernel<HD, T::Q4_0, T::Q4_0>, grid, dim3(kThreads), 0, s, pdl, tp);
+  } else {
+    launch_kernel(attention_decode_kernel<HD, kAnyKvType, kAnyKvType>, grid, dim3(kThreads), 0, s, pdl, tp);
+  }
 }
 
 }  // namespace
@@ -160,6 +262,22 @@ void launch(const AttentionParams& p, cudaStream_t s) {
 bool attention_decode_supports(const AttentionParams& p) {
   return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0 &&
          reinterpret_cast<uintptr_t>(p.k) % 8 == 0 && reinterpret_cast<uintptr_t>(p.v) % 8 == 0;
+}
+
+int64_t attention_decode_splits(int64_t rows, int64_t n_head, int64_t max_len) {
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    FERRITE_CUDA_CHECK(cudaGetDevice(&dev));
+    FERRITE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  const int64_t blocks = std::max<int64_t>(rows * n_head, 1);
+  const int64_t want = (static_cast<int64_t>(kBlocksPerSm) * sms + blocks - 1) / blocks;
+  return std::clamp<int64_t>(std::min(want, max_len / kMinSplitCells), 1, kMaxSplits);
+}
+
+int64_t attention_decode_scratch_floats(int64_t rows, int64_t n_head, int64_t head_dim, int64_t n_split) {
+  return n_split > 1 ? rows * n_head * n_split * (head_dim + kSplitExtra) : 0;
 }
 
 void attention_decode(const AttentionParams& p, cudaStream_t s) {

@@ -9,11 +9,14 @@
 // Arithmetic: q rounded to f16 as the CPU does; scores, the running max and
 // sum, and the output in f32; probabilities stay f32 (the CPU rounds them
 // to f16), so results differ from cpu/attention.cpp within f16 rounding.
+// A cache of a block type (Typed) is dequantized while a tile is loaded into
+// shared memory (kv_blocks.cuh), unrounded f32 (the CPU rounds to f16).
 #include <cuda_fp16.h>
 
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/device_math.cuh"
+#include "cuda/kv_blocks.cuh"
 #include "cuda/ops.h"
 
 namespace ferrite::cuda {
@@ -49,8 +52,11 @@ __device__ __forceinline__ float4 load_half4(const half* p) {
 
 __device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
 
-template <int HD>
+// KT, VT: the K and V cache types (kv_blocks.cuh kv_read; kAnyKvType: p's,
+// at run time). Typed: either is not f16 (rows of p.k_row_bytes / v_row_bytes).
+template <int HD, TensorType KT, TensorType VT>
 __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const AttentionParams p) {
+  constexpr bool Typed = KT != TensorType::F16 || VT != TensorType::F16;
   constexpr int QS = HD + kPad;          // row stride of the Q and K tiles
   constexpr int kDimsPerLane = HD / kLanesPerQuery;
   constexpr int kVecs = HD / kVec;       // float4 per row
@@ -121,8 +127,17 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
       const int64_t j = j0 + cc;
       float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kv;
       if (j < hi) {
-        kv = load_half4(k_head + j * kv_stride + d4 * kVec);
-        vv = load_half4(v_head + j * kv_stride + d4 * kVec);
+        if constexpr (Typed) {
+          const int e = static_cast<int>(g * HD + d4 * kVec);
+          float kt[kVec], vt[kVec];
+          kv_read<KT, kVec>(p.k_type, static_cast<const uint8_t*>(p.k) + j * p.k_row_bytes, e, kt);
+          kv_read<VT, kVec>(p.v_type, static_cast<const uint8_t*>(p.v) + j * p.v_row_bytes, e, vt);
+          kv = make_float4(kt[0], kt[1], kt[2], kt[3]);
+          vv = make_float4(vt[0], vt[1], vt[2], vt[3]);
+        } else {
+          kv = load_half4(k_head + j * kv_stride + d4 * kVec);
+          vv = load_half4(v_head + j * kv_stride + d4 * kVec);
+        }
       }
       reinterpret_cast<float4*>(ks + cc * QS)[d4] = kv;
       reinterpret_cast<float4*>(vs + cc * HD)[d4] = vv;
@@ -192,20 +207,35 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
   }
 }
 
-template <int HD>
+template <int HD, TensorType KT, TensorType VT>
 void launch(const AttentionParams& p, cudaStream_t s) {
+  constexpr bool Typed = KT != TensorType::F16 || VT != TensorType::F16;
   constexpr size_t bytes = smem_bytes<HD>();
   static const bool configured = [] {
-    FERRITE_CUDA_CHECK(cudaFuncSetAttribute(attention_tiled_kernel<HD>,
+    FERRITE_CUDA_CHECK(cudaFuncSetAttribute(attention_tiled_kernel<HD, KT, VT>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     return true;
   }();
   (void)configured;
   const int64_t q_tiles = p.q_tiles != nullptr ? p.n_q_tiles : (p.n_tokens + kQTile - 1) / kQTile;
   if (q_tiles > 0x7FFFFFFF || p.n_head > 65535) throw InvalidArgument("GPU attention: too many tokens or heads");
-  attention_tiled_kernel<HD><<<dim3(static_cast<unsigned>(q_tiles), static_cast<unsigned>(p.n_head)), kThreads,
-                               bytes, s>>>(p);
+  attention_tiled_kernel<HD, KT, VT><<<dim3(static_cast<unsigned>(q_tiles), static_cast<unsigned>(p.n_head)),
+                                       kThreads, bytes, s>>>(Typed ? attention_typed_rows(p) : p);
   FERRITE_CUDA_LAUNCHED();
+}
+
+template <int HD>
+void launch_any(const AttentionParams& p, cudaStream_t s) {
+  using T = TensorType;
+  if (!attention_typed(p)) {
+    launch<HD, T::F16, T::F16>(p, s);
+  } else if (p.k_type == T::Q8_0 && p.v_type == T::Q8_0) {  // the common pairs with their reads compiled in
+    launch<HD, T::Q8_0, T::Q8_0>(p, s);
+  } else if (p.k_type == T::Q4_0 && p.v_type == T::Q4_0) {
+    launch<HD, T::Q4_0, T::Q4_0>(p, s);
+  } else {
+    launch<HD, kAnyKvType, kAnyKvType>(p, s);
+  }
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -222,9 +252,9 @@ void attention_tiled(const AttentionParams& p, cudaStream_t s) {
   if (p.n_tokens == 0 || p.n_head == 0 || (p.q_tiles != nullptr && p.n_q_tiles == 0)) return;
   if (!attention_tiled_supports(p)) throw InvalidArgument("GPU attention: shape not supported by the tiled kernel");
   if (p.head_dim == 64) {
-    launch<64>(p, s);
+    launch_any<64>(p, s);
   } else {
-    launch<128>(p, s);
+    launch_any<128>(p, s);
   }
 }
 

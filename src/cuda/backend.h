@@ -16,6 +16,9 @@ struct OffloadParams {
   int64_t n_cells = 0;   // KV cache cells (the context size)
   int n_gpu_layers = -1; // the last N layers (and the output) on the GPU; -1 or >= n_layer: all
   int device = 0;
+  // The GPU layers' K and V cache types: f16, q8_0, q4_0, q4_1, q5_0, q5_1
+  // (the CPU layers of a partial offload keep the runtime's cache, of the same types).
+  TensorType type_k = TensorType::F16, type_v = TensorType::F16;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or GPU).
@@ -34,7 +37,9 @@ struct FitReport {
   // Bytes needed with the last n layers on the device.
   uint64_t needed(int n) const;
 };
-FitReport fit_report(const model::Model& m, int64_t n_cells, int device = 0);
+// The cache bytes per layer are those of n_cells rows of type_k and type_v.
+FitReport fit_report(const model::Model& m, int64_t n_cells, int device = 0, TensorType type_k = TensorType::F16,
+                     TensorType type_v = TensorType::F16);
 
 // Uploads the model's weights and allocates the cache on the GPU. Throws
 // InvalidArgument for an architecture, weight type or -ngl the GPU path does

@@ -62,12 +62,12 @@ __device__ __forceinline__ float load_as_float(const half* p, int64_t i) { retur
 // (kHalfTail: both operands are f16 values, the tail is summed in double).
 // Products and sums are rounded where the CPU rounds them (no contraction).
 // Slow; for the odd lengths.
-template <bool kHalfTail, typename A, typename B>
-__device__ float dot_cpu_order_serial(const A* a, const B* b, int64_t n, int64_t b_stride = 1) {
-  auto prod = [&](int64_t i) { return __fmul_rn(load_as_float(a, i), load_as_float(b, i * b_stride)); };
-  auto fma_at = [&](int64_t i, float acc) {
-    return __fmaf_rn(load_as_float(a, i), load_as_float(b, i * b_stride), acc);
-  };
+// The operands as functions: fa(i), fb(i) give element i (dot_cpu_order_serial
+// below reads arrays through them).
+template <bool kHalfTail, typename FA, typename FB>
+__device__ float dot_cpu_order_fn(FA fa, FB fb, int64_t n) {
+  auto prod = [&](int64_t i) { return __fmul_rn(fa(i), fb(i)); };
+  auto fma_at = [&](int64_t i, float acc) { return __fmaf_rn(fa(i), fb(i), acc); };
   float c[kOrderLanes];
   if (n % kOrderLanes == 0) {
 #pragma unroll
@@ -109,6 +109,12 @@ __device__ float dot_cpu_order_serial(const A* a, const B* b, int64_t n, int64_t
     for (; i < n; ++i) sum = fma_at(i, sum);
     return sum;
   }
+}
+
+template <bool kHalfTail, typename A, typename B>
+__device__ float dot_cpu_order_serial(const A* a, const B* b, int64_t n, int64_t b_stride = 1) {
+  return dot_cpu_order_fn<kHalfTail>([=](int64_t i) { return load_as_float(a, i); },
+                                     [=](int64_t i) { return load_as_float(b, i * b_stride); }, n);
 }
 
 }  // namespace ferrite::cuda

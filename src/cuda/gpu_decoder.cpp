@@ -90,11 +90,14 @@ uint64_t FitReport::needed(int n) const {
   return b;
 }
 
-FitReport fit_report(const model::Model& m, int64_t n_cells, int device) {
+FitReport fit_report(const model::Model& m, int64_t n_cells, int device, TensorType type_k, TensorType type_v) {
   const model::HParams& hp = m.hparams();
   FitReport r;
   r.layer_bytes.assign(static_cast<size_t>(hp.n_layer), 0);
-  const uint64_t cache_per_layer = 2ull * static_cast<uint64_t>(n_cells * hp.n_embd_kv()) * sizeof(uint16_t);
+  // [n_cells, row bytes] for K and for V.
+  const uint64_t cache_per_layer =
+      static_cast<uint64_t>(n_cells) * static_cast<uint64_t>(kv_cache_row_bytes(type_k, hp.n_embd_kv()) +
+                                                             kv_cache_row_bytes(type_v, hp.n_embd_kv()));
   for (uint64_t& b : r.layer_bytes) b = cache_per_layer;
   bool has_output = false;
   for (const gguf::TensorInfo& t : m.file().tensors()) {
@@ -211,7 +214,17 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   FERRITE_CUDA_CHECK(cudaSetDevice(p.device));
 
   // Fit check: weights + KV cache of the GPU layers + scratch against the free device memory.
-  const FitReport fit = fit_report(m, n_cells_, p.device);
+  for (TensorType t : {p.type_k, p.type_v}) {
+    if (!kv_cache_gpu_supported(t)) {
+      throw InvalidArgument("GPU offload: KV cache type " + tensor_type_name(t) + " is not supported on the GPU (" +
+                            kv_cache_gpu_type_names() + ")");
+    }
+  }
+  k_cache_ref_.type = p.type_k;
+  v_cache_ref_.type = p.type_v;
+  k_cache_ref_.row_bytes = kv_cache_row_bytes(p.type_k, hp.n_embd_kv());  // throws for a width not of whole blocks
+  v_cache_ref_.row_bytes = kv_cache_row_bytes(p.type_v, hp.n_embd_kv());
+  const FitReport fit = fit_report(m, n_cells_, p.device, p.type_k, p.type_v);
   const uint64_t need = fit.needed(static_cast<int>(n_gpu));
   if (need > fit.free_bytes) {
     throw ModelError("GPU offload: " + std::to_string(n_gpu) + " of " + std::to_string(hp.n_layer) +
@@ -262,13 +275,14 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   }
   k_cache_.resize(static_cast<size_t>(n_gpu));
   v_cache_.resize(static_cast<size_t>(n_gpu));
-  const size_t per_layer = static_cast<size_t>(n_cells_ * hp.n_embd_kv()) * sizeof(uint16_t);
+  const size_t k_layer = static_cast<size_t>(n_cells_ * k_cache_ref_.row_bytes);  // [n_cells, K row bytes]
+  const size_t v_layer = static_cast<size_t>(n_cells_ * v_cache_ref_.row_bytes);  // [n_cells, V row bytes]
   for (size_t i = 0; i < k_cache_.size(); ++i) {
-    k_cache_[i].resize(per_layer);
-    v_cache_[i].resize(per_layer);
-    // Cells never written are masked, but keep them finite (0 * NaN would poison sums).
-    FERRITE_CUDA_CHECK(cudaMemset(k_cache_[i].as(), 0, per_layer));
-    FERRITE_CUDA_CHECK(cudaMemset(v_cache_[i].as(), 0, per_layer));
+    k_cache_[i].resize(k_layer);
+    v_cache_[i].resize(v_layer);
+    // Cells never written are masked, but keep them finite (0 * NaN would poison sums; zero blocks are zeros).
+    FERRITE_CUDA_CHECK(cudaMemset(k_cache_[i].as(), 0, k_layer));
+    FERRITE_CUDA_CHECK(cudaMemset(v_cache_[i].as(), 0, v_layer));
   }
   FERRITE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   const char* graphs_env = std::getenv("FERRITE_CUDA_GRAPHS");
@@ -333,6 +347,11 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   }
   ensure_workspace(n, n_out, mask_stride);
   cudaStream_t st = stream_;
+  // Long ranges of few decode tokens: the decode attention splits them over the cells.
+  const int64_t n_decode = static_cast<int64_t>(plan.decode_tokens.size());
+  const int64_t n_split = attention_decode_splits(n_decode, hp.n_head, max_len);
+  s_.attn_split.reserve(static_cast<size_t>(attention_decode_scratch_floats(n_decode, hp.n_head, hd, n_split)) *
+                        sizeof(float));
 
   // Host inputs, staged in one upload: tokens, slots, out rows, cell ranges,
   // RoPE tables, mask (last: the others keep their addresses as it grows,
@@ -422,6 +441,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   ap.n_q_tiles = static_cast<int64_t>(plan.q_tiles.size() / 2);
   ap.decode_tokens = d_listed;
   ap.n_decode_tokens = static_cast<int64_t>(plan.decode_tokens.size());
+  ap.n_split = n_split;
+  ap.split_scratch = n_split > 1 ? s_.attn_split.as<float>() : nullptr;
   ap.n_tokens = n;
   ap.n_head = hp.n_head;
   ap.n_head_kv = hp.n_head_kv;
@@ -436,6 +457,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   // of the product after them (fused_ops.cu), and a one-token pass rotates
   // q|k and stores k, v in one launch.
   const bool fuse = fuse_ && !exact_products();
+  const bool typed_cache = k_cache_ref_.type != TensorType::F16 || v_cache_ref_.type != TensorType::F16;
   // dst = rms_norm(x) * w, as the activations act of a product with weights of type t.
   auto norm = [&](const GpuMatrix& w, float* dst, Activation& act, TensorType t) {
     act.set(dst, n, n_embd);
@@ -465,7 +487,19 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
     uint16_t* kc = k_cache_[il].as<uint16_t>();
     uint16_t* vc = v_cache_[il].as<uint16_t>();
-    if (n == 1 && fuse) {
+    if (typed_cache) {
+      // A block-type K or V: rotate, then quantize the rows into the cache.
+      if (n == 1) {
+        rope(q, d_cos, d_sin, 1, hp.n_head + hp.n_head_kv, hd, rc.n_rot, rc.neox, st);  // q | k: one row of heads
+      } else {
+        rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
+        rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
+      }
+      KvCacheRef kr = k_cache_ref_, vr = v_cache_ref_;
+      kr.data = kc;
+      vr.data = vc;
+      store_kv_typed(k, v, d_slots, n, n_ekv, kr, vr, st);
+    } else if (n == 1 && fuse) {
       // q | k: one row of heads, rotated and k, v stored by one launch.
       rope_store_kv(q, v, d_cos, d_sin, hp.n_head, hp.n_head_kv, hd, rc.n_rot, rc.neox, d_slots, kc, vc, st);
     } else {
@@ -479,6 +513,10 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     }
     ap.k = kc;
     ap.v = vc;
+    ap.k_type = k_cache_ref_.type;
+    ap.v_type = v_cache_ref_.type;
+    ap.k_row_bytes = k_cache_ref_.row_bytes;
+    ap.v_row_bytes = v_cache_ref_.row_bytes;
     attention(ap, st);
     s_.act_attn.set(attn, n, n_q);
     lin.run(L.wo, s_.act_attn, x, true);  // x += attn · Wo^T

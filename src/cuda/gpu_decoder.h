@@ -4,8 +4,8 @@
 // cuda/cpu_front.h, and the residual stream crosses once per pass):
 //   x = embed(tokens); per layer: x += attn(rms_norm(x)); x += ffn(rms_norm(x))
 //   logits = output(rms_norm(x[out_rows]))
-// The KV cache lives on the device (K and V [n_cells, n_embd_kv] f16, V not
-// transposed); the runtime's cache still decides cells and masks, which
+// The KV cache lives on the device (K and V [n_cells, n_embd_kv] f16 or rows
+// of 32-value blocks, OffloadParams' types; V not transposed); the runtime's cache still decides cells and masks, which
 // each forward pass uploads with the tokens and the RoPE tables.
 #pragma once
 
@@ -24,6 +24,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/gpu_matrix.h"
 #include "cuda/linear.h"
+#include "cuda/ops.h"
 
 namespace ferrite::cuda {
 
@@ -74,11 +75,13 @@ class GpuDecoder : public model::Architecture {
   GpuMatrix tok_embd_, output_norm_, output_;
   std::vector<float> rope_freqs_;      // host copy (RoPE tables are built on the host)
   std::vector<Layer> layers_;                    // GPU layers, layers_[il - first_gpu_layer_]
-  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per GPU layer: [n_cells, n_embd_kv] f16
+  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per GPU layer: [n_cells, row bytes of the K / V type]
+  KvCacheRef k_cache_ref_, v_cache_ref_;          // the types and row bytes (data: per layer)
 
   // Per-pass scratch (grown on demand).
   struct Scratch {
     DeviceBuffer x, h, qkv, attn, gate_up, rows, logits, staged;  // qkv: q, k, v one after another; gate_up too
+    DeviceBuffer attn_split;  // the decode attention's split states (attention_decode_splits)
     Activation act_h, act_attn, act_ffn, act_rows;
     int64_t n = 0, n_out = 0, n_kv = 0;
   };

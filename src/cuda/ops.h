@@ -185,12 +185,41 @@ void gather_rows(const float* src, const int32_t* idx, int64_t n, int64_t cols, 
 void store_kv(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
               uint16_t* k_cache, uint16_t* v_cache, cudaStream_t s);
 
-// ---- attention over the f16 cache (cpu/attention.h semantics) --------------
+// ---- the KV cache's types (kv_store.cu, kv_blocks.cuh) ---------------------
+
+// True for the cache types the GPU stores and reads: F16, Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1 (the CPU's cache types except IQ4_NL).
+bool kv_cache_gpu_supported(TensorType t);
+// The GPU's cache types, for messages ("f16, q8_0, ...").
+const char* kv_cache_gpu_type_names();
+// Bytes of a cache row of n values (block types: n a multiple of 32).
+int64_t kv_cache_row_bytes(TensorType t, int64_t n);
+
+// One layer's K or V cache on the device: rows [n_cells] of row_bytes bytes.
+struct KvCacheRef {
+  void* data = nullptr;
+  TensorType type = TensorType::F16;
+  int64_t row_bytes = 0;
+};
+
+// Writes k, v [n_tokens, n_embd_kv] (f32) into cache rows slots[t] of k_cache
+// and v_cache, each in its type (block types: the bits of the CPU's
+// quantizer, model/kv_quant.h; f16: as store_kv). n_embd_kv a multiple of 32
+// where a type is a block type.
+void store_kv_typed(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
+                    const KvCacheRef& k_cache, const KvCacheRef& v_cache, cudaStream_t s);
+
+// ---- attention over the cache (cpu/attention.h semantics) ------------------
 
 struct AttentionParams {
   const float* q = nullptr;         // [n_tokens, n_head, head_dim]
-  const uint16_t* k = nullptr;      // [n_cells, n_head_kv * head_dim] f16
-  const uint16_t* v = nullptr;      // [n_cells, n_head_kv * head_dim] f16 (not transposed)
+  // [n_cells, n_head_kv * head_dim]: f16 values, or rows of k_row_bytes /
+  // v_row_bytes bytes of a block type (kv_cache_gpu_supported), read back
+  // value by value in the kernels (never a dequantized copy); V not transposed.
+  const void* k = nullptr;
+  const void* v = nullptr;
+  TensorType k_type = TensorType::F16, v_type = TensorType::F16;
+  int64_t k_row_bytes = 0, v_row_bytes = 0;  // block types (attention_typed_rows fills in f16 ones)
   const float* mask = nullptr;      // [n_tokens, mask_stride]: 0 or -inf
   int64_t n_kv = 0, n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
   // Per-token cell ranges (several sequences in one cache, model/forward.h
@@ -212,7 +241,21 @@ struct AttentionParams {
   int64_t n_decode_tokens = 0;
   float scale = 1.0f, softcap = 0.0f;
   float* out = nullptr;             // [n_tokens, n_head, head_dim]
+  // The decode kernel split over the cells (attention_decode_splits): n_split
+  // chunks per token's range and their states in split_scratch
+  // (attention_decode_scratch_floats; device). Null: no split.
+  float* split_scratch = nullptr;
+  int64_t n_split = 1;
 };
+
+// True when K or V is of a block type (the kernels' typed reads).
+inline bool attention_typed(const AttentionParams& p) {
+  return p.k_type != TensorType::F16 || p.v_type != TensorType::F16;
+}
+// p with the row bytes of an f16 K or V set (n_head_kv * head_dim values);
+// throws InvalidArgument for a type the GPU does not read or row bytes that
+// do not match the type and width.
+AttentionParams attention_typed_rows(const AttentionParams& p);
 
 // Queries per block of the tiled kernel.
 constexpr int64_t kAttentionQTile = 32;
@@ -249,5 +292,12 @@ void attention_tiled(const AttentionParams& p, cudaStream_t s);
 // warp, f32 probabilities): head_dim 64 or 128, 8-byte aligned k/v.
 bool attention_decode_supports(const AttentionParams& p);
 void attention_decode(const AttentionParams& p, cudaStream_t s);
+
+// Chunks the decode kernel splits each range into for `rows` tokens of
+// n_head heads reading up to max_len cells (1: no split): enough blocks to
+// fill the device, chunks of at least 256 cells. The scratch it then needs:
+// [rows, n_head, n_split] states of head_dim + 2 floats.
+int64_t attention_decode_splits(int64_t rows, int64_t n_head, int64_t max_len);
+int64_t attention_decode_scratch_floats(int64_t rows, int64_t n_head, int64_t head_dim, int64_t n_split);
 
 }  // namespace ferrite::cuda

@@ -48,10 +48,10 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
              params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
       pool_(thread_count(params.n_threads)) {
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
-  if (params_.n_gpu_layers != 0 && (params_.cache_type != TensorType::F16 || params_.cache_type_v != TensorType::F16)) {
-    throw InvalidArgument("GPU offload needs an f16 KV cache");
+  // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
+  if (params_.n_gpu_layers != 0) {
+    gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type, params_.cache_type_v);
   }
-  if (params_.n_gpu_layers != 0) gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers);
   if (params_.embeddings) set_embeddings(true);
 }
 

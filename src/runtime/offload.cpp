@@ -12,28 +12,33 @@
 
 namespace ferrite::runtime {
 
-std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers) {
+std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers,
+                                                  TensorType type_k, TensorType type_v) {
 #ifdef FERRITE_HAVE_CUDA
   cuda::OffloadParams p;
   p.n_cells = n_cells;
   p.n_gpu_layers = n_gpu_layers;
+  p.type_k = type_k;
+  p.type_v = type_v;
   return cuda::make_decoder(m, p);
 #else
   (void)m;
   (void)n_cells;
   (void)n_gpu_layers;
+  (void)type_k;
+  (void)type_v;
   throw InvalidArgument("GPU offload (-ngl) needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
 #endif
 }
 
-GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx) {
+GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, TensorType type_v) {
 #ifdef FERRITE_HAVE_CUDA
   if (n_ctx < 0) throw InvalidArgument("context size must not be negative");
   const model::HParams& hp = m.hparams();
   // The Context's rule for its cache size.
   const int64_t cells =
       n_ctx > 0 ? n_ctx : (hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx);
-  const cuda::FitReport r = cuda::fit_report(m, cells);
+  const cuda::FitReport r = cuda::fit_report(m, cells, 0, type_k, type_v);
   auto mib = [](uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / (1024.0 * 1024.0)))); };
   GpuFit fit;
   fit.n_layers = r.max_layers;
@@ -47,6 +52,8 @@ GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx) {
 #else
   (void)m;
   (void)n_ctx;
+  (void)type_k;
+  (void)type_v;
   throw InvalidArgument("--fit needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
 #endif
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "gguf/tensor_type.h"
 #include "model/architecture.h"
 #include "model/model.h"
 
@@ -14,11 +15,14 @@ namespace ferrite::runtime {
 // Layers to offload meaning "all" (the -ngl all of the tools).
 constexpr int kAllLayers = -1;
 
-// The GPU architecture for `m` with a cache of n_cells cells and its last
-// n_gpu_layers layers (kAllLayers: all) on the GPU, or throws
-// InvalidArgument when this build has no CUDA backend or the model cannot be
-// offloaded (ModelError, with the numbers, when it does not fit).
-std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers);
+// The GPU architecture for `m` with a cache of n_cells cells (K and V of
+// types type_k, type_v) and its last n_gpu_layers layers (kAllLayers: all)
+// on the GPU, or throws InvalidArgument when this build has no CUDA backend,
+// the model cannot be offloaded or the GPU has no cache of those types
+// (ModelError, with the numbers, when it does not fit).
+std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers,
+                                                  TensorType type_k = TensorType::F16,
+                                                  TensorType type_v = TensorType::F16);
 
 struct GpuFit {
   int n_layers = 0;    // the largest -ngl that fits (0: none)
@@ -26,8 +30,10 @@ struct GpuFit {
 };
 
 // What --fit picks: the largest number of layers whose weights, KV cache of
-// n_ctx cells (0: the context's default) and scratch fit in the free memory
-// of the device. Throws InvalidArgument without a CUDA build or device.
-GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx);
+// n_ctx cells (0: the context's default; K and V of types type_k, type_v)
+// and scratch fit in the free memory of the device. Throws InvalidArgument
+// without a CUDA build or device.
+GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k = TensorType::F16,
+                      TensorType type_v = TensorType::F16);
 
 }  // namespace ferrite::runtime
