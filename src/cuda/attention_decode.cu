@@ -102,15 +102,24 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
       const int64_t j = j0 + static_cast<int64_t>(u) * kWarps;
       mk[u] = j < len ? mask[j] : -INFINITY;
       s[u] = 0.0f;
-      if (mk[u] != -INFINITY) {
+      if constexpr (Typed) {
+        // Block rows: loads that do not wait for the mask (a row of the range
+        // for every u), so that all of them are in flight at once; a hidden
+        // cell's V is dropped below and its score is -inf.
+        const int64_t jr = j < len ? j : len - 1;
         float krow[kPer];
-        if constexpr (Typed) {
-          kv_read<KT, kPer>(p.k_type, k_bytes + j * p.k_row_bytes, e_lane, krow);
-          kv_read<VT, kPer>(p.v_type, v_bytes + j * p.v_row_bytes, e_lane, vrow[u]);
-        } else {
-          load_row(k_rows + j * kv_stride, krow);
-          load_row(v_rows + j * kv_stride, vrow[u]);
+        kv_read<KT, kPer>(p.k_type, k_bytes + jr * p.k_row_bytes, e_lane, krow);
+        kv_read<VT, kPer>(p.v_type, v_bytes + jr * p.v_row_bytes, e_lane, vrow[u]);
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) s[u] = __fmaf_rn(q[i], krow[i], s[u]);
+        if (mk[u] == -INFINITY) {
+#pragma unroll
+          for (int i = 0; i < kPer; ++i) vrow[u][i] = 0.0f;
         }
+      } else if (mk[u] != -INFINITY) {
+        float krow[kPer];
+        load_row(k_rows + j * kv_stride, krow);
+        load_row(v_rows + j * kv_stride, vrow[u]);
 #pragma unroll
         for (int i = 0; i < kPer; ++i) s[u] = __fmaf_rn(q[i], krow[i], s[u]);
       } else {
