@@ -1,7 +1,7 @@
 // Attention for decode steps (few tokens per sequence, often one token from
 // each of many sequences): a block per (token, head) with kWarps warps; warp
-// w scores cells w, w + kWarps, ... of the token's range, kUnroll cells at a
-// time (independent loads in flight), a lane holding HD / 32 dimensions of q,
+// w scores cells w, w + kWarps, ... of the token's range, kUnroll (block rows: kUnrollTyped) cells at a
+// time (their loads issued before the mask is known, all in flight at once), a lane holding HD / 32 dimensions of q,
 // of each K and V row and of the output, so that a row is one coalesced warp
 // access and a score is one warp reduction. Each warp keeps an online
 // softmax (running max, sum, weighted V); the warps' states merge in shared
@@ -32,7 +32,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * kWarp;
-constexpr int kUnroll = 4;  // cells a warp scores before it reduces
+constexpr int kUnroll = 4;       // cells a warp scores before it reduces (f16 rows)
+constexpr int kUnrollTyped = 8;  // the same for block rows (more loads in flight for their longer reads)
 constexpr int kSplitExtra = 2;        // floats of a split's state beyond HD: m, l
 constexpr int64_t kMaxSplits = 64;
 constexpr int64_t kMinSplitCells = 256;  // cells per split at least
@@ -43,6 +44,7 @@ constexpr int kBlocksPerSm = 4;          // split until about this many blocks p
 template <int HD, TensorType KT, TensorType VT>
 __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p) {
   constexpr bool Typed = KT != TensorType::F16 || VT != TensorType::F16;
+  constexpr int kCells = Typed ? kUnrollTyped : kUnroll;
   grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
   constexpr int kPer = HD / kWarp;  // dimensions per lane: 2 (HD 64) or 4 (HD 128)
@@ -94,47 +96,41 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
     }
   };
 
-  for (int64_t j0 = warp; j0 < len; j0 += static_cast<int64_t>(kWarps) * kUnroll) {
-    float s[kUnroll], mk[kUnroll];
-    float vrow[kUnroll][kPer];
+  for (int64_t j0 = warp; j0 < len; j0 += static_cast<int64_t>(kWarps) * kCells) {
+    float s[kCells], mk[kCells];
+    float vrow[kCells][kPer];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kCells; ++u) {
       const int64_t j = j0 + static_cast<int64_t>(u) * kWarps;
       mk[u] = j < len ? mask[j] : -INFINITY;
       s[u] = 0.0f;
+      // Loads that do not wait for the mask (a row of the range for every u),
+      // so that all of them are in flight at once; a hidden cell's V is
+      // dropped below and its score is -inf.
+      const int64_t jr = j < len ? j : len - 1;
+      float krow[kPer];
       if constexpr (Typed) {
-        // Block rows: loads that do not wait for the mask (a row of the range
-        // for every u), so that all of them are in flight at once; a hidden
-        // cell's V is dropped below and its score is -inf.
-        const int64_t jr = j < len ? j : len - 1;
-        float krow[kPer];
         kv_read<KT, kPer>(p.k_type, k_bytes + jr * p.k_row_bytes, e_lane, krow);
         kv_read<VT, kPer>(p.v_type, v_bytes + jr * p.v_row_bytes, e_lane, vrow[u]);
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) s[u] = __fmaf_rn(q[i], krow[i], s[u]);
-        if (mk[u] == -INFINITY) {
-#pragma unroll
-          for (int i = 0; i < kPer; ++i) vrow[u][i] = 0.0f;
-        }
-      } else if (mk[u] != -INFINITY) {
-        float krow[kPer];
-        load_row(k_rows + j * kv_stride, krow);
-        load_row(v_rows + j * kv_stride, vrow[u]);
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) s[u] = __fmaf_rn(q[i], krow[i], s[u]);
       } else {
+        load_row(k_rows + jr * kv_stride, krow);
+        load_row(v_rows + jr * kv_stride, vrow[u]);
+      }
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) s[u] = __fmaf_rn(q[i], krow[i], s[u]);
+      if (mk[u] == -INFINITY) {
 #pragma unroll
         for (int i = 0; i < kPer; ++i) vrow[u][i] = 0.0f;
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kCells; ++u) {
 #pragma unroll
       for (int o = kWarp / 2; o > 0; o >>= 1) s[u] += __shfl_xor_sync(kFullMask, s[u], o);
     }
     float tile_max = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kCells; ++u) {
       float v = s[u] * p.scale;
       if (p.softcap > 0.0f) v = tanhf(v / p.softcap) * p.softcap;
       s[u] = mk[u] == -INFINITY ? -INFINITY : v + mk[u];
@@ -147,7 +143,7 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
 #pragma unroll
     for (int i = 0; i < kPer; ++i) acc[i] *= corr;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kCells; ++u) {
       const float pu = s[u] == -INFINITY ? 0.0f : expf(s[u] - m_new);
       l_run += pu;
 #pragma unroll
