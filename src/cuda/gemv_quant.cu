@@ -225,16 +225,26 @@ constexpr int min_blocks() {
 
 // The expert of gemv_quant_experts (moe_ops.h): block row blockIdx.y is
 // slot j, which multiplies rows [ids[j] * rows, + rows) of the stacked w by
-// activation row j * act_step into y row j.
+// activation row j * act_step into y row j (split > 0: output r of slot j
+// at (r / split * n_slots + j) * split + r % split).
 struct ExpertSel {
   const int32_t* ids = nullptr;
   int64_t rows = 0;
   int64_t act_step = 0;
+  int64_t split = 0;
 };
+
+// The expert variant keeps a few more values live (slot, expert row): it
+// gets the multi-row kernels' register budget where that is larger (no
+// spills for Q8_0/Q5_1).
+template <TensorType T, int M, bool kExperts>
+constexpr int min_blocks_of() {
+  return kExperts && min_blocks<T, M>() > kMinBlocksMulti ? kMinBlocksMulti : min_blocks<T, M>();
+}
 
 template <TensorType T, int M, bool kExperts = false>
 __global__ void __launch_bounds__(kGemvThreads,
-                                  min_blocks<T, M>())
+                                  min_blocks_of<T, M, kExperts>())
     gemv_quant_kernel(const GpuMatrix w, const QuantAct a_in, int n_tasks, float* __restrict__ y_in, bool accumulate,
                       const ExpertSel sel) {
   using Tk = Task<T>;
@@ -256,7 +266,6 @@ __global__ void __launch_bounds__(kGemvThreads,
     a.d += step * per_row;
     a.sums += step * per_row;
     if (a.s != nullptr) a.s += step * per_row;
-    y += slot * sel.rows;
   }
   const bool active = row < n_out;
   const int n_chunks = static_cast<int>(w.k / kChunk), n_units = static_cast<int>(w.k / kUnit);
@@ -319,7 +328,12 @@ __global__ void __launch_bounds__(kGemvThreads,
   for (int t = 0; t < M; ++t) {
     const float v = warp_sum(acc[t]);
     if (lane == 0) {
-      float* out = y + t * n_out + row;
+      int64_t o = t * n_out + row;
+      if constexpr (kExperts) {
+        const int64_t slot = blockIdx.y;
+        o = sel.split > 0 ? (row / sel.split * gridDim.y + slot) * sel.split + row % sel.split : slot * n_out + row;
+      }
+      float* out = y + o;
       *out = accumulate ? *out + v : v;
     }
   }
@@ -436,15 +450,17 @@ void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool
 bool gemv_quant_experts_supports(const GpuMatrix& w) { return gemv_quant_supports(w, 1); }
 
 void gemv_quant_experts(const GpuMatrix& w, const int32_t* ids, int64_t n_slots, int64_t rows, const QuantAct& a,
-                        int64_t act_step, float* y, bool pdl, cudaStream_t s) {
+                        int64_t act_step, float* y, bool pdl, cudaStream_t s, int64_t split) {
   using namespace gemv;
   if (!gemv_quant_experts_supports(w)) {
     throw InvalidArgument("gemv_quant_experts: unsupported " + tensor_type_name(w.type) + " matrix of row length " +
                           std::to_string(w.k));
   }
-  if (rows <= 0 || w.n % rows != 0) throw InvalidArgument("gemv_quant_experts: rows do not divide the matrix");
+  if (rows <= 0 || w.n % rows != 0 || split < 0 || (split > 0 && rows % split != 0)) {
+    throw InvalidArgument("gemv_quant_experts: rows do not divide the matrix");
+  }
   if (n_slots <= 0) return;
-  const ExpertSel sel{ids, rows, act_step};
+  const ExpertSel sel{ids, rows, act_step, split};
   switch (w.type) {
     case TensorType::Q4_0: launch_experts<TensorType::Q4_0>(w, sel, n_slots, a, y, pdl, s); break;
     case TensorType::Q8_0: launch_experts<TensorType::Q8_0>(w, sel, n_slots, a, y, pdl, s); break;

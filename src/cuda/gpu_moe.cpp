@@ -14,6 +14,7 @@ namespace {
 
 // Slots per token the combine kernel orders (moe.cu kMaxUsed).
 constexpr int64_t kMaxExpertsUsed = 64;
+constexpr int64_t kQ8_0Block = 32, kQ8KBlock = 256;  // elements per 8-bit activation block
 
 std::string layer_name(int64_t il, const char* s) { return model::WeightBinder::layer_name(il, s); }
 
@@ -23,6 +24,23 @@ bool float_type(TensorType t) { return t == TensorType::F32 || t == TensorType::
 bool indirect(const GpuMatrix& w) { return float_type(w.type) || gemv_quant_experts_supports(w); }
 
 size_t f32_bytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+
+// up = silu(gate) * up [rows, n], the kernel also writing act's 8-bit form
+// for weights of type t (act: up's rows); false, with nothing done, where
+// it cannot (float weights, Q8_1 activations, n not a whole number of blocks).
+bool swiglu_quantized(TensorType t, const float* gate, float* up, int64_t rows, int64_t n, Activation& act,
+                      cudaStream_t st) {
+  if (float_type(t)) return false;
+  const ActFormat f = act_format_for(t);
+  if (f == ActFormat::Q8_1 || n % (f == ActFormat::Q8_K ? kQ8KBlock : kQ8_0Block) != 0) return false;
+  ActOut out;
+  out.format = f;
+  out.quant = act.quant_buffers(f);
+  if (!act_out_supports(out, n)) return false;
+  swiglu_act(gate, up, rows, n, up, out, st);
+  act.mark_quantized(f);
+  return true;
+}
 
 }  // namespace
 
@@ -46,12 +64,18 @@ GpuMoe::GpuMoe(const model::Model& m, int64_t first_layer)
     L.present = true;
     L.renorm = decoder->layer(il).moe.norm_weights;
     L.router = upload(layer_name(il, "ffn_gate_inp.weight"), true);
-    L.gate = upload(layer_name(il, "ffn_gate_exps.weight"), true, n_expert);
-    L.up = upload(layer_name(il, "ffn_up_exps.weight"), true, n_expert);
+    const std::string gn = layer_name(il, "ffn_gate_exps.weight"), un = layer_name(il, "ffn_up_exps.weight");
+    L.gate_up = upload_gate_up(gn, un);
+    if (L.gate_up.data == nullptr) {
+      L.gate = upload(gn, true, n_expert);
+      L.up = upload(un, true, n_expert);
+    }
     L.down = upload(layer_name(il, "ffn_down_exps.weight"), true, n_expert);
-    L.n_ff = L.up.n / n_expert;
-    if (L.router.n != n_expert || L.router.k != hp_.n_embd || L.gate.k != hp_.n_embd || L.gate.n != L.up.n ||
-        L.down.k != L.n_ff || L.down.n != n_expert * hp_.n_embd) {
+    L.n_ff = L.gate_up.data != nullptr ? L.gate_up.n / (2 * n_expert) : L.up.n / n_expert;
+    const int64_t gate_k = L.gate_up.data != nullptr ? L.gate_up.k : L.gate.k;
+    if (L.router.n != n_expert || L.router.k != hp_.n_embd || gate_k != hp_.n_embd ||
+        (L.gate_up.data == nullptr && (L.gate.n != L.up.n || L.up.k != hp_.n_embd)) || L.down.k != L.n_ff ||
+        L.down.n != n_expert * hp_.n_embd) {
       throw ModelError(file.path() + ": layer " + std::to_string(il) + ": expert tensor shapes do not agree");
     }
     if (file.find_tensor(layer_name(il, "ffn_up_shexp.weight")) != nullptr) {
@@ -65,7 +89,8 @@ GpuMoe::GpuMoe(const model::Model& m, int64_t first_layer)
         throw ModelError(file.path() + ": layer " + std::to_string(il) + ": shared expert shapes do not agree");
       }
     }
-    L.on_device = indirect(L.gate) && indirect(L.up) && indirect(L.down);
+    L.on_device = (L.gate_up.data != nullptr ? indirect(L.gate_up) : indirect(L.gate) && indirect(L.up)) &&
+                  indirect(L.down);
   }
 }
 
@@ -89,6 +114,39 @@ GpuMatrix GpuMoe::upload(const std::string& name, bool required, int64_t items) 
   return g;
 }
 
+GpuMatrix GpuMoe::upload_gate_up(const std::string& gate, const std::string& up) {
+  const gguf::TensorInfo* g = model_.file().find_tensor(gate);
+  const gguf::TensorInfo* u = model_.file().find_tensor(up);
+  if (g == nullptr || u == nullptr || g->data == nullptr || u->data == nullptr || g->n_dims != 3 ||
+      u->n_dims != 3 || g->type != u->type || g->ne != u->ne || g->n_bytes != u->n_bytes ||
+      g->ne[2] != hp_.n_expert) {
+    return {};  // uploaded one by one (and checked) instead
+  }
+  // Rows are stored one after another in every type: expert e's bytes are
+  // the e-th of n_expert equal parts.
+  const uint64_t per_expert = g->n_bytes / static_cast<uint64_t>(hp_.n_expert);
+  std::vector<uint8_t> host(2 * g->n_bytes);
+  for (int64_t e = 0; e < hp_.n_expert; ++e) {
+    uint8_t* dst = host.data() + 2 * per_expert * static_cast<uint64_t>(e);
+    std::copy_n(g->data + per_expert * e, per_expert, dst);
+    std::copy_n(u->data + per_expert * e, per_expert, dst + per_expert);
+  }
+  buffers_.emplace_back();
+  const GpuMatrix m = upload_matrix(g->type, 2 * g->ne[1] * g->ne[2], g->ne[0], host.data(), buffers_.back(),
+                                    gate + " (stacked with up)");
+  weight_bytes_ += buffers_.back().size();
+  return m;
+}
+
+GpuMatrix GpuMoe::expert_gate(const Layer& L, int64_t e) {
+  return L.gate_up.data != nullptr ? row_slice(L.gate_up, 2 * e * L.n_ff, L.n_ff) : row_slice(L.gate, e * L.n_ff, L.n_ff);
+}
+
+GpuMatrix GpuMoe::expert_up(const Layer& L, int64_t e) {
+  return L.gate_up.data != nullptr ? row_slice(L.gate_up, (2 * e + 1) * L.n_ff, L.n_ff)
+                                   : row_slice(L.up, e * L.n_ff, L.n_ff);
+}
+
 const GpuMoe::Layer& GpuMoe::layer(int64_t il) const {
   if (!has(il)) throw InvalidArgument("GPU MoE: layer " + std::to_string(il) + " has no experts");
   return layers_[static_cast<size_t>(il - first_layer_)];
@@ -99,7 +157,10 @@ bool GpuMoe::has(int64_t il) const {
          layers_[static_cast<size_t>(il - first_layer_)].present;
 }
 
-TensorType GpuMoe::input_type(int64_t il) const { return layer(il).gate.type; }
+TensorType GpuMoe::input_type(int64_t il) const {
+  const Layer& L = layer(il);
+  return L.gate_up.data != nullptr ? L.gate_up.type : L.gate.type;
+}
 
 bool GpuMoe::device_only(int64_t n) const {
   if (n != 1 || exact_products()) return false;
@@ -113,7 +174,7 @@ void GpuMoe::reserve(int64_t n, const Layer& L) {
   weights_.reserve(f32_bytes(slots));
   rows_.reserve(2 * static_cast<size_t>(slots) * sizeof(int32_t));
   in_.reserve(f32_bytes(slots * n_embd));
-  gate_.reserve(f32_bytes(std::max(slots * L.n_ff, n * L.n_ff_sh)));
+  gate_.reserve(f32_bytes(std::max(2 * slots * L.n_ff, n * L.n_ff_sh)));  // decode: gate | up
   up_.reserve(f32_bytes(std::max(slots * L.n_ff, n * L.n_ff_sh)));
   ys_.reserve(f32_bytes(slots * n_embd));
   sh_.reserve(f32_bytes(n * n_embd));
@@ -156,21 +217,27 @@ void GpuMoe::experts_on_device(const Layer& L, Activation& act, int64_t n, Linea
   cudaStream_t st = lin.stream();
   const int64_t slots = n * hp_.n_expert_used;  // n == 1: slot j is the token's j-th expert
   const int32_t* ids = ids_.as<int32_t>();
-  // y [slots, rows] = expert ids[j] of w times activation row j * step of a.
-  auto product = [&](const GpuMatrix& w, Activation& a, int64_t step, int64_t rows, float* y) {
+  // y [slots, rows] = expert ids[j] of w times activation row j * step of a
+  // (split: see moe_ops.h).
+  auto product = [&](const GpuMatrix& w, Activation& a, int64_t step, int64_t rows, float* y, int64_t split) {
     if (float_type(w.type)) {
-      moe_gemv_float(w, ids, slots, rows, a.x(), step, y, st);
+      moe_gemv_float(w, ids, slots, rows, a.x(), step, y, st, split);
     } else {
-      gemv_quant_experts(w, ids, slots, rows, a.quantized(act_format_for(w.type), st), step, y, pdl_enabled(), st);
+      gemv_quant_experts(w, ids, slots, rows, a.quantized(act_format_for(w.type), st), step, y, pdl_enabled(), st,
+                         split);
     }
   };
-  float* gate = gate_.as<float>();
-  float* up = up_.as<float>();
-  product(L.gate, act, 0, L.n_ff, gate);  // [slots, n_ff]
-  product(L.up, act, 0, L.n_ff, up);
-  swiglu(gate, up, slots, L.n_ff, up, st);
+  float* gate = gate_.as<float>();  // [slots, n_ff]
+  float* up = L.gate_up.data != nullptr ? gate + slots * L.n_ff : up_.as<float>();  // [slots, n_ff]
+  if (L.gate_up.data != nullptr) {
+    product(L.gate_up, act, 0, 2 * L.n_ff, gate, L.n_ff);  // every gate, then every up
+  } else {
+    product(L.gate, act, 0, L.n_ff, gate, 0);
+    product(L.up, act, 0, L.n_ff, up, 0);
+  }
   act_mid_.set(up, slots, L.n_ff);
-  product(L.down, act_mid_, 1, hp_.n_embd, ys_.as<float>());  // [slots, n_embd]
+  if (!swiglu_quantized(L.down.type, gate, up, slots, L.n_ff, act_mid_, st)) swiglu(gate, up, slots, L.n_ff, up, st);
+  product(L.down, act_mid_, 1, hp_.n_embd, ys_.as<float>(), 0);  // [slots, n_embd]
   use_rows_ = false;
 }
 
@@ -211,8 +278,8 @@ void GpuMoe::experts_grouped(const Layer& L, Activation& act, int64_t n, LinearR
     const int64_t r0 = start[e], cnt = start[e + 1] - start[e];
     if (cnt == 0) continue;
     act_in_.set(in + r0 * n_embd, cnt, n_embd);
-    lin.run(row_slice(L.gate, e * L.n_ff, L.n_ff), act_in_, gate + r0 * L.n_ff);
-    lin.run(row_slice(L.up, e * L.n_ff, L.n_ff), act_in_, up + r0 * L.n_ff);
+    lin.run(expert_gate(L, e), act_in_, gate + r0 * L.n_ff);
+    lin.run(expert_up(L, e), act_in_, up + r0 * L.n_ff);
   }
   swiglu(gate, up, slots, L.n_ff, up, st);
   for (int64_t e = 0; e < n_expert; ++e) {

@@ -4,7 +4,9 @@
 //   x += sum_j weights[j] * down_e(silu(gate_e h) * up_e h), e = ids[j]
 //        (+ sigmoid(h · g) * shared_ffn(h) where the layer has a shared expert)
 // Expert tensors [k, n, n_expert] are uploaded whole as matrices of n *
-// n_expert rows; an expert is a row slice.
+// n_expert rows; an expert is a row slice. Gate and up experts of one type
+// are stacked expert by expert (gate_e rows, then up_e rows), so that one
+// launch makes both for every chosen expert.
 // Two ways through the experts:
 // - on the device (one token, outside the exact mode, every expert type
 //   taken by an expert-indirect GEMV, moe_ops.h): the GEMVs read the ids the
@@ -56,7 +58,9 @@ class GpuMoe {
  private:
   struct Layer {
     GpuMatrix router;                       // [n_expert, n_embd]
-    GpuMatrix gate, up, down;               // [n_expert * n_ff, n_embd], [n_expert * n_embd, n_ff]
+    GpuMatrix gate_up;                      // [n_expert * 2 n_ff, n_embd] (gate_e | up_e), or null and:
+    GpuMatrix gate, up;                     // [n_expert * n_ff, n_embd] each
+    GpuMatrix down;                         // [n_expert * n_embd, n_ff]
     GpuMatrix sh_gate_up, sh_gate, sh_up;   // shared expert (sh_gate_up null where gate, up differ)
     GpuMatrix sh_down, sh_inp;              // [n_embd, n_ff_sh], sigmoid gate [1, n_embd]
     int64_t n_ff = 0, n_ff_sh = 0;
@@ -65,7 +69,12 @@ class GpuMoe {
     bool present = false;
   };
   GpuMatrix upload(const std::string& name, bool required, int64_t rows_per_item = 0);
+  // gate|up stacked per expert when both tensors have one type (else null).
+  GpuMatrix upload_gate_up(const std::string& gate, const std::string& up);
   const Layer& layer(int64_t il) const;
+  // Expert e's gate and up matrices [n_ff, n_embd].
+  static GpuMatrix expert_gate(const Layer& L, int64_t e);
+  static GpuMatrix expert_up(const Layer& L, int64_t e);
   // The expert products, ids on the device (one token).
   void experts_on_device(const Layer& L, Activation& act, int64_t n, LinearRunner& lin);
   // The expert products grouped by expert on the host's copy of the ids.

@@ -148,7 +148,8 @@ __global__ void combine_kernel(const MoeCombine c, float* __restrict__ x) {
 template <bool kF16>
 __global__ void gemv_float_experts_kernel(const uint8_t* __restrict__ w, uint64_t row_bytes, int64_t k,
                                           const int32_t* __restrict__ ids, int64_t rows,
-                                          const float* __restrict__ x, int64_t act_step, float* __restrict__ y) {
+                                          const float* __restrict__ x, int64_t act_step, int64_t split,
+                                          float* __restrict__ y) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t slot = blockIdx.y;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarp;
@@ -166,7 +167,7 @@ __global__ void gemv_float_experts_kernel(const uint8_t* __restrict__ w, uint64_
     }
   }
   acc = warp_sum(acc);
-  if (lane == 0) y[slot * rows + r] = acc;
+  if (lane == 0) y[split > 0 ? (r / split * gridDim.y + slot) * split + r % split : slot * rows + r] = acc;
 }
 
 }  // namespace
@@ -197,19 +198,21 @@ void moe_combine(const MoeCombine& c, float* x, cudaStream_t s) {
 }
 
 void moe_gemv_float(const GpuMatrix& w, const int32_t* ids, int64_t n_slots, int64_t rows, const float* x,
-                    int64_t act_step, float* y, cudaStream_t s) {
+                    int64_t act_step, float* y, cudaStream_t s, int64_t split) {
   if (w.type != TensorType::F32 && w.type != TensorType::F16) {
     throw InvalidArgument("moe_gemv_float: " + tensor_type_name(w.type) + " weights");
   }
-  if (rows <= 0 || w.n % rows != 0) throw InvalidArgument("moe_gemv_float: rows do not divide the matrix");
+  if (rows <= 0 || w.n % rows != 0 || split < 0 || (split > 0 && rows % split != 0)) {
+    throw InvalidArgument("moe_gemv_float: rows do not divide the matrix");
+  }
   if (n_slots <= 0) return;
   const dim3 grid(static_cast<unsigned>((rows + kRowWarps - 1) / kRowWarps), static_cast<unsigned>(n_slots));
   if (w.type == TensorType::F16) {
     gemv_float_experts_kernel<true><<<grid, kRowWarps * kWarp, 0, s>>>(w.data, w.row_bytes, w.k, ids, rows, x,
-                                                                        act_step, y);
+                                                                        act_step, split, y);
   } else {
     gemv_float_experts_kernel<false><<<grid, kRowWarps * kWarp, 0, s>>>(w.data, w.row_bytes, w.k, ids, rows, x,
-                                                                         act_step, y);
+                                                                         act_step, split, y);
   }
   FERRITE_CUDA_LAUNCHED();
 }

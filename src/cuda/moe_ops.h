@@ -48,15 +48,18 @@ void moe_combine(const MoeCombine& c, float* x, cudaStream_t s);
 // ids[j] of the stacked w, x_j = activation row j * act_step (act_step 0:
 // one row for every slot, 1: a row per slot). The ids are read on the
 // device, so a captured decode graph replays with each step's experts.
+// split > 0 (dividing rows): each slot's outputs are cut into parts of split
+// rows and part p of slot j goes to y + (p * n_slots + j) * split (experts
+// with gate|up stacked: every slot's gate, then every slot's up).
 //
 // F32 and F16 weights (f32 activations [*, w.k]; F16 rounds them to f16 as
 // the CPU's product does), sums in any order:
 void moe_gemv_float(const GpuMatrix& w, const int32_t* ids, int64_t n_slots, int64_t rows, const float* x,
-                    int64_t act_step, float* y, cudaStream_t s);
+                    int64_t act_step, float* y, cudaStream_t s, int64_t split = 0);
 // Quantized weights (the types and shapes gemv_quant_supports(w, 1) takes)
 // on activations quantized in act_format_for(w.type); pdl as for gemv_quant.
 bool gemv_quant_experts_supports(const GpuMatrix& w);
 void gemv_quant_experts(const GpuMatrix& w, const int32_t* ids, int64_t n_slots, int64_t rows, const QuantAct& a,
-                        int64_t act_step, float* y, bool pdl, cudaStream_t s);
+                        int64_t act_step, float* y, bool pdl, cudaStream_t s, int64_t split = 0);
 
 }  // namespace ferrite::cuda
