@@ -58,8 +58,16 @@ int main(int argc, char** argv) {
   }
   try {
     auto model = model::Model::load(path);
-    uint64_t bytes = 0;
-    for (const auto& t : model->file().tensors()) bytes += t.n_bytes;
+    // A decode step reads n_expert_used of each expert tensor's n_expert
+    // experts (the "_exps" tensors of MoE models) and all of the others.
+    const model::HParams& hp = model->hparams();
+    uint64_t bytes = 0, all_bytes = 0;
+    for (const auto& t : model->file().tensors()) {
+      all_bytes += t.n_bytes;
+      const bool experts = hp.n_expert > 0 && t.name.find("_exps.") != std::string::npos;
+      bytes += experts ? t.n_bytes / static_cast<uint64_t>(hp.n_expert) * static_cast<uint64_t>(hp.n_expert_used)
+                       : t.n_bytes;
+    }
     runtime::ContextParams cp;
     cp.n_ctx = std::max(n_prompt, depth) + n_gen + 64;
     cp.n_batch = std::max({n_prompt, depth, 1});
@@ -70,8 +78,8 @@ int main(int argc, char** argv) {
     runtime::Context ctx(model, cp);
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(ctx.n_vocab() - 1));
-    std::printf("model %s: %.2f GiB of tensors, cache K %s V %s\n", path.c_str(), bytes / (1024.0 * 1024.0 * 1024.0),
-                ctk.c_str(), ctv.c_str());
+    std::printf("model %s: %.2f GiB of tensors (%.2f GiB read per decode step), cache K %s V %s\n", path.c_str(),
+                all_bytes / (1024.0 * 1024.0 * 1024.0), bytes / (1024.0 * 1024.0 * 1024.0), ctk.c_str(), ctv.c_str());
     std::vector<int32_t> context(static_cast<size_t>(depth));
     for (auto& t : context) t = tok(rng);
     if (n_prompt > 0) {

@@ -33,7 +33,11 @@ const float* CpuFront::run(const model::ForwardBatch& batch, const model::KvView
     model::self_attention(s, il, L.attn, h, y);  // with attn_output.bias when the model has one
     model::add_inplace(x, y, n * n_embd);
     cpu::rms_norm(x, L.ffn_norm.f32(), hp_.norm_rms_eps, n, n_embd, h);
-    model::feed_forward(s, L.ffn, model::Activation::Silu, h, n, y);
+    if (L.moe.gate_inp) {
+      model::mixture_of_experts(s, L.moe, h, y);
+    } else {
+      model::feed_forward(s, L.ffn, model::Activation::Silu, h, n, y);
+    }
     model::add_inplace(x, y, n * n_embd);
   }
   return x;

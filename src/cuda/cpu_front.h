@@ -1,7 +1,7 @@
 // The CPU side of a partial offload (-ngl N below the layer count): the
-// embedding and the first layers [0, n_cpu_layers) of the dense decoder run
-// on the CPU with the model blocks (model/blocks.h) over the runtime's CPU
-// cache, with the weights the model's CPU Decoder bound (model/decoder.h, so
+// embedding and the first layers [0, n_cpu_layers) of the decoder (dense or
+// expert feed-forward) run on the CPU with the model blocks (model/blocks.h)
+// over the runtime's CPU cache, with the weights the model's CPU Decoder bound (model/decoder.h, so
 // every optional tensor it knows, attn_output.bias included), leaving the residual stream x [n_tokens, n_embd] on the host for the
 // GPU layers (one crossing per pass). Plain host code (no CUDA headers).
 #pragma once

@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/device_math.cuh"
+#include "cuda/moe_ops.h"
 #include "cuda/ops.h"
 #include "cuda/pdl.cuh"
 #include "cuda/gemv_task.cuh"
@@ -222,19 +223,54 @@ constexpr int min_blocks() {
   return Task<T>::kMinBlocks < kMinBlocksMulti ? Task<T>::kMinBlocks : kMinBlocksMulti;
 }
 
-template <TensorType T, int M>
+// The expert of gemv_quant_experts (moe_ops.h): block row blockIdx.y is
+// slot j, which multiplies rows [ids[j] * rows, + rows) of the stacked w by
+// activation row j * act_step into y row j (split > 0: output r of slot j
+// at (r / split * n_slots + j) * split + r % split).
+struct ExpertSel {
+  const int32_t* ids = nullptr;
+  int64_t rows = 0;
+  int64_t act_step = 0;
+  int64_t split = 0;
+};
+
+// The expert variant keeps a few more values live (slot, expert row): it
+// gets the multi-row kernels' register budget where that is larger (no
+// spills for Q8_0/Q5_1).
+template <TensorType T, int M, bool kExperts>
+constexpr int min_blocks_of() {
+  return kExperts && min_blocks<T, M>() > kMinBlocksMulti ? kMinBlocksMulti : min_blocks<T, M>();
+}
+
+template <TensorType T, int M, bool kExperts = false>
 __global__ void __launch_bounds__(kGemvThreads,
-                                  min_blocks<T, M>())
-    gemv_quant_kernel(const GpuMatrix w, const QuantAct a, int n_tasks, float* __restrict__ y, bool accumulate) {
+                                  min_blocks_of<T, M, kExperts>())
+    gemv_quant_kernel(const GpuMatrix w, const QuantAct a_in, int n_tasks, float* __restrict__ y_in, bool accumulate,
+                      const ExpertSel sel) {
   using Tk = Task<T>;
   constexpr int kU = Tk::kPerRound;
   extern __shared__ int4 stage[];  // [M][units] int8, then d [M][k/32], then sums [M][k/32] and/or s [M][k/32]
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
-  const bool active = row < w.n;
+  int64_t n_out = w.n, row0 = 0;  // outputs per activation row, first weight row
+  QuantAct a = a_in;
+  float* y = y_in;
+  if constexpr (kExperts) {
+    // The expert id comes from an earlier kernel: wait before reading it
+    // (no weight load can be issued ahead of that).
+    grid_dependency_wait();
+    const int64_t slot = blockIdx.y, step = slot * sel.act_step, per_row = w.k / kChunk;
+    n_out = sel.rows;
+    row0 = static_cast<int64_t>(sel.ids[slot]) * sel.rows;
+    a.qs += step * w.k;
+    a.d += step * per_row;
+    a.sums += step * per_row;
+    if (a.s != nullptr) a.s += step * per_row;
+  }
+  const bool active = row < n_out;
   const int n_chunks = static_cast<int>(w.k / kChunk), n_units = static_cast<int>(w.k / kUnit);
   const int row_units = static_cast<int>(units_per_row(w.k));
-  const RowPtr rp = Tk::row(w, active ? row : 0);
+  const RowPtr rp = Tk::row(w, row0 + (active ? row : 0));
   auto load_round = [&](int base, typename Tk::Raw (&raw)[kU]) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
@@ -292,7 +328,12 @@ __global__ void __launch_bounds__(kGemvThreads,
   for (int t = 0; t < M; ++t) {
     const float v = warp_sum(acc[t]);
     if (lane == 0) {
-      float* out = y + t * w.n + row;
+      int64_t o = t * n_out + row;
+      if constexpr (kExperts) {
+        const int64_t slot = blockIdx.y;
+        o = sel.split > 0 ? (row / sel.split * gridDim.y + slot) * sel.split + row % sel.split : slot * n_out + row;
+      }
+      float* out = y + o;
       *out = accumulate ? *out + v : v;
     }
   }
@@ -309,7 +350,23 @@ void launch(const GpuMatrix& w, const QuantAct& a, float* y, bool accumulate, bo
   const int64_t blocks = (w.n + kGemvWarps - 1) / kGemvWarps;
   if (blocks > 0x7FFFFFFF) throw InvalidArgument("gemv_quant: matrix too large for one launch");
   launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGemvThreads), smem, s, pdl, w, a,
-                static_cast<int>(Task<T>::count(w.k)), y, accumulate);
+                static_cast<int>(Task<T>::count(w.k)), y, accumulate, ExpertSel{});
+}
+
+// One activation row per slot: grid (row blocks of an expert, slots).
+template <TensorType T>
+void launch_experts(const GpuMatrix& w, const ExpertSel& sel, int64_t n_slots, const QuantAct& a, float* y, bool pdl,
+                    cudaStream_t s) {
+  const size_t smem = stage_bytes<T>(w.k, 1);
+  auto kernel = gemv_quant_kernel<T, 1, true>;
+  if (smem > kDefaultSmem) {
+    FERRITE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  }
+  const int64_t blocks = (sel.rows + kGemvWarps - 1) / kGemvWarps;
+  if (blocks > 0x7FFFFFFF || n_slots > 0xFFFF) throw InvalidArgument("gemv_quant_experts: too large for one launch");
+  launch_kernel(kernel, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(n_slots)), dim3(kGemvThreads), smem,
+                s, pdl, w, a, static_cast<int>(Task<T>::count(w.k)), y, false, sel);
 }
 
 template <TensorType T>
@@ -387,6 +444,34 @@ void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool
     case TensorType::Q2_K: launch_type<TensorType::Q2_K>(w, a, m, y, accumulate, pdl, s); break;
     case TensorType::Q3_K: launch_type<TensorType::Q3_K>(w, a, m, y, accumulate, pdl, s); break;
     default: launch_type<TensorType::Q5_K>(w, a, m, y, accumulate, pdl, s); break;
+  }
+}
+
+bool gemv_quant_experts_supports(const GpuMatrix& w) { return gemv_quant_supports(w, 1); }
+
+void gemv_quant_experts(const GpuMatrix& w, const int32_t* ids, int64_t n_slots, int64_t rows, const QuantAct& a,
+                        int64_t act_step, float* y, bool pdl, cudaStream_t s, int64_t split) {
+  using namespace gemv;
+  if (!gemv_quant_experts_supports(w)) {
+    throw InvalidArgument("gemv_quant_experts: unsupported " + tensor_type_name(w.type) + " matrix of row length " +
+                          std::to_string(w.k));
+  }
+  if (rows <= 0 || w.n % rows != 0 || split < 0 || (split > 0 && rows % split != 0)) {
+    throw InvalidArgument("gemv_quant_experts: rows do not divide the matrix");
+  }
+  if (n_slots <= 0) return;
+  const ExpertSel sel{ids, rows, act_step, split};
+  switch (w.type) {
+    case TensorType::Q4_0: launch_experts<TensorType::Q4_0>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q8_0: launch_experts<TensorType::Q8_0>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q4_K: launch_experts<TensorType::Q4_K>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q6_K: launch_experts<TensorType::Q6_K>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q4_1: launch_experts<TensorType::Q4_1>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q5_0: launch_experts<TensorType::Q5_0>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q5_1: launch_experts<TensorType::Q5_1>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q2_K: launch_experts<TensorType::Q2_K>(w, sel, n_slots, a, y, pdl, s); break;
+    case TensorType::Q3_K: launch_experts<TensorType::Q3_K>(w, sel, n_slots, a, y, pdl, s); break;
+    default: launch_experts<TensorType::Q5_K>(w, sel, n_slots, a, y, pdl, s); break;
   }
 }
 

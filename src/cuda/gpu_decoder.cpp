@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "cpu/rope.h"
 #include "cuda/check.h"
+#include "cuda/gpu_moe.h"
 #include "cuda/ops.h"
 #include "model/weights.h"
 
@@ -20,7 +21,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr uint64_t kScratchAllowance = 1024ull * 1024 * 1024;
 constexpr int64_t kQ8_0Block = 32, kQ8KBlock = 256;  // elements per 8-bit activation block
 
-bool dense_decoder(const std::string& arch) { return arch == "llama" || arch == "qwen2" || arch == "qwen3"; }
+bool dense_decoder(const std::string& arch) {
+  return arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen2moe" || arch == "qwen3moe";
+}
 
 std::string layer_name(int64_t il, const char* s) { return model::WeightBinder::layer_name(il, s); }
 
@@ -62,9 +65,12 @@ void mark_made(Activation& act, const ActOut& out) {
   }
 }
 
-// Bytes a tensor takes on the GPU (Q2_K/Q3_K matrices are padded there).
+// Bytes a tensor takes on the GPU (Q2_K/Q3_K matrices are padded there;
+// 3-D expert tensors are matrices of ne[1] * ne[2] rows).
 uint64_t device_bytes(const gguf::TensorInfo& t) {
-  if (t.n_dims == 2 && gpu_supports(t.type)) return gpu_matrix_bytes(t.type, t.ne[1], t.ne[0]);
+  if ((t.n_dims == 2 || t.n_dims == 3) && gpu_supports(t.type)) {
+    return gpu_matrix_bytes(t.type, t.ne[1] * (t.n_dims == 3 ? t.ne[2] : 1), t.ne[0]);
+  }
   return t.n_bytes;
 }
 
@@ -201,9 +207,8 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   const model::HParams& hp = hp_;
   if (!dense_decoder(hp.arch)) {
     throw InvalidArgument("GPU offload: architecture '" + hp.arch +
-                          "' is not supported on the GPU yet (llama, qwen2, qwen3 are)");
+                          "' is not supported on the GPU yet (llama, qwen2, qwen3 and their MoE forms are)");
   }
-  if (hp.n_expert > 0) throw InvalidArgument("GPU offload: mixture-of-experts models are not supported yet");
   if (p.n_gpu_layers < -1 || p.n_gpu_layers == 0) {
     throw InvalidArgument("GPU offload: -ngl " + std::to_string(p.n_gpu_layers) + " is not a number of layers to offload");
   }
@@ -249,6 +254,10 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     const auto* f = reinterpret_cast<const float*>(rf->data);
     rope_freqs_.assign(f, f + hp.rope.n_rot / 2);
   }
+  if (hp.n_expert > 0) {
+    moe_ = std::make_unique<GpuMoe>(m, first_gpu_layer_);  // the expert layers' FFN
+    weight_bytes_ += moe_->weight_bytes();
+  }
   layers_.resize(static_cast<size_t>(n_gpu));
   for (int64_t il = first_gpu_layer_; il < hp.n_layer; ++il) {
     Layer& L = layers_[static_cast<size_t>(il - first_gpu_layer_)];
@@ -269,6 +278,7 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     L.k_norm = upload(layer_name(il, "attn_k_norm.weight"), false);
     L.bo = upload(layer_name(il, "attn_output.bias"), false);
     L.ffn_norm = upload(layer_name(il, "ffn_norm.weight"), true);
+    if (moe_ && moe_->has(il)) continue;
     L.gate_up = upload_stacked({layer_name(il, "ffn_gate.weight"), layer_name(il, "ffn_up.weight")},
                                {&L.gate, &L.up});
     L.down = upload(layer_name(il, "ffn_down.weight"), true);
@@ -302,7 +312,8 @@ GpuDecoder::~GpuDecoder() {
 
 void GpuDecoder::ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv) {
   const model::HParams& hp = hp_;
-  const int64_t n_ff = layers_.empty() ? 0 : layers_[0].up.n;
+  int64_t n_ff = 0;  // dense layers' (0 where every layer has experts)
+  for (const Layer& L : layers_) n_ff = std::max(n_ff, L.up.n);
   auto f32 = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
   s_.x.reserve(f32(n * hp.n_embd));
   s_.h.reserve(f32(n * hp.n_embd));
@@ -417,7 +428,9 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   float* v = k + n * n_ekv;
   float* attn = s_.attn.as<float>();
   float* gate = s_.gate_up.as<float>();  // [n, n_ff], then up [n, n_ff]
-  float* up = gate + n * (layers_.empty() ? 0 : layers_[0].up.n);
+  int64_t n_ff = 0;  // of the dense layers (expert layers have none here)
+  for (const Layer& L : layers_) n_ff = std::max(n_ff, L.up.n);
+  float* up = gate + n * n_ff;
   const float eps = hp.norm_rms_eps;
   if (front_) {
     // The CPU layers, then the residual stream crosses to the device.
@@ -522,6 +535,12 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     lin.run(L.wo, s_.act_attn, x, true);  // x += attn · Wo^T
     if (L.bo.data) add_bias(x, f32(L.bo), n, n_embd, st);  // x += bo
 
+    const int64_t il_model = first_gpu_layer_ + static_cast<int64_t>(il);
+    if (moe_ && moe_->has(il_model)) {
+      norm(L.ffn_norm, h, s_.act_h, moe_->input_type(il_model));
+      moe_->run(il_model, s_.act_h, x, lin);  // x += experts
+      continue;
+    }
     norm(L.ffn_norm, h, s_.act_h, L.gate.type);
     if (n == 1 && L.gate_up.data != nullptr) {
       lin.run(L.gate_up, s_.act_h, gate);  // gate | up
@@ -549,7 +568,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   }
   };
 
-  if (use_graphs_ && n == 1) {
+  // Expert layers whose ids go through the host cannot be captured.
+  if (use_graphs_ && n == 1 && (!moe_ || moe_->device_only(n))) {
     run_graph({n_out, n_kv, max_len, mask_stride}, body);
   } else {
     body();

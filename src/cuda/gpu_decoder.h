@@ -1,5 +1,6 @@
-// The pre-norm decoder (model/decoder.h: llama, mistral, qwen2, qwen3; dense
-// feed-forward) with its last layers [first_gpu_layer, n_layer) and the
+// The pre-norm decoder (model/decoder.h: llama, mistral, qwen2, qwen3 with a
+// dense feed-forward; Mixtral-style llama, qwen2moe, qwen3moe with experts,
+// gpu_moe.h) with its last layers [first_gpu_layer, n_layer) and the
 // output on the GPU (all of them by default; the others run on the CPU,
 // cuda/cpu_front.h, and the residual stream crosses once per pass):
 //   x = embed(tokens); per layer: x += attn(rms_norm(x)); x += ffn(rms_norm(x))
@@ -27,6 +28,8 @@
 #include "cuda/ops.h"
 
 namespace ferrite::cuda {
+
+class GpuMoe;  // gpu_moe.h: the expert layers' feed-forward
 
 class GpuDecoder : public model::Architecture {
  public:
@@ -69,6 +72,7 @@ class GpuDecoder : public model::Architecture {
   int64_t n_cells_ = 0;
   int64_t first_gpu_layer_ = 0;        // layers below it run on the CPU (front_)
   std::unique_ptr<CpuFront> front_;
+  std::unique_ptr<GpuMoe> moe_;        // expert layers (models with n_expert > 0)
   cudaStream_t stream_ = nullptr;
   std::vector<DeviceBuffer> buffers_;  // every uploaded tensor
   uint64_t weight_bytes_ = 0;

@@ -133,5 +133,40 @@ TEST(GpuServer, ConcurrentSequencesEqualEachAlone) {
   }
 }
 
+// Expert models (f32 synth: Mixtral-style llama, qwen2moe with its shared
+// expert) in the exact product mode: the steps of several sequences go
+// through the grouped expert path (tokens gathered per expert), one
+// sequence alone through one-token steps; each gives the same tokens.
+TEST(GpuServer, MoeConcurrentSequencesEqualEachAlone) {
+  FERRITE_REQUIRE_GPU();
+  const cuda::test::ProductMode mode(true);
+  constexpr int kSlots = 6, kTokens = 16;
+  for (const char* rel : {"models/synth/synth-llama-moe-f32.gguf", "models/synth/synth-qwen2moe-f32.gguf"}) {
+    FERRITE_SHARED_FILE(model_path, rel);
+    const Loaded l = load(model_path);
+    const auto ps = prompts(*l.tok, kSlots);
+    std::vector<std::vector<int32_t>> alone;
+    {
+      auto engine = gpu_engine(l, 1, 512);
+      for (const auto& p : ps) {
+        auto t = greedy_task(p, kTokens);
+        ASSERT_TRUE(engine->submit(t));
+        alone.push_back(collect(*t));
+      }
+    }
+    auto engine = gpu_engine(l, kSlots, kSlots * 128);
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (const auto& p : ps) {
+      tasks.push_back(greedy_task(p, kTokens));
+      ASSERT_TRUE(engine->submit(tasks.back()));
+    }
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::vector<int32_t> got = collect(*tasks[i]);
+      ASSERT_EQ(got.size(), size_t{kTokens});
+      EXPECT_EQ(got, alone[i]) << rel << ", sequence " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ferrite
