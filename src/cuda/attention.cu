@@ -219,8 +219,17 @@ int64_t attention_max_kv() {
   return static_cast<int64_t>(max_dynamic_smem() / sizeof(float)) - kMaxHeadDim - kThreads;
 }
 
+bool attention_decode_takes_all(const AttentionParams& p) {
+  if (exact_products() || !attention_tiled_supports(p) || !attention_decode_supports(p)) return false;
+  if (p.q_tiles != nullptr || p.decode_tokens != nullptr) return p.n_q_tiles == 0;
+  return p.n_tokens < kTiledMinTokens;
+}
+
 void attention(const AttentionParams& p, cudaStream_t s) {
   if (p.n_tokens == 0 || p.n_head == 0) return;
+  if (p.out_q8.qs != nullptr && !attention_decode_takes_all(p)) {
+    throw InvalidArgument("GPU attention: Q8_0 output blocks need the decode kernel for every token");
+  }
   if (!exact_products() && attention_tiled_supports(p) && attention_decode_supports(p)) {
     if (p.q_tiles != nullptr || p.decode_tokens != nullptr) {
       if (p.n_q_tiles > 0) attention_tiled(p, s);

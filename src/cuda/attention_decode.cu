@@ -1,6 +1,6 @@
 // Attention for decode steps (few tokens per sequence, often one token from
-// each of many sequences): a block per (token, head) with kWarps warps; warp
-// w scores cells w, w + kWarps, ... of the token's range, kUnroll (block rows: kUnrollTyped) cells at a
+// each of many sequences): a block per (token, head) with W warps; warp
+// w scores cells w, w + W, ... of the token's range, kUnroll (block rows: kUnrollTyped) cells at a
 // time (their loads issued before the mask is known, all in flight at once), a lane holding HD / 32 dimensions of q,
 // of each K and V row and of the output, so that a row is one coalesced warp
 // access and a score is one warp reduction. Each warp keeps an online
@@ -15,8 +15,11 @@
 // context) are split over the cells (flash-decoding): split z of a token
 // takes the z-th of p.n_split equal chunks of its range and leaves its
 // unnormalized state (m, l, weighted V) in p.split_scratch; a second kernel
-// merges the chunks' states as the warps' are merged.
+// merges the chunks' states as the warps' are merged. The kernel writing a
+// head's output (either) can also write its Q8_0 blocks (p.out_q8) for the
+// product after attention: one quantizer launch less per layer.
 #include <algorithm>
+#include <cstdlib>
 
 #include <cuda_fp16.h>
 
@@ -30,8 +33,11 @@
 namespace ferrite::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarp;
+// Warps per block: 16, 8 or 4, the most that keep blocks * warps within
+// kWarpsPerSm per SM (one token's few heads: 16 warps, each scoring fewer
+// cells one after another); FERRITE_CUDA_ATTN_WARPS=4|8|16 sets it.
+constexpr int kMaxWarps = 16, kMinWarps = 4;
+constexpr int64_t kWarpsPerSm = 16;
 constexpr int kUnroll = 4;       // cells a warp scores before it reduces (f16 rows)
 constexpr int kUnrollTyped = 8;  // the same for block rows (more loads in flight for their longer reads)
 constexpr int kSplitExtra = 2;        // floats of a split's state beyond HD: m, l
@@ -39,17 +45,59 @@ constexpr int64_t kMaxSplits = 64;
 constexpr int64_t kMinSplitCells = 256;  // cells per split at least
 constexpr int kBlocksPerSm = 4;          // split until about this many blocks per SM
 
+// Writes out row values v (the KPer values of this lane at flat element e,
+// e a multiple of KPer) and, with p.out_q8 set, their Q8_0 blocks as
+// act_quant.cu quantize_q8_0_kernel writes them (d = amax / 127 rounded to
+// f16, q = rint(v * 127 / amax), sums of q): 32 / KPer lanes hold a block.
+// Every lane of the warp calls it.
+template <int KPer>
+__device__ __forceinline__ void write_out(const AttentionParams& p, int64_t e, const float (&v)[KPer]) {
+  float* orow = p.out + e;
+#pragma unroll
+  for (int i = 0; i < KPer; ++i) orow[i] = v[i];
+  if (p.out_q8.qs == nullptr) return;
+  constexpr int kLanes = 32 / KPer;  // lanes per 32-value block
+  constexpr float kQ8Max = 127.0f;
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < KPer; ++i) amax = fmaxf(amax, fabsf(v[i]));
+#pragma unroll
+  for (int o = 1; o < kLanes; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, o));
+  const float d = amax / kQ8Max;
+  const float id = amax != 0.0f ? kQ8Max / amax : 0.0f;
+  uint32_t packed = 0;
+  int sum = 0;
+#pragma unroll
+  for (int i = 0; i < KPer; ++i) {
+    const int q = __float2int_rn(v[i] * id);
+    sum += q;
+    packed |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * i);
+  }
+#pragma unroll
+  for (int o = 1; o < kLanes; o <<= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
+  if constexpr (KPer == 4) {
+    *reinterpret_cast<uint32_t*>(p.out_q8.qs + e) = packed;
+  } else {
+    *reinterpret_cast<uint16_t*>(p.out_q8.qs + e) = static_cast<uint16_t>(packed);
+  }
+  if (threadIdx.x % kLanes == 0) {
+    p.out_q8.d[e / 32] = __half2float(__float2half_rn(d));
+    p.out_q8.sums[e / 32] = sum;
+  }
+}
+
 // KT, VT: the K and V cache types (kv_blocks.cuh kv_read; kAnyKvType: p's,
 // at run time). Typed: either is not f16 (rows of p.k_row_bytes / v_row_bytes).
-template <int HD, TensorType KT, TensorType VT>
-__global__ void __launch_bounds__(kThreads) attention_decode_kernel(const AttentionParams p) {
+// W: warps per block.
+template <int HD, TensorType KT, TensorType VT, int W>
+__global__ void __launch_bounds__(W * kWarp) attention_decode_kernel(const AttentionParams p) {
   constexpr bool Typed = KT != TensorType::F16 || VT != TensorType::F16;
   constexpr int kCells = Typed ? kUnrollTyped : kUnroll;
   grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
   constexpr int kPer = HD / kWarp;  // dimensions per lane: 2 (HD 64) or 4 (HD 128)
-  __shared__ float warp_m[kWarps], warp_l[kWarps];
-  __shared__ float warp_acc[kWarps][HD];
+  __shared__ float warp_m[W], warp_l[W];
+  __shared__ float warp_acc[W][HD];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t h = blockIdx.x;
   const int64_t t = p.decode_tokens != nullptr ? p.decode_tokens[blockIdx.y] : blockIdx.y;
@@ -96,12 +144,12 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
     }
   };
 
-  for (int64_t j0 = warp; j0 < len; j0 += static_cast<int64_t>(kWarps) * kCells) {
+  for (int64_t j0 = warp; j0 < len; j0 += static_cast<int64_t>(W) * kCells) {
     float s[kCells], mk[kCells];
     float vrow[kCells][kPer];
 #pragma unroll
     for (int u = 0; u < kCells; ++u) {
-      const int64_t j = j0 + static_cast<int64_t>(u) * kWarps;
+      const int64_t j = j0 + static_cast<int64_t>(u) * W;
       mk[u] = j < len ? mask[j] : -INFINITY;
       s[u] = 0.0f;
       // Loads that do not wait for the mask (a row of the range for every u),
@@ -163,13 +211,13 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
   if (warp != 0) return;
   float m = -INFINITY;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) m = fmaxf(m, warp_m[w]);
+  for (int w = 0; w < W; ++w) m = fmaxf(m, warp_m[w]);
   float l = 0.0f, out[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; ++i) out[i] = 0.0f;
   if (m != -INFINITY) {
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < W; ++w) {
       const float c = warp_m[w] == -INFINITY ? 0.0f : expf(warp_m[w] - m);
       l += warp_l[w] * c;
 #pragma unroll
@@ -189,13 +237,35 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Attent
     return;
   }
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // every cell hidden: zeros, as the CPU
-  float* orow = p.out + (t * p.n_head + h) * HD + lane * kPer;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) orow[i] = out[i] * inv;
+  for (int i = 0; i < kPer; ++i) out[i] *= inv;
+  write_out(p, (t * p.n_head + h) * HD + lane * kPer, out);
 }
 
-template <int HD>
+template <int HD, int W>
 void launch_split(const AttentionParams& p, dim3 grid, bool pdl, cudaStream_t s);
+
+int sm_count() {
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    FERRITE_CUDA_CHECK(cudaGetDevice(&dev));
+    FERRITE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  return sms;
+}
+
+int warps_per_block(int64_t blocks) {
+  static const int forced = [] {
+    const char* env = std::getenv("FERRITE_CUDA_ATTN_WARPS");
+    const int v = env != nullptr ? std::atoi(env) : 0;
+    return v == 4 || v == 8 || v == 16 ? v : 0;
+  }();
+  if (forced != 0) return forced;
+  int w = kMaxWarps;
+  while (w > kMinWarps && blocks * w > kWarpsPerSm * sm_count()) w /= 2;
+  return w;
+}
 
 // Merges the n_split states of a (token, head) (grid as the split kernel's
 // without z; one warp, a lane holding HD / 32 dimensions).
@@ -223,9 +293,9 @@ __global__ void __launch_bounds__(kWarp) attention_decode_merge_kernel(const Att
     }
   }
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-  float* orow = p.out + (t * p.n_head + h) * HD + lane * kPer;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) orow[i] = out[i] * inv;
+  for (int i = 0; i < kPer; ++i) out[i] *= inv;
+  write_out(p, (t * p.n_head + h) * HD + lane * kPer, out);
 }
 
 template <int HD>
@@ -238,27 +308,32 @@ void launch(const AttentionParams& p, cudaStream_t s) {
   const bool pdl = pdl_chain_enabled();
   AttentionParams ps = p;
   ps.n_split = n_split;
-  launch_split<HD>(ps, grid, pdl, s);
+  switch (warps_per_block(static_cast<int64_t>(grid.x) * grid.y * grid.z)) {
+    case 4: launch_split<HD, 4>(ps, grid, pdl, s); break;
+    case 8: launch_split<HD, 8>(ps, grid, pdl, s); break;
+    default: launch_split<HD, 16>(ps, grid, pdl, s); break;
+  }
   if (n_split > 1) {
     launch_kernel(attention_decode_merge_kernel<HD>, dim3(grid.x, grid.y), dim3(kWarp), 0, s, pdl, ps);
   }
 }
 
-template <int HD>
+template <int HD, int W>
 void launch_split(const AttentionParams& p, dim3 grid, bool pdl, cudaStream_t s) {
   using T = TensorType;
+  const dim3 threads(W * kWarp);
   if (!attention_typed(p)) {
-    launch_kernel(attention_decode_kernel<HD, T::F16, T::F16>, grid, dim3(kThreads), 0, s, pdl, p);
+    launch_kernel(attention_decode_kernel<HD, T::F16, T::F16, W>, grid, threads, 0, s, pdl, p);
     return;
   }
   // The common pairs with their reads compiled in; the others choose per read.
   const AttentionParams tp = attention_typed_rows(p);
   if (p.k_type == T::Q8_0 && p.v_type == T::Q8_0) {
-    launch_kernel(attention_decode_kernel<HD, T::Q8_0, T::Q8_0>, grid, dim3(kThreads), 0, s, pdl, tp);
+    launch_kernel(attention_decode_kernel<HD, T::Q8_0, T::Q8_0, W>, grid, threads, 0, s, pdl, tp);
   } else if (p.k_type == T::Q4_0 && p.v_type == T::Q4_0) {
-    launch_kernel(attention_decode_kernel<HD, T::Q4_0, T::Q4_0>, grid, dim3(kThreads), 0, s, pdl, tp);
+    launch_kernel(attention_decode_kernel<HD, T::Q4_0, T::Q4_0, W>, grid, threads, 0, s, pdl, tp);
   } else {
-    launch_kernel(attention_decode_kernel<HD, kAnyKvType, kAnyKvType>, grid, dim3(kThreads), 0, s, pdl, tp);
+    launch_kernel(attention_decode_kernel<HD, kAnyKvType, kAnyKvType, W>, grid, threads, 0, s, pdl, tp);
   }
 }
 
@@ -270,12 +345,7 @@ bool attention_decode_supports(const AttentionParams& p) {
 }
 
 int64_t attention_decode_splits(int64_t rows, int64_t n_head, int64_t max_len) {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    FERRITE_CUDA_CHECK(cudaGetDevice(&dev));
-    FERRITE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
+  const int sms = sm_count();
   const int64_t blocks = std::max<int64_t>(rows * n_head, 1);
   const int64_t want = (static_cast<int64_t>(kBlocksPerSm) * sms + blocks - 1) / blocks;
   return std::clamp<int64_t>(std::min(want, max_len / kMinSplitCells), 1, kMaxSplits);

@@ -299,6 +299,7 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   use_graphs_ = graphs_env == nullptr || std::string(graphs_env) != "0";
   const char* fuse_env = std::getenv("FERRITE_CUDA_FUSE");
   fuse_ = fuse_env == nullptr || std::string(fuse_env) != "0";
+  fuse_attn_ = fuse_ && (fuse_env == nullptr || std::string(fuse_env) != "noattn");
   linear_ = new LinearRunner(stream_);
 }
 
@@ -530,8 +531,15 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     ap.v_type = v_cache_ref_.type;
     ap.k_row_bytes = k_cache_ref_.row_bytes;
     ap.v_row_bytes = v_cache_ref_.row_bytes;
-    attention(ap, st);
     s_.act_attn.set(attn, n, n_q);
+    // The decode kernel writes the Q8_0 blocks the output product reads (one
+    // quantizer launch less per layer).
+    const bool wo_q8 = L.wo.type == TensorType::Q4_0 || L.wo.type == TensorType::Q5_0 || L.wo.type == TensorType::Q8_0;
+    const bool attn_q8 = fuse && fuse_attn_ && wo_q8 && act_format_for(L.wo.type) == ActFormat::Q8_0 &&
+                         n_q % kQ8_0Block == 0 && attention_decode_takes_all(ap);
+    ap.out_q8 = attn_q8 ? s_.act_attn.quant_buffers(ActFormat::Q8_0) : QuantAct{};
+    attention(ap, st);
+    if (attn_q8) s_.act_attn.mark_quantized(ActFormat::Q8_0);
     lin.run(L.wo, s_.act_attn, x, true);  // x += attn · Wo^T
     if (L.bo.data) add_bias(x, f32(L.bo), n, n_embd, st);  // x += bo
 

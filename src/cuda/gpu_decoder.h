@@ -102,6 +102,7 @@ class GpuDecoder : public model::Architecture {
   std::map<std::array<int64_t, 4>, Graph> graphs_;
   bool use_graphs_ = true;  // FERRITE_CUDA_GRAPHS=0 turns them off
   bool fuse_ = true;        // FERRITE_CUDA_FUSE=0: norms and SwiGLU without their fused conversions
+  bool fuse_attn_ = true;   // FERRITE_CUDA_FUSE=noattn: the decode attention without its Q8_0 output blocks
   LinearRunner* linear_ = nullptr;
 };
 

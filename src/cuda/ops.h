@@ -246,7 +246,15 @@ struct AttentionParams {
   // (attention_decode_scratch_floats; device). Null: no split.
   float* split_scratch = nullptr;
   int64_t n_split = 1;
+  // The decode kernel also writes out's Q8_0 blocks (as quantize_act writes
+  // them: qs, d and sums per 32) beside out, for the product after it (set
+  // only where attention_decode_takes_all). Null: none.
+  QuantAct out_q8;
 };
+
+// True when attention() runs every token of p through the decode kernel
+// (which can write out_q8 beside out).
+bool attention_decode_takes_all(const AttentionParams& p);
 
 // True when K or V is of a block type (the kernels' typed reads).
 inline bool attention_typed(const AttentionParams& p) {

@@ -263,8 +263,10 @@ TEST(GpuOps, GetRowsEveryType) {
 // Split: tokens in runs sharing a range, divided by plan_attention between
 // the tiled and decode kernels (attention() outside exact mode).
 enum class Kernel { Exact, Tiled, Decode, Split };
+// q8_splits > 0 (decode kernel): the kernel also writes the output's Q8_0
+// blocks, split over the cells into q8_splits chunks (1: no split).
 void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng,
-                     Kernel kernel = Kernel::Exact, bool ranges = false) {
+                     Kernel kernel = Kernel::Exact, bool ranges = false, int64_t q8_splits = 0) {
   constexpr int64_t kHeads = 8, kHeadsKv = 2;
   const int64_t kv_w = kHeadsKv * head_dim;
   const auto q = random_floats(n_tokens * kHeads * head_dim, rng, -2.0f, 2.0f);
@@ -352,7 +354,18 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
     attention_tiled(p, nullptr);
   } else if (kernel == Kernel::Decode) {
     ASSERT_TRUE(attention_decode_supports(p));
-    attention_decode(p, nullptr);
+    if (q8_splits > 0) {
+      OutBuffers ob(0, n_tokens, kHeads * head_dim);
+      const int64_t floats = attention_decode_scratch_floats(n_tokens, kHeads, head_dim, q8_splits);
+      DeviceBuffer scratch(static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float));
+      p.out_q8 = ob.out.quant;
+      p.n_split = q8_splits;
+      p.split_scratch = q8_splits > 1 ? scratch.as<float>() : nullptr;
+      attention_decode(p, nullptr);
+      expect_conversion(ob.out, od, n_tokens, kHeads * head_dim);
+    } else {
+      attention_decode(p, nullptr);
+    }
   } else if (kernel == Kernel::Split) {
     const AttentionPlan plan = plan_attention(ranges ? begin.data() : nullptr, ranges ? len.data() : nullptr, n_tokens);
     // Every token in exactly one part.
@@ -429,6 +442,20 @@ TEST(GpuAttention, Decode) {
   check_attention(1, 301, 128, 0.0f, rng, Kernel::Decode);
   check_attention(3, 50, 64, 30.0f, rng, Kernel::Decode);
   check_attention(8, 4099, 128, 0.0f, rng, Kernel::Decode);
+}
+
+// The decode kernel writing its output's Q8_0 blocks too (one-token decode
+// outside the exact mode): the blocks are those of quantize_act, with and
+// without the split over the cells (the merge kernel writes them then).
+TEST(GpuAttention, DecodeWithConversion) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  for (int64_t splits : {int64_t{1}, int64_t{3}}) {
+    check_attention(1, 301, 128, 0.0f, rng, Kernel::Decode, false, splits);
+    check_attention(1, 77, 64, 0.0f, rng, Kernel::Decode, false, splits);
+    check_attention(3, 50, 64, 30.0f, rng, Kernel::Decode, true, splits);
+    check_attention(2, 1000, 128, 0.0f, rng, Kernel::Decode, true, splits);
+  }
 }
 
 }  // namespace
