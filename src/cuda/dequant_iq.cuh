@@ -27,12 +27,6 @@ constexpr int kGroup = 8;    // elements per scale (and IQ1 delta)
 constexpr int kGroups = kChunk / kGroup;
 constexpr int kSb = quant::kQKK;  // elements per super-block
 
-// A decoded chunk (see above).
-struct Chunk {
-  int8_t q[kChunk];
-  float sc[kGroups];
-  float delta[kGroups];
-};
 
 template <TensorType T>
 constexpr bool kIqType = T == TensorType::IQ1_S || T == TensorType::IQ1_M || T == TensorType::IQ2_XXS ||
@@ -104,6 +98,41 @@ __device__ __forceinline__ void put4(int8_t* q, uint32_t entry, uint32_t signs, 
   }
 }
 
+// A decoded chunk (see above), element by element.
+struct Chunk {
+  int8_t q[kChunk];
+  float sc[kGroups];
+  float delta[kGroups];
+  // Group l from an 8-byte grid entry; half h (4 elements) of group l from a 4-byte one.
+  __device__ __forceinline__ void put8(int l, uint64_t entry, uint32_t signs) { iqd::put8(q + kGroup * l, entry, signs); }
+  __device__ __forceinline__ void put4(int l, int h, uint32_t entry, uint32_t signs, int first) {
+    iqd::put4(q + kGroup * l + 4 * h, entry, signs, first);
+  }
+};
+
+// Bytes 0xFF where bit j (j < 4) of `bits` is set, else 0.
+__device__ __forceinline__ uint32_t byte_mask4(uint32_t bits) {
+  return (((bits & 0xF) * 0x00204081u) & 0x01010101u) * 0xFFu;
+}
+
+// The same chunk as words of 4 int8 (element 4i + j in byte j of word i),
+// for the GEMV's dp4a: signs applied per byte as (v ^ m) - m.
+struct Words {
+  int w[kChunk / 4];
+  float sc[kGroups];
+  float delta[kGroups];
+  __device__ __forceinline__ void put8(int l, uint64_t entry, uint32_t signs) {
+    const uint32_t m0 = byte_mask4(signs), m1 = byte_mask4(signs >> 4);
+    const auto lo = static_cast<uint32_t>(entry), hi = static_cast<uint32_t>(entry >> 32);
+    w[2 * l] = static_cast<int>(__vsub4(lo ^ m0, m0));
+    w[2 * l + 1] = static_cast<int>(__vsub4(hi ^ m1, m1));
+  }
+  __device__ __forceinline__ void put4(int l, int h, uint32_t entry, uint32_t signs, int first) {
+    const uint32_t m = byte_mask4(signs >> first);
+    w[2 * l + h] = static_cast<int>(__vsub4(entry ^ m, m));
+  }
+};
+
 // IQ2/IQ3 4-bit scale: (d (0.5 + s)) unit.
 __device__ __forceinline__ float half_scale(float d, uint32_t s, float unit) {
   return __fmul_rn(__fmul_rn(d, __fadd_rn(0.5f, static_cast<float>(s))), unit);
@@ -126,9 +155,10 @@ __device__ __forceinline__ int tq1_trit(uint32_t byte, int n) {
   return static_cast<int>(((byte * pow3) & 0xFF) * 3 >> 8);
 }
 
-// Chunk c (0 .. w.k / 32 - 1) of row `row`.
-template <TensorType T>
-__device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t c, Chunk& out) {
+// Chunk c (0 .. w.k / 32 - 1) of row `row` into a Chunk, or for the grid
+// types (IQ1_*, IQ2_*, IQ3_*) also into Words.
+template <TensorType T, typename Out = Chunk>
+__device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t c, Out& out) {
   using namespace quant;
   constexpr int kPerBlock = block_elems<T>() / kChunk;  // chunks per block
   const uint8_t* blk = w.data + row * w.row_bytes + (c / kPerBlock) * block_bytes<T>();
@@ -190,7 +220,7 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
     const float db = half_scale(d, aux1 >> 28, 0.25f);
 #pragma unroll
     for (int l = 0; l < kGroups; ++l) {
-      put8(out.q + 8 * l, grid64(w.grid, (aux0 >> (8 * l)) & 0xFF), sign_byte((aux1 >> (7 * l)) & 127));
+      out.put8(l, grid64(w.grid, (aux0 >> (8 * l)) & 0xFF), sign_byte((aux1 >> (7 * l)) & 127));
       sc[l] = db;
     }
   } else if constexpr (T == TensorType::IQ2_XS) {
@@ -200,7 +230,7 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
 #pragma unroll
     for (int l = 0; l < kGroups; ++l) {
       const uint32_t qv = ld16(blk + offsetof(BlockIQ2_XS, qs) + 2 * (4 * ib + l));
-      put8(out.q + 8 * l, grid64(w.grid, qv & 511), sign_byte(qv >> 9));
+      out.put8(l, grid64(w.grid, qv & 511), sign_byte(qv >> 9));
       sc[l] = db[l / 2];
     }
   } else if constexpr (T == TensorType::IQ2_S) {
@@ -212,7 +242,7 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
 #pragma unroll
     for (int l = 0; l < kGroups; ++l) {
       const uint32_t index = ld8(qs + 4 * ib + l) | ((qh << (8 - 2 * l)) & 0x300);
-      put8(out.q + 8 * l, grid64(w.grid, index), ld8(qs + kSb / 8 + 4 * ib + l));
+      out.put8(l, grid64(w.grid, index), ld8(qs + kSb / 8 + 4 * ib + l));
       sc[l] = db[l / 2];
     }
   } else if constexpr (T == TensorType::IQ3_XXS) {
@@ -223,8 +253,8 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
 #pragma unroll
     for (int l = 0; l < kGroups; ++l) {
       const uint32_t signs = sign_byte((aux >> (7 * l)) & 127);
-      put4(out.q + 8 * l, grid32(w.grid, ld8(qs + 8 * ib + 2 * l)), signs, 0);
-      put4(out.q + 8 * l + 4, grid32(w.grid, ld8(qs + 8 * ib + 2 * l + 1)), signs, 4);
+      out.put4(l, 0, grid32(w.grid, ld8(qs + 8 * ib + 2 * l)), signs, 0);
+      out.put4(l, 1, grid32(w.grid, ld8(qs + 8 * ib + 2 * l + 1)), signs, 4);
       sc[l] = db;
     }
   } else if constexpr (T == TensorType::IQ3_S) {
@@ -238,8 +268,8 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
       const uint32_t i1 = ld8(qs + 2 * l) | ((qh << (8 - 2 * l)) & 256);
       const uint32_t i2 = ld8(qs + 2 * l + 1) | ((qh << (7 - 2 * l)) & 256);
       const uint32_t signs = ld8(blk + offsetof(BlockIQ3_S, signs) + 4 * ib + l);
-      put4(out.q + 8 * l, grid32(w.grid, i1), signs, 0);
-      put4(out.q + 8 * l + 4, grid32(w.grid, i2), signs, 4);
+      out.put4(l, 0, grid32(w.grid, i1), signs, 0);
+      out.put4(l, 1, grid32(w.grid, i2), signs, 4);
       sc[l] = db;
     }
   } else if constexpr (T == TensorType::IQ1_S) {
@@ -250,7 +280,7 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
 #pragma unroll
     for (int l = 0; l < kGroups; ++l) {
       const uint32_t index = ld8(blk + offsetof(BlockIQ1_S, qs) + 4 * ib + l) | (((qh >> (3 * l)) & 7) << 8);
-      put8(out.q + 8 * l, grid64(w.grid, index), 0);
+      out.put8(l, grid64(w.grid, index), 0);
       sc[l] = dl;
       out.delta[l] = delta;
     }
@@ -273,13 +303,73 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
     const uint32_t dbit[4] = {qh0 & 0x08, qh0 & 0x80, qh1 & 0x08, qh1 & 0x80};
 #pragma unroll
     for (int l = 0; l < kGroups; ++l) {
-      put8(out.q + 8 * l, grid64(w.grid, index[l]), 0);
+      out.put8(l, grid64(w.grid, index[l]), 0);
       sc[l] = l < 2 ? dl1 : dl2;
       out.delta[l] = dbit[l] ? -kIq1Delta : kIq1Delta;
     }
   }
 #pragma unroll
   for (int g = 0; g < kGroups; ++g) out.sc[g] = sc[g];
+}
+
+// ---- packed forms for the GEMV: q as 8 words of 4 int8 (element 4i + j in
+// byte j of word i), the same values as decode() ------------------------------
+
+template <TensorType T>
+constexpr bool kPacked = T == TensorType::IQ4_NL || T == TensorType::IQ4_XS || T == TensorType::TQ2_0;
+
+// The IQ4 values of four nibble indices (one per byte) from the 16-byte
+// table t: byte_perm picks from values 0..7 and 8..15, bit 3 chooses.
+__device__ __forceinline__ int iq4_lookup4(uint32_t idx, const uint32_t (&t)[4]) {
+  const uint32_t sel = (idx & 0x7) | ((idx >> 4) & 0x70) | ((idx >> 8) & 0x700) | ((idx >> 12) & 0x7000);
+  const uint32_t lo = __byte_perm(t[0], t[1], sel), hi = __byte_perm(t[2], t[3], sel);
+  const uint32_t m = ((idx >> 3) & 0x01010101u) * 0xFFu;
+  return static_cast<int>((lo & ~m) | (hi & m));
+}
+
+// Chunk c of row `row` of IQ4_NL, IQ4_XS or TQ2_0 as packed words; returns
+// the chunk's one scale (decode()'s sc).
+template <TensorType T>
+__device__ __forceinline__ float decode_packed(const GpuMatrix& w, int64_t row, int64_t c, int (&q)[kChunk / 4]) {
+  using namespace quant;
+  constexpr int kPerBlock = block_elems<T>() / kChunk;
+  const uint8_t* blk = w.data + row * w.row_bytes + (c / kPerBlock) * block_bytes<T>();
+  const int ib = static_cast<int>(c % kPerBlock);
+  constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
+  if constexpr (T == TensorType::TQ2_0) {
+    const uint8_t* qs = blk + offsetof(BlockTQ2_0, qs) + kChunk * (ib / 4);
+    const int shift = 2 * (ib % 4);
+#pragma unroll
+    for (int i = 0; i < kChunk / 4; ++i) {
+      const uint32_t v = (ld32(qs + 4 * i) >> shift) & 0x03030303u;
+      q[i] = static_cast<int>(((v | 0x80808080u) - 0x01010101u) ^ 0x80808080u);  // v - 1 per byte
+    }
+    return f16_at(blk + offsetof(BlockTQ2_0, d));
+  } else {
+    const int4 tv = __ldg(static_cast<const int4*>(w.grid));
+    const uint32_t t[4] = {static_cast<uint32_t>(tv.x), static_cast<uint32_t>(tv.y), static_cast<uint32_t>(tv.z),
+                           static_cast<uint32_t>(tv.w)};
+    float scale;
+    const uint8_t* qs;
+    if constexpr (T == TensorType::IQ4_NL) {
+      scale = f16_at(blk + offsetof(BlockIQ4_NL, d));
+      qs = blk + offsetof(BlockIQ4_NL, qs);
+    } else {
+      const float d = f16_at(blk + offsetof(BlockIQ4_XS, d));
+      const uint32_t sh = ld16(blk + offsetof(BlockIQ4_XS, scales_h));
+      const uint32_t sl = ld8(blk + offsetof(BlockIQ4_XS, scales_l) + ib / 2);
+      const int ls = static_cast<int>(((sl >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4));
+      scale = __fmul_rn(d, static_cast<float>(ls - 32));
+      qs = blk + offsetof(BlockIQ4_XS, qs) + 16 * ib;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t b = ld32(qs + 4 * i);
+      q[i] = iq4_lookup4(b & kLow4, t);
+      q[i + 4] = iq4_lookup4((b >> 4) & kLow4, t);
+    }
+    return scale;
+  }
 }
 
 // Element i of a decoded chunk, as the CPU's reference forms it.

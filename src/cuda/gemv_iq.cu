@@ -3,7 +3,9 @@
 // kGemvMaxRows): y [m, n] (+)= x [m, k] · W^T on the 8-bit activation blocks
 // (act_quant.cu: Q8_0 for IQ4_NL, Q8_K otherwise). One warp per weight row,
 // a lane per 32-element chunk (dequant_iq.cuh decodes it into int8 values
-// and per-8 scales), dp4a against the activations per 8 elements:
+// into int8 words and per-8 scales: the grid types' signs applied 4 bytes at
+// a time, the IQ4 table looked up with byte_perm, TQ2_0 4 values at a time,
+// TQ1_0 value by value), dp4a against the activations per 8 elements:
 //   d_a sum_g sc_g (sum_j q_j a_j [+ delta_g sum_j a_j  (IQ1)])
 // f32 terms summed in any order. The weights are read in 1- and 2-byte loads
 // (GGUF blocks are only 2-byte aligned) and the activations straight from
@@ -50,11 +52,22 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int t = 0; t < M; ++t) acc[t] = 0.0f;
   for (int64_t c = lane; c < n_chunks; c += kWarp) {
-    iqd::Chunk ch;
-    iqd::decode<T>(w, row, c, ch);
-    int wq[kChunk / 4];
+    iqd::Words ch;
+    int(&wq)[kChunk / 4] = ch.w;
+    if constexpr (iqd::kPacked<T>) {
+      const float scale = iqd::decode_packed<T>(w, row, c, wq);
 #pragma unroll
-    for (int i = 0; i < kChunk / 4; ++i) wq[i] = pack4(ch.q + 4 * i);
+      for (int g = 0; g < kGroups; ++g) ch.sc[g] = scale;
+    } else if constexpr (T == TensorType::TQ1_0) {
+      iqd::Chunk e;
+      iqd::decode<T>(w, row, c, e);
+#pragma unroll
+      for (int i = 0; i < kChunk / 4; ++i) wq[i] = pack4(e.q + 4 * i);
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) ch.sc[g] = e.sc[g];
+    } else {
+      iqd::decode<T>(w, row, c, ch);  // the grid types, straight into words
+    }
 #pragma unroll
     for (int t = 0; t < M; ++t) {
       const int4* au = reinterpret_cast<const int4*>(aq + t * w.k + c * kChunk);
