@@ -190,24 +190,30 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) sc[g] = d;
   } else if constexpr (T == TensorType::TQ1_0) {
-    // Elements 0..159: trit e / 32 of qs[e % 32]; 160..239: trit f / 16 of
-    // qs[32 + f % 16] (f = e - 160); 240..255: trit f / 4 of qh[f % 4] (f = e - 240).
-    constexpr int kWide = 32, kNarrow = sizeof(BlockTQ1_0::qs) - kWide, kQh = sizeof(BlockTQ1_0::qh);
-    constexpr int kWideEnd = 5 * kWide, kNarrowEnd = kWideEnd + 5 * kNarrow;
+    // Elements 0..159: trit e / 32 of qs[e % 32] (chunks 0..4); 160..239:
+    // trit f / 16 of qs[32 + f % 16] (f = e - 160: chunks 5, 6 and the first
+    // half of 7); 240..255: trit f / 4 of qh[f % 4] (f = e - 240).
+    constexpr int kWide = 32, kWideChunks = 5;
+    constexpr int kNarrow = sizeof(BlockTQ1_0::qs) - kWide, kQh = sizeof(BlockTQ1_0::qh);
+    constexpr int kHalf = kChunk / 2;
     const float d = f16_at(blk + offsetof(BlockTQ1_0, d));
+    const bool wide = ib < kWideChunks, last = ib == kPerBlock - 1;
 #pragma unroll
     for (int j = 0; j < kChunk; ++j) {
-      const int e = kChunk * ib + j;
+      // j is known when compiled: only ib's cases remain to select.
+      const int narrow_byte = kWide + j % kNarrow, narrow_n = 2 * (ib - kWideChunks) + j / kHalf;
+      const int qh_byte = static_cast<int>(offsetof(BlockTQ1_0, qh)) + (j - kHalf) % kQh,
+                qh_n = (j - kHalf) / kQh;
       int byte, n;
-      if (e < kWideEnd) {
-        byte = e % kWide;
-        n = e / kWide;
-      } else if (e < kNarrowEnd) {
-        byte = kWide + (e - kWideEnd) % kNarrow;
-        n = (e - kWideEnd) / kNarrow;
+      if (wide) {
+        byte = j;
+        n = ib;
+      } else if (!last || j < kHalf) {
+        byte = narrow_byte;
+        n = last ? 2 * (kPerBlock - 1 - kWideChunks) : narrow_n;
       } else {
-        byte = static_cast<int>(offsetof(BlockTQ1_0, qh)) + (e - kNarrowEnd) % kQh;
-        n = (e - kNarrowEnd) / kQh;
+        byte = qh_byte;
+        n = qh_n;
       }
       out.q[j] = static_cast<int8_t>(tq1_trit(ld8(blk + byte), n) - 1);
     }
