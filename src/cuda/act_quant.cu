@@ -112,6 +112,7 @@ ActFormat act_format_for(TensorType t) {
     case TensorType::Q4_0:
     case TensorType::Q5_0:
     case TensorType::Q8_0:
+    case TensorType::IQ4_NL:
       return ActFormat::Q8_0;
     case TensorType::Q4_1:
     case TensorType::Q5_1:
@@ -121,6 +122,16 @@ ActFormat act_format_for(TensorType t) {
     case TensorType::Q4_K:
     case TensorType::Q5_K:
     case TensorType::Q6_K:
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M:
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S:
+    case TensorType::IQ4_XS:
+    case TensorType::TQ1_0:
+    case TensorType::TQ2_0:
       return ActFormat::Q8_K;
     default:
       throw InvalidArgument("no GPU activation format for weight type " + tensor_type_name(t));

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/dequant_chunk.cuh"
+#include "cuda/iq_tables.h"
 #include "cuda/ops.h"
 
 namespace ferrite::cuda {
@@ -79,6 +80,17 @@ void dequantize(const GpuMatrix& w, Out* out, cudaStream_t s) {
     case TensorType::Q4_K: launch<TensorType::Q4_K>(w, out, s); break;
     case TensorType::Q5_K: launch<TensorType::Q5_K>(w, out, s); break;
     case TensorType::Q6_K: launch<TensorType::Q6_K>(w, out, s); break;
+    case TensorType::IQ1_S: launch<TensorType::IQ1_S>(w, out, s); break;
+    case TensorType::IQ1_M: launch<TensorType::IQ1_M>(w, out, s); break;
+    case TensorType::IQ2_XXS: launch<TensorType::IQ2_XXS>(w, out, s); break;
+    case TensorType::IQ2_XS: launch<TensorType::IQ2_XS>(w, out, s); break;
+    case TensorType::IQ2_S: launch<TensorType::IQ2_S>(w, out, s); break;
+    case TensorType::IQ3_XXS: launch<TensorType::IQ3_XXS>(w, out, s); break;
+    case TensorType::IQ3_S: launch<TensorType::IQ3_S>(w, out, s); break;
+    case TensorType::IQ4_NL: launch<TensorType::IQ4_NL>(w, out, s); break;
+    case TensorType::IQ4_XS: launch<TensorType::IQ4_XS>(w, out, s); break;
+    case TensorType::TQ1_0: launch<TensorType::TQ1_0>(w, out, s); break;
+    case TensorType::TQ2_0: launch<TensorType::TQ2_0>(w, out, s); break;
     default: throw InvalidArgument("dequantize: unsupported weight type " + tensor_type_name(w.type));
   }
 }
@@ -131,7 +143,7 @@ bool dequant_f16_supports(TensorType t) {
     case TensorType::Q6_K:
       return true;
     default:
-      return false;
+      return iq_gpu_type(t);
   }
 }
 

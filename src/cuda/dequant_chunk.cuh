@@ -6,6 +6,7 @@
 //   Q4_0: d (q - 8)   Q4_1: q d + m   Q5_0: (q - 16) d   Q5_1: q d + m   Q8_0: d q
 //   Q2_K: (d sc) q - (dmin m)  (per 16)   Q3_K: (d (sc - 32)) (q - 4 [high bit clear])  (per 16)
 //   Q4_K, Q5_K: (d sc) q - (dmin m)  (per 32)   Q6_K: (d sc) (q - 32)  (per 16)
+//   IQ and TQ types: dequant_iq.cuh
 // Used by dequant.cu (prefill and the exact mode's f32 rows) and row_ops.cu (get_rows).
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 
+#include "cuda/dequant_iq.cuh"
 #include "cuda/gpu_matrix.h"
 
 namespace ferrite::cuda::dq {
@@ -153,6 +155,11 @@ __device__ __forceinline__ void chunk_values(const GpuMatrix& w, int64_t row, in
       const int q = (((ql[i] >> shift_l) & 0xF) | (((qh[i] >> shift_h) & 3) << 4)) - 32;
       v[i] = __fmul_rn(i < kChunk / 2 ? f0 : f1, static_cast<float>(q));
     }
+  } else if constexpr (iqd::kIqType<T>) {
+    iqd::Chunk ch;
+    iqd::decode<T>(w, row, c, ch);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) v[i] = iqd::value<T>(ch, i);
   }
 }
 

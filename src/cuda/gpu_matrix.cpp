@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "cuda/iq_tables.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cuda {
@@ -22,7 +23,18 @@ int64_t block_of(TensorType t) {
     case TensorType::Q5_0:
     case TensorType::Q5_1:
     case TensorType::Q8_0:
+    case TensorType::IQ4_NL:
       return kBlock;
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M:
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S:
+    case TensorType::IQ4_XS:
+    case TensorType::TQ1_0:
+    case TensorType::TQ2_0:
     case TensorType::Q2_K:
     case TensorType::Q3_K:
     case TensorType::Q4_K:
@@ -117,7 +129,7 @@ bool gpu_supports(TensorType t) {
     case TensorType::Q6_K:
       return true;
     default:
-      return false;
+      return iq_gpu_type(t);
   }
 }
 
@@ -185,6 +197,7 @@ GpuMatrix upload_matrix(TensorType t, int64_t n, int64_t k, const void* host, De
   } else {
     FERRITE_CUDA_CHECK(cudaMemcpy(buf.as(), host, bytes, cudaMemcpyHostToDevice));
     m.data = buf.as<uint8_t>();
+    m.grid = iq_device_table(t);
   }
   return m;
 }

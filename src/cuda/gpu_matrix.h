@@ -6,6 +6,9 @@
 // block layout (rows of whole blocks); Q2_K and Q3_K blocks are padded to a
 // multiple of 16 bytes (Q2_K 84 -> 96, Q3_K 110 -> 112: the GGUF bytes,
 // then zeros) so that their parts load as aligned vectors. F16/F32 are rows.
+// The IQ and TQ types keep the GGUF block layout (rows of whole blocks);
+// the IQ types' lookup tables (grids, IQ4 values) live in device memory
+// (iq_tables.h), and `grid` points at the table of the matrix's type.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,7 @@ struct GpuMatrix {
   const uint16_t* scales = nullptr;  // 32-element types: f16 d [n, k/32] (Q4_1/Q5_1: (d, m) [n, k/32, 2]); else null
   uint64_t row_bytes = 0;            // K types, F16/F32: bytes per row on the GPU (Q2_K/Q3_K padded)
   const uint32_t* high = nullptr;    // Q5_0/Q5_1: bit j = bit 4 of element j, per block [n, k/32]; else null
+  const void* grid = nullptr;        // IQ types: the type's table in device memory (iq_tables.h); else null
 };
 
 // Rows [r0, r0 + rows) of m as a matrix of its own (no copy).

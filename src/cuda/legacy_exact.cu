@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/iq_tables.h"
 #include "cuda/ops.h"
 
 namespace ferrite::cuda {
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(kStoreThreads)
 }  // namespace
 
 bool exact_dequantized(TensorType t) {
-  return t == TensorType::Q4_1 || t == TensorType::Q5_0 || t == TensorType::Q5_1;
+  return t == TensorType::Q4_1 || t == TensorType::Q5_0 || t == TensorType::Q5_1 || iq_gpu_type(t);
 }
 
 void q8_1_offset_add(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, cudaStream_t s) {

@@ -161,6 +161,9 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   } else if (fast && gemv_ && m <= kGemmMinRows && !matmul_mma_supports(w) && gemv_quant_supports(w, kGemvMaxRows)) {
     // Types the int8 mma does not take: the GEMV, a group of rows at a time.
     gemv_groups(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate);
+  } else if (fast && gemv_ && m <= kGemmMinRows && gemv_iq_supports(w)) {
+    // IQ/TQ types: their own GEMV (gemv_iq.cu), groups of kGemvMaxRows rows.
+    gemv_iq(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
     // Row blocks of at most kMaxScratchElems dequantized values (a large
     // output matrix must not need a scratch of its own size).

@@ -16,12 +16,13 @@
 // Outside the exact mode, quantized weights of 1..kGemvMaxRows rows (decode)
 // take the bandwidth GEMV (gemv_quant.cu), F16 weights its F16 counterpart;
 // weight types matmul_mma does not take (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) take
-// it in groups of kGemvMaxRows rows up to kGemmMinRows rows too.
+// it in groups of kGemvMaxRows rows up to kGemmMinRows rows too; the IQ
+// and TQ types take their own GEMV (gemv_iq.cu) for 1..kGemmMinRows rows.
 // FERRITE_CUDA_GEMV=0 (or set_gemv(false)) keeps the earlier kernels
 // (matmul_quant, the first gemv_f16) for comparisons. Both are launched as
 // programmatic dependents of the kernel before them (pdl.cuh) where
 // pdl_enabled().
-// In the exact mode Q4_1/Q5_0/Q5_1 take the CPU's dequantized product
+// In the exact mode Q4_1/Q5_0/Q5_1 and the IQ/TQ types take the CPU's dequantized product
 // (ops.h exact_dequantized: f32 rows, matmul_float's order, the Q8_1 offset
 // term), the other quantized types matmul_quant.
 // An Activation caches its converted forms (8-bit blocks, f16) until its

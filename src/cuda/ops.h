@@ -74,7 +74,7 @@ void quantized_act_to_f16(const QuantAct& a, int64_t m, int64_t k, uint16_t* out
 void quantized_act_to_f32(const QuantAct& a, int64_t m, int64_t k, float* out, cudaStream_t s);
 
 // ---- the CPU's dequantized product (legacy_exact.cu) -----------------------
-// Q4_1, Q5_0 and Q5_1 have no integer dot product on the CPU: cpu/matmul.cpp
+// Q4_1, Q5_0, Q5_1 and the IQ/TQ types have no integer dot product on the CPU: cpu/matmul.cpp
 // multiplies rows dequantized to f32 by the activations' 8-bit round trip in
 // f32 (its float dot order: matmul_float on those operands), and for Q4_1
 // and Q5_1 then adds sum_b m_b (s_b - sum_j y_bj) per output (llama.cpp's
@@ -116,6 +116,13 @@ constexpr int64_t kGemvMaxRows = 4;
 bool gemv_quant_supports(const GpuMatrix& w, int64_t m);
 void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, bool pdl,
                 cudaStream_t s);
+
+// y [m, w.n] (+)= x · W^T for the IQ and TQ types (iq_tables.h) and any m
+// (groups of kGemvMaxRows rows; gemv_iq.cu), on the activations quantized
+// in act_format_for(w.type), in f32 sums of another order than the CPU's.
+// supports(): the type, k a multiple of its block, the type's device table.
+bool gemv_iq_supports(const GpuMatrix& w);
+void gemv_iq(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s);
 
 // True where the decode GEMVs (pdl_enabled) and the other decode kernels
 // (pdl_chain_enabled: norms, quantizers, rope, store_kv, attention_decode)

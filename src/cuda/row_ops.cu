@@ -189,6 +189,17 @@ __device__ float element(const GpuMatrix& m, int64_t r, int64_t e) {
     case TensorType::Q2_K: return dq::element_of<TensorType::Q2_K>(m, r, e);
     case TensorType::Q3_K: return dq::element_of<TensorType::Q3_K>(m, r, e);
     case TensorType::Q5_K: return dq::element_of<TensorType::Q5_K>(m, r, e);
+    case TensorType::IQ1_S: return dq::element_of<TensorType::IQ1_S>(m, r, e);
+    case TensorType::IQ1_M: return dq::element_of<TensorType::IQ1_M>(m, r, e);
+    case TensorType::IQ2_XXS: return dq::element_of<TensorType::IQ2_XXS>(m, r, e);
+    case TensorType::IQ2_XS: return dq::element_of<TensorType::IQ2_XS>(m, r, e);
+    case TensorType::IQ2_S: return dq::element_of<TensorType::IQ2_S>(m, r, e);
+    case TensorType::IQ3_XXS: return dq::element_of<TensorType::IQ3_XXS>(m, r, e);
+    case TensorType::IQ3_S: return dq::element_of<TensorType::IQ3_S>(m, r, e);
+    case TensorType::IQ4_NL: return dq::element_of<TensorType::IQ4_NL>(m, r, e);
+    case TensorType::IQ4_XS: return dq::element_of<TensorType::IQ4_XS>(m, r, e);
+    case TensorType::TQ1_0: return dq::element_of<TensorType::TQ1_0>(m, r, e);
+    case TensorType::TQ2_0: return dq::element_of<TensorType::TQ2_0>(m, r, e);
     default:
       return 0.0f;  // upload_matrix makes no matrix of another type
   }

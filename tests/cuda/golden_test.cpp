@@ -100,8 +100,10 @@ std::vector<Case> cases(const char* prompt) {
                  Kind::Float16});
   // The mixes hold several types each (Q5_K_M: q5_K and q6_K; Q3_K_M: q3_K,
   // q4_K, q5_K; Q2_K: q2_K and q3_K; every file's token_embd is q6_K).
+  // The IQ and TQ files (issue 9) too: IQ2_M and IQ3_M mix IQ types.
   for (const char* t : {"Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "Q5_K_M", "Q5_K_S", "Q5_0", "Q5_1", "Q4_1", "Q3_K_M",
-                        "Q2_K"}) {
+                        "Q2_K", "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_S",
+                        "IQ3_M", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0"}) {
     out.push_back({std::string("models/synth/synth-llama-") + t + ".gguf",
                    std::string("golden/logits/synth-llama-") + t + "." + prompt + ".json", Kind::Quantized});
   }
