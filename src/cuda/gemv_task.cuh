@@ -102,4 +102,19 @@ __device__ __forceinline__ void k_scale_min(int j, uint32_t s0, uint32_t s1, uin
   m = static_cast<int>(low ? b1 & 63 : (b2 >> 4 & 0xF) | ((b1 >> 6 & 3) << 4));
 }
 
+// The value of a Q4_K/Q5_K task: the integer sums s0, s1 of sub-blocks 2p and
+// 2p + 1 against the activation chunks c, c + 1, times their 6-bit scales,
+// less their mins times the chunks' sums; head = d|dmin, scales[12].
+__device__ __forceinline__ float k_task_value(const int4& head, int p, int s0, int s1, const ActRow& a, int c) {
+  int sc0, m0, sc1, m1;
+  const auto s0w = static_cast<uint32_t>(head.y), s1w = static_cast<uint32_t>(head.z),
+             s2w = static_cast<uint32_t>(head.w);
+  k_scale_min(2 * p, s0w, s1w, s2w, sc0, m0);
+  k_scale_min(2 * p + 1, s0w, s1w, s2w, sc1, m1);
+  const int isum = sc0 * s0 + sc1 * s1;
+  const int msum = m0 * a.sums[c] + m1 * a.sums[c + 1];
+  const auto dm = static_cast<uint32_t>(head.x);
+  return a.d[c] * (f16_bits(dm & 0xFFFF) * static_cast<float>(isum) - f16_bits(dm >> 16) * static_cast<float>(msum));
+}
+
 }  // namespace ferrite::cuda::gemv

@@ -131,16 +131,7 @@ struct Task<TensorType::Q5_K> {
     const int u = 4 * task;  // first activation unit (64 elements per task)
     const int s0 = dot4(lo[1], a.unit(u + 1), dot4(lo[0], a.unit(u), 0));
     const int s1 = dot4(hi[1], a.unit(u + 3), dot4(hi[0], a.unit(u + 2), 0));
-    int sc0, m0, sc1, m1;
-    const auto s0w = static_cast<uint32_t>(r.head.y), s1w = static_cast<uint32_t>(r.head.z),
-               s2w = static_cast<uint32_t>(r.head.w);
-    k_scale_min(2 * p, s0w, s1w, s2w, sc0, m0);
-    k_scale_min(2 * p + 1, s0w, s1w, s2w, sc1, m1);
-    const int c = 2 * task;  // first chunk
-    const int isum = sc0 * s0 + sc1 * s1;
-    const int msum = m0 * a.sums[c] + m1 * a.sums[c + 1];
-    const auto dm = static_cast<uint32_t>(r.head.x);
-    return a.d[c] * (f16_bits(dm & 0xFFFF) * static_cast<float>(isum) - f16_bits(dm >> 16) * static_cast<float>(msum));
+    return k_task_value(r.head, p, s0, s1, a, 2 * task);
   }
 };
 
