@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/iq_tables.h"
+#include "cuda/ops.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cuda {
@@ -114,23 +115,9 @@ GpuMatrix row_slice(const GpuMatrix& m, int64_t r0, int64_t rows) {
 }
 
 bool gpu_supports(TensorType t) {
-  switch (t) {
-    case TensorType::F32:
-    case TensorType::F16:
-    case TensorType::Q4_0:
-    case TensorType::Q4_1:
-    case TensorType::Q5_0:
-    case TensorType::Q5_1:
-    case TensorType::Q8_0:
-    case TensorType::Q2_K:
-    case TensorType::Q3_K:
-    case TensorType::Q4_K:
-    case TensorType::Q5_K:
-    case TensorType::Q6_K:
-      return true;
-    default:
-      return iq_gpu_type(t);
-  }
+  // The float types, and every quantized type the f16 dequantizer takes (each
+  // has the GEMV and exact paths too: tests/cuda check them per type).
+  return t == TensorType::F32 || t == TensorType::F16 || dequant_f16_supports(t);
 }
 
 uint64_t gpu_matrix_bytes(TensorType t, int64_t n, int64_t k) {
