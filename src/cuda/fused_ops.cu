@@ -156,6 +156,10 @@ __device__ __forceinline__ void convert8(const Out& o, int64_t e, const float (&
 }
 
 // One block per row; the block's warps take the row's 256-value groups in turn.
+// Where every warp has at most one group (rows up to kMaxNormThreads / kWarp
+// groups), the values stay in registers between the sum of squares and the
+// conversion (one round of loads instead of two on the step's critical
+// path); the sums are the same either way (thread t sums values 8t .. 8t+7).
 // x and y may alias: a thread reads its 8 values of x before it writes them.
 __global__ void rms_norm_act_kernel(const float* x, const float* __restrict__ w, float eps, int64_t n, float* y,
                                     const Out o) {
@@ -165,36 +169,65 @@ __global__ void rms_norm_act_kernel(const float* x, const float* __restrict__ w,
   const int64_t row = blockIdx.x;
   const float* xr = x + row * n;
   const int64_t n_vec = n / kPerLane;
-  double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < n_vec; i += blockDim.x) {
-    float v[kPerLane];
-    load8(xr + kPerLane * i, v);
-    float s = 0.0f;
+  const int warp = static_cast<int>(threadIdx.x / kWarp), lane = static_cast<int>(threadIdx.x % kWarp);
+  const int n_warps = static_cast<int>(blockDim.x / kWarp);
+  const int64_t n_groups = (n + kGroup - 1) / kGroup;
+  auto load_w = [&](int64_t e, float (&wv)[kPerLane]) {
+    if (w != nullptr) {
+      load8(w + e, wv);
+    } else {
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) s = __fmaf_rn(v[j], v[j], s);
-    sum += static_cast<double>(s);
+      for (int j = 0; j < kPerLane; ++j) wv[j] = 1.0f;
+    }
+  };
+  const bool one_pass = n_groups <= n_warps;
+  const int64_t e1 = static_cast<int64_t>(warp) * kGroup + kPerLane * lane;  // one_pass: this thread's values
+  float xv[kPerLane] = {}, wv[kPerLane] = {};
+  double sum = 0.0;
+  if (one_pass) {
+    if (e1 < n) {
+      load8(xr + e1, xv);
+      load_w(e1, wv);
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) s = __fmaf_rn(xv[j], xv[j], s);
+      sum = static_cast<double>(s);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n_vec; i += blockDim.x) {
+      float v[kPerLane];
+      load8(xr + kPerLane * i, v);
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) s = __fmaf_rn(v[j], v[j], s);
+      sum += static_cast<double>(s);
+    }
   }
   sum = block_sum(sum, scratch);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / sqrtf(mean + eps);
-  const int warp = static_cast<int>(threadIdx.x / kWarp), lane = static_cast<int>(threadIdx.x % kWarp);
-  const int n_warps = static_cast<int>(blockDim.x / kWarp);
-  const int64_t n_groups = (n + kGroup - 1) / kGroup;
+  if (one_pass) {
+    if (warp >= n_groups) return;  // whole warps
+    const bool valid = e1 < n;
+    float v[kPerLane] = {};
+    if (valid) {
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) v[j] = (xv[j] * scale) * wv[j];
+      store8(y + row * n + e1, v);
+    }
+    convert8(o, row * n + e1, v, valid);
+    return;
+  }
   for (int64_t g = warp; g < n_groups; g += n_warps) {
     const int64_t e = g * kGroup + kPerLane * lane;  // within the row
     const bool valid = e < n;
     float v[kPerLane] = {};
     if (valid) {
-      float xv[kPerLane], wv[kPerLane];
-      load8(xr + e, xv);
-      if (w != nullptr) {
-        load8(w + e, wv);
-      } else {
+      float xg[kPerLane], wg[kPerLane];
+      load8(xr + e, xg);
+      load_w(e, wg);
 #pragma unroll
-        for (int j = 0; j < kPerLane; ++j) wv[j] = 1.0f;
-      }
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j) v[j] = (xv[j] * scale) * wv[j];
+      for (int j = 0; j < kPerLane; ++j) v[j] = (xg[j] * scale) * wg[j];
       store8(y + row * n + e, v);
     }
     convert8(o, row * n + e, v, valid);
