@@ -24,8 +24,8 @@ constexpr int kWarpsPerBlock = 4;
 // One warp per 32 values (one per lane); s_out (Q8_1) may be null.
 __global__ void quantize_q8_0_kernel(const float* __restrict__ x, int64_t n_blocks, int8_t* __restrict__ qs,
                                      float* __restrict__ d_out, int32_t* __restrict__ sums, float* __restrict__ s_out) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();     // a product launched next may load its weights meanwhile
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.y;
   if (b >= n_blocks) return;
   const int lane = threadIdx.x;
@@ -46,8 +46,8 @@ __global__ void quantize_q8_0_kernel(const float* __restrict__ x, int64_t n_bloc
 // One warp per 256 values: lane l holds values 8l .. 8l+7 (32-block l / 4).
 __global__ void quantize_q8_k_kernel(const float* __restrict__ x, int64_t n_blocks, int8_t* __restrict__ qs,
                                      float* __restrict__ d_out, int32_t* __restrict__ sums) {
-  grid_dependency_wait();
   launch_dependents();
+  grid_dependency_wait();
   const int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.y;
   if (b >= n_blocks) return;
   const int lane = threadIdx.x;

@@ -93,8 +93,8 @@ template <int HD, TensorType KT, TensorType VT, int W>
 __global__ void __launch_bounds__(W * kWarp) attention_decode_kernel(const AttentionParams p) {
   constexpr bool Typed = KT != TensorType::F16 || VT != TensorType::F16;
   constexpr int kCells = Typed ? kUnrollTyped : kUnroll;
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   constexpr int kPer = HD / kWarp;  // dimensions per lane: 2 (HD 64) or 4 (HD 128)
   __shared__ float warp_m[W], warp_l[W];
   __shared__ float warp_acc[W][HD];
@@ -271,8 +271,8 @@ int warps_per_block(int64_t blocks) {
 // without z; one warp, a lane holding HD / 32 dimensions).
 template <int HD>
 __global__ void __launch_bounds__(kWarp) attention_decode_merge_kernel(const AttentionParams p) {
-  grid_dependency_wait();
   launch_dependents();
+  grid_dependency_wait();
   constexpr int kPer = HD / kWarp;
   const int lane = threadIdx.x;
   const int64_t h = blockIdx.x;

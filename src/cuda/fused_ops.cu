@@ -163,8 +163,8 @@ __device__ __forceinline__ void convert8(const Out& o, int64_t e, const float (&
 // x and y may alias: a thread reads its 8 values of x before it writes them.
 __global__ void rms_norm_act_kernel(const float* x, const float* __restrict__ w, float eps, int64_t n, float* y,
                                     const Out o) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   __shared__ double scratch[kWarp];
   const int64_t row = blockIdx.x;
   const float* xr = x + row * n;
@@ -237,8 +237,8 @@ __global__ void rms_norm_act_kernel(const float* x, const float* __restrict__ w,
 // One warp per 256-value group of a row.
 __global__ void swiglu_act_kernel(const float* __restrict__ gate, const float* up, int64_t rows, int64_t n,
                                   float* y, const Out o) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t groups_per_row = (n + kGroup - 1) / kGroup;
   const int64_t g = static_cast<int64_t>(blockIdx.x) * kSwigluWarps + threadIdx.x / kWarp;
   if (g >= rows * groups_per_row) return;  // whole warps

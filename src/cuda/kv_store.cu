@@ -80,8 +80,8 @@ __device__ __forceinline__ void lane_fifth(int q, int lane, uint8_t* qh) {
 __global__ void __launch_bounds__(kThreads) store_kv_typed_kernel(const float* k, const float* v,
                                                                   const int32_t* slots, int64_t n_tokens,
                                                                   int64_t n_embd_kv, KvCacheRef kc, KvCacheRef vc) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t nb = n_embd_kv / kKvBlock;
   const int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);

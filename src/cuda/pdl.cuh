@@ -7,7 +7,20 @@
 // loads of weights, which no kernel writes) may come first. Without pdl the
 // wait returns at once. A kernel may call launch_dependents() to let the
 // next pdl kernel start before it ends; that changes nothing about when the
-// next one's wait returns. Launched this way (where pdl_enabled(), ops.h):
+// next one's wait returns (the next kernel's wait returns once this one has
+// finished, and this one finishes only after its own wait returned, so
+// every block of a pdl kernel must wait before it exits). The next kernel
+// launches once every block of this one has called it (or exited):
+// - the small kernels (norms, SwiGLU, quantizers, rope, store_kv, the
+//   decode attention) call it first, before their wait, so that the product
+//   after them launches while the product before them finishes: its blocks
+//   take the SM slots that product's last blocks free and load their weights
+//   meanwhile (H100 tg128 over calling it after the wait: 7B Q4_0 +1.9%,
+//   Q8_0 +1.2%, Q4_K_M +0.9%; bench/cuda/NOTES.md, eleventh session);
+// - the products call it after their sums: called first, the small kernel
+//   after a product takes its slots early and the product's later blocks
+//   wait for them (measured 1-3% slower).
+// Launched this way (where pdl_enabled(), ops.h):
 // the decode GEMVs (gemv_quant, gemv_f16), the fused norm and SwiGLU, the
 // activation quantizers, to_f16, rope, store_kv and attention_decode; each
 // waits before its first access to memory an earlier kernel touches. A pdl

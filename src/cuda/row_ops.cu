@@ -46,8 +46,8 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
 // One thread per rotated pair.
 __global__ void rope_kernel(float* __restrict__ x, const float* __restrict__ cos_t, const float* __restrict__ sin_t,
                             int64_t n_tokens, int64_t n_heads, int64_t head_dim, int half, bool neox) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tokens * n_heads * half) return;
   const int i = static_cast<int>(idx % half);
@@ -81,8 +81,8 @@ __global__ void add_kernel(float* x, const float* __restrict__ y, int64_t n) {
 }
 
 __global__ void to_f16_kernel(const float* __restrict__ x, uint16_t* __restrict__ y, int64_t n) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();     // a product launched next may load its weights meanwhile
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx < n) y[idx] = __half_as_ushort(__float2half_rn(x[idx]));
 }
@@ -97,8 +97,8 @@ __global__ void rope_store_kv_kernel(float* __restrict__ qk, const float* __rest
                                      int64_t n_head_kv, int64_t head_dim, int half, bool neox,
                                      const int32_t* __restrict__ slots, uint16_t* __restrict__ k_cache,
                                      uint16_t* __restrict__ v_cache) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t n_embd_kv = n_head_kv * head_dim;
   const int64_t n_pairs = (n_head + n_head_kv) * half;
   const int64_t pass = head_dim - 2 * half;  // unrotated dimensions per head
@@ -221,8 +221,8 @@ __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t*
 __global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v,
                                 const int32_t* __restrict__ slots, int64_t n_tokens, int64_t n_embd_kv,
                                 uint16_t* __restrict__ k_cache, uint16_t* __restrict__ v_cache) {
-  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   launch_dependents();
+  grid_dependency_wait();  // launched with pdl (pdl.cuh)
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tokens * n_embd_kv) return;
   const int64_t t = idx / n_embd_kv, d = idx % n_embd_kv;
