@@ -16,9 +16,6 @@ namespace ferrite::cuda {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-// Scratch allowance in the fit check, beyond weights and cache (activations
-// of a 512-token pass, cuBLAS workspace, CUDA context).
-constexpr uint64_t kScratchAllowance = 1024ull * 1024 * 1024;
 constexpr int64_t kQ8_0Block = 32, kQ8KBlock = 256;  // elements per 8-bit activation block
 
 bool dense_decoder(const std::string& arch) {
@@ -65,15 +62,6 @@ void mark_made(Activation& act, const ActOut& out) {
   }
 }
 
-// Bytes a tensor takes on the GPU (Q2_K/Q3_K matrices are padded there;
-// 3-D expert tensors are matrices of ne[1] * ne[2] rows).
-uint64_t device_bytes(const gguf::TensorInfo& t) {
-  if ((t.n_dims == 2 || t.n_dims == 3) && gpu_supports(t.type)) {
-    return gpu_matrix_bytes(t.type, t.ne[1] * (t.n_dims == 3 ? t.ne[2] : 1), t.ne[0]);
-  }
-  return t.n_bytes;
-}
-
 template <typename T>
 T* carve(uint8_t*& p, int64_t n) {
   T* out = reinterpret_cast<T*>(p);
@@ -83,123 +71,8 @@ T* carve(uint8_t*& p, int64_t n) {
 
 }  // namespace
 
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
-}
-
-uint64_t FitReport::needed(int n) const {
-  const int n_layer = static_cast<int>(layer_bytes.size());
-  uint64_t b = output_bytes + scratch_bytes + (n >= n_layer ? embd_bytes : 0);
-  for (int il = std::max(0, n_layer - n); il < n_layer; ++il) b += layer_bytes[static_cast<size_t>(il)];
-  return b;
-}
-
-FitReport fit_report(const model::Model& m, int64_t n_cells, int device, TensorType type_k, TensorType type_v) {
-  const model::HParams& hp = m.hparams();
-  FitReport r;
-  r.layer_bytes.assign(static_cast<size_t>(hp.n_layer), 0);
-  // [n_cells, row bytes] for K and for V.
-  const uint64_t cache_per_layer =
-      static_cast<uint64_t>(n_cells) * static_cast<uint64_t>(kv_cache_row_bytes(type_k, hp.n_embd_kv()) +
-                                                             kv_cache_row_bytes(type_v, hp.n_embd_kv()));
-  for (uint64_t& b : r.layer_bytes) b = cache_per_layer;
-  bool has_output = false;
-  for (const gguf::TensorInfo& t : m.file().tensors()) {
-    if (t.name.rfind("blk.", 0) == 0) {
-      const int64_t il = std::strtoll(t.name.c_str() + 4, nullptr, 10);
-      if (il >= 0 && il < hp.n_layer) r.layer_bytes[static_cast<size_t>(il)] += device_bytes(t);
-    } else if (t.name == "token_embd.weight") {
-      r.embd_bytes = device_bytes(t);
-    } else {
-      has_output = has_output || t.name == "output.weight";
-      r.output_bytes += device_bytes(t);
-    }
-  }
-  if (!has_output) r.output_bytes += r.embd_bytes;  // tied: the table is the output matrix
-  r.scratch_bytes = kScratchAllowance;
-  if (device_count() <= device) throw InvalidArgument("GPU offload: no CUDA device " + std::to_string(device));
-  FERRITE_CUDA_CHECK(cudaSetDevice(device));
-  size_t free_b = 0, total_b = 0;
-  FERRITE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  r.free_bytes = free_b;
-  r.total_bytes = total_b;
-  r.max_layers = 0;
-  for (int n = static_cast<int>(hp.n_layer); n > 0; --n) {
-    if (r.needed(n) <= r.free_bytes) {
-      r.max_layers = n;
-      break;
-    }
-  }
-  return r;
-}
-
 std::unique_ptr<model::Architecture> make_decoder(const model::Model& m, const OffloadParams& p) {
   return std::make_unique<GpuDecoder>(m, p);
-}
-
-GpuMatrix GpuDecoder::upload(const std::string& name, bool required) {
-  const gguf::TensorInfo* t = model_.file().find_tensor(name);
-  if (t == nullptr) {
-    if (required) throw ModelError(model_.file().path() + ": required tensor " + name + " is missing");
-    return {};
-  }
-  const int64_t k = t->ne[0];
-  const int64_t n = t->n_dims > 1 ? t->ne[1] : 1;
-  buffers_.emplace_back();
-  const GpuMatrix g = upload_matrix(t->type, n, k, t->data, buffers_.back(), name);
-  weight_bytes_ += buffers_.back().size();
-  return g;
-}
-
-bool GpuDecoder::stackable(const std::vector<std::string>& names) const {
-  const gguf::TensorInfo* first = nullptr;
-  for (const std::string& name : names) {
-    const gguf::TensorInfo* t = model_.file().find_tensor(name);
-    if (t == nullptr || t->n_dims != 2 || t->data == nullptr) return false;
-    if (first == nullptr) first = t;
-    if (t->type != first->type || t->ne[0] != first->ne[0]) return false;
-  }
-  return first != nullptr;
-}
-
-GpuMatrix GpuDecoder::upload_stacked(const std::vector<std::string>& names, const std::vector<GpuMatrix*>& views) {
-  std::vector<const gguf::TensorInfo*> parts;
-  for (const std::string& name : names) {
-    const gguf::TensorInfo* t = model_.file().find_tensor(name);
-    if (t == nullptr) throw ModelError(model_.file().path() + ": required tensor " + name + " is missing");
-    parts.push_back(t);
-  }
-  bool same = true;
-  for (const gguf::TensorInfo* t : parts) {
-    same = same && t->n_dims == 2 && t->type == parts[0]->type && t->ne[0] == parts[0]->ne[0] && t->data != nullptr;
-  }
-  if (!same) {
-    for (size_t i = 0; i < names.size(); ++i) *views[i] = upload(names[i], true);
-    return {};
-  }
-  // Rows are stored one after another in every GGUF weight type, so the
-  // stacked matrix is the parts' bytes in order.
-  uint64_t bytes = 0;
-  int64_t rows = 0;
-  for (const gguf::TensorInfo* t : parts) {
-    bytes += t->n_bytes;
-    rows += t->ne[1];
-  }
-  std::vector<uint8_t> host;
-  host.reserve(bytes);
-  for (const gguf::TensorInfo* t : parts) host.insert(host.end(), t->data, t->data + t->n_bytes);
-  buffers_.emplace_back();
-  const GpuMatrix all = upload_matrix(parts[0]->type, rows, parts[0]->ne[0], host.data(), buffers_.back(),
-                                      names[0] + " (stacked)");
-  weight_bytes_ += buffers_.back().size();
-  int64_t r0 = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    *views[i] = row_slice(all, r0, parts[i]->ne[1]);
-    r0 += parts[i]->ne[1];
-  }
-  return all;
 }
 
 GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
