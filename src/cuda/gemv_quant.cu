@@ -225,6 +225,38 @@ struct ExpertSel {
   int64_t split = 0;
 };
 
+// The Q|K|V outputs row0 .. row0 + kGemvWarps - 1 of a block, warp w's
+// sum v (every thread of the block calls it; all its rows are outputs):
+// rope_store_kv_kernel's arithmetic on pairs (2i, 2i + 1) of a head, which
+// are warps w and w ^ 1 (head_dim is a multiple of kGemvWarps).
+__device__ __forceinline__ void rope_epilogue(const RopeKvOut& r, float* y, int64_t row0, float v) {
+  __shared__ float vals[kGemvWarps];
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  if (lane == 0) vals[warp] = v;
+  __syncthreads();
+  if (threadIdx.x >= kGemvWarps) return;
+  const int j = static_cast<int>(threadIdx.x);
+  const int64_t row = row0 + j;
+  const float x = vals[j];
+  if (row >= r.n_q + r.n_kv) {  // v
+    y[row] = x;
+    r.v_cache[static_cast<int64_t>(r.slot[0]) * r.n_kv + (row - r.n_q - r.n_kv)] = __half_as_ushort(__float2half_rn(x));
+    return;
+  }
+  const int64_t d = row % r.head_dim;
+  float out = x;
+  if (d < 2 * r.half) {
+    const int64_t i = d / 2;
+    const float c = r.cos_t[i], s = r.sin_t[i];
+    const float x0 = vals[j & ~1], x1 = vals[j | 1];
+    out = d % 2 == 0 ? __fmaf_rn(x0, c, -(x1 * s)) : __fmaf_rn(x0, s, x1 * c);
+  }
+  y[row] = out;
+  if (row >= r.n_q) {
+    r.k_cache[static_cast<int64_t>(r.slot[0]) * r.n_kv + (row - r.n_q)] = __half_as_ushort(__float2half_rn(out));
+  }
+}
+
 // The expert variant keeps a few more values live (slot, expert row): it
 // gets the multi-row kernels' register budget where that is larger (no
 // spills for Q8_0/Q5_1).
@@ -233,11 +265,14 @@ constexpr int min_blocks_of() {
   return kExperts && min_blocks<T, M>() > kMinBlocksMulti ? kMinBlocksMulti : min_blocks<T, M>();
 }
 
-template <TensorType T, int M, bool kExperts = false>
+// kRope: one activation row, Q|K|V rows, outputs rotated and k, v stored
+// as gemv_quant_rope says (ops.h).
+template <TensorType T, int M, bool kExperts = false, bool kRope = false>
 __global__ void __launch_bounds__(kGemvThreads,
                                   min_blocks_of<T, M, kExperts>())
     gemv_quant_kernel(const GpuMatrix w, const QuantAct a_in, int n_tasks, float* __restrict__ y_in, bool accumulate,
-                      const ExpertSel sel) {
+                      const ExpertSel sel, const RopeKvOut rope) {
+  static_assert(!kRope || (M == 1 && !kExperts), "the fused RoPE is for one token");
   using Tk = Task<T>;
   constexpr int kU = Tk::kPerRound;
   extern __shared__ int4 stage[];  // [M][units] int8, then d [M][k/32], then sums [M][k/32] and/or s [M][k/32]
@@ -315,17 +350,21 @@ __global__ void __launch_bounds__(kGemvThreads,
     load_round(base, raw);
   }
   launch_dependents();
+  if constexpr (kRope) {
+    rope_epilogue(rope, y, static_cast<int64_t>(blockIdx.x) * kGemvWarps, warp_sum(acc[0]));
+  } else {
 #pragma unroll
-  for (int t = 0; t < M; ++t) {
-    const float v = warp_sum(acc[t]);
-    if (lane == 0) {
-      int64_t o = t * n_out + row;
-      if constexpr (kExperts) {
-        const int64_t slot = blockIdx.y;
-        o = sel.split > 0 ? (row / sel.split * gridDim.y + slot) * sel.split + row % sel.split : slot * n_out + row;
+    for (int t = 0; t < M; ++t) {
+      const float v = warp_sum(acc[t]);
+      if (lane == 0) {
+        int64_t o = t * n_out + row;
+        if constexpr (kExperts) {
+          const int64_t slot = blockIdx.y;
+          o = sel.split > 0 ? (row / sel.split * gridDim.y + slot) * sel.split + row % sel.split : slot * n_out + row;
+        }
+        float* out = y + o;
+        *out = accumulate ? *out + v : v;
       }
-      float* out = y + o;
-      *out = accumulate ? *out + v : v;
     }
   }
 }
@@ -341,7 +380,19 @@ void launch(const GpuMatrix& w, const QuantAct& a, float* y, bool accumulate, bo
   const int64_t blocks = (w.n + kGemvWarps - 1) / kGemvWarps;
   if (blocks > 0x7FFFFFFF) throw InvalidArgument("gemv_quant: matrix too large for one launch");
   launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGemvThreads), smem, s, pdl, w, a,
-                static_cast<int>(Task<T>::count(w.k)), y, accumulate, ExpertSel{});
+                static_cast<int>(Task<T>::count(w.k)), y, accumulate, ExpertSel{}, RopeKvOut{});
+}
+
+template <TensorType T>
+void launch_rope(const GpuMatrix& w, const QuantAct& a, float* y, const RopeKvOut& r, bool pdl, cudaStream_t s) {
+  const size_t smem = stage_bytes<T>(w.k, 1);
+  auto kernel = gemv_quant_kernel<T, 1, false, true>;
+  if (smem > kDefaultSmem) {
+    FERRITE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  }
+  launch_kernel(kernel, dim3(static_cast<unsigned>(w.n / kGemvWarps)), dim3(kGemvThreads), smem, s, pdl, w, a,
+                static_cast<int>(Task<T>::count(w.k)), y, false, ExpertSel{}, r);
 }
 
 // One activation row per slot: grid (row blocks of an expert, slots).
@@ -357,7 +408,7 @@ void launch_experts(const GpuMatrix& w, const ExpertSel& sel, int64_t n_slots, c
   const int64_t blocks = (sel.rows + kGemvWarps - 1) / kGemvWarps;
   if (blocks > 0x7FFFFFFF || n_slots > 0xFFFF) throw InvalidArgument("gemv_quant_experts: too large for one launch");
   launch_kernel(kernel, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(n_slots)), dim3(kGemvThreads), smem,
-                s, pdl, w, a, static_cast<int>(Task<T>::count(w.k)), y, false, sel);
+                s, pdl, w, a, static_cast<int>(Task<T>::count(w.k)), y, false, sel, RopeKvOut{});
 }
 
 template <TensorType T>
@@ -435,6 +486,34 @@ void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool
     case TensorType::Q2_K: launch_type<TensorType::Q2_K>(w, a, m, y, accumulate, pdl, s); break;
     case TensorType::Q3_K: launch_type<TensorType::Q3_K>(w, a, m, y, accumulate, pdl, s); break;
     default: launch_type<TensorType::Q5_K>(w, a, m, y, accumulate, pdl, s); break;
+  }
+}
+
+bool gemv_rope_supports(const GpuMatrix& w, const RopeKvOut& r) {
+  using namespace gemv;
+  return gemv_quant_supports(w, 1) && r.head_dim > 0 && r.head_dim % kGemvWarps == 0 && r.half >= 0 &&
+         2 * r.half <= r.head_dim && r.n_q % r.head_dim == 0 && r.n_kv % r.head_dim == 0 &&
+         w.n == r.n_q + 2 * r.n_kv && w.n / kGemvWarps <= 0x7FFFFFFF && r.slot != nullptr && r.k_cache != nullptr &&
+         r.v_cache != nullptr && (r.half == 0 || (r.cos_t != nullptr && r.sin_t != nullptr));
+}
+
+void gemv_quant_rope(const GpuMatrix& w, const QuantAct& a, float* y, const RopeKvOut& r, bool pdl, cudaStream_t s) {
+  using namespace gemv;
+  if (!gemv_rope_supports(w, r)) {
+    throw InvalidArgument("gemv_quant_rope: unsupported " + tensor_type_name(w.type) + " product of " +
+                          std::to_string(w.n) + " rows for heads of " + std::to_string(r.head_dim));
+  }
+  switch (w.type) {
+    case TensorType::Q4_0: launch_rope<TensorType::Q4_0>(w, a, y, r, pdl, s); break;
+    case TensorType::Q8_0: launch_rope<TensorType::Q8_0>(w, a, y, r, pdl, s); break;
+    case TensorType::Q4_K: launch_rope<TensorType::Q4_K>(w, a, y, r, pdl, s); break;
+    case TensorType::Q6_K: launch_rope<TensorType::Q6_K>(w, a, y, r, pdl, s); break;
+    case TensorType::Q4_1: launch_rope<TensorType::Q4_1>(w, a, y, r, pdl, s); break;
+    case TensorType::Q5_0: launch_rope<TensorType::Q5_0>(w, a, y, r, pdl, s); break;
+    case TensorType::Q5_1: launch_rope<TensorType::Q5_1>(w, a, y, r, pdl, s); break;
+    case TensorType::Q2_K: launch_rope<TensorType::Q2_K>(w, a, y, r, pdl, s); break;
+    case TensorType::Q3_K: launch_rope<TensorType::Q3_K>(w, a, y, r, pdl, s); break;
+    default: launch_rope<TensorType::Q5_K>(w, a, y, r, pdl, s); break;
   }
 }
 

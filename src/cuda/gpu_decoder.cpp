@@ -173,6 +173,7 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
   const char* fuse_env = std::getenv("FERRITE_CUDA_FUSE");
   fuse_ = fuse_env == nullptr || std::string(fuse_env) != "0";
   fuse_attn_ = fuse_ && (fuse_env == nullptr || std::string(fuse_env) != "noattn");
+  fuse_rope_ = fuse_ && (fuse_env == nullptr || std::string(fuse_env) != "norope");
   linear_ = new LinearRunner(stream_);
 }
 
@@ -359,9 +360,30 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   for (size_t il = 0; il < layers_.size(); ++il) {  // GPU layer il is model layer first_gpu_layer_ + il
     const Layer& L = layers_[il];
     norm(L.attn_norm, h, s_.act_h, L.wq.type);
-    // One token: Q, K and V in one launch (the rows of q|k|v are its output row).
-    if (n == 1 && L.qkv.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr && L.bv.data == nullptr) {
-      lin.run(L.qkv, s_.act_h, q, false);
+    uint16_t* kc = k_cache_[il].as<uint16_t>();
+    uint16_t* vc = v_cache_[il].as<uint16_t>();
+    // One token: Q, K and V in one launch (the rows of q|k|v are its output
+    // row); with adjacent-pair RoPE and an f16 cache it also rotates q, k and
+    // stores k, v (gemv_quant_rope: no rope_store_kv launch).
+    const bool qkv_one =
+        n == 1 && L.qkv.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr && L.bv.data == nullptr;
+    RopeKvOut rk;
+    bool qkv_rope = false;
+    if (qkv_one && fuse && fuse_rope_ && !typed_cache && !rc.neox && L.q_norm.data == nullptr &&
+        L.k_norm.data == nullptr) {
+      rk.cos_t = d_cos;
+      rk.sin_t = d_sin;
+      rk.n_q = n_q;
+      rk.n_kv = n_ekv;
+      rk.head_dim = hd;
+      rk.half = rc.n_rot / 2;
+      rk.slot = d_slots;
+      rk.k_cache = kc;
+      rk.v_cache = vc;
+      qkv_rope = lin.takes_rope(L.qkv, n, rk);
+    }
+    if (qkv_one) {
+      lin.run(L.qkv, s_.act_h, q, false, nullptr, qkv_rope ? &rk : nullptr);
     } else if (n == 1 && L.qk.data != nullptr && L.bq.data == nullptr && L.bk.data == nullptr) {
       lin.run(L.qk, s_.act_h, q, false);  // q | k
       lin.run(L.wv, s_.act_h, v, false, L.bv.data ? f32(L.bv) : nullptr);
@@ -372,9 +394,9 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     }
     if (L.q_norm.data) rms_norm(q, f32(L.q_norm), eps, n * hp.n_head, hd, q, st);
     if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
-    uint16_t* kc = k_cache_[il].as<uint16_t>();
-    uint16_t* vc = v_cache_[il].as<uint16_t>();
-    if (typed_cache) {
+    if (qkv_rope) {
+      // (done by the product)
+    } else if (typed_cache) {
       // A block-type K or V: rotate, then quantize the rows into the cache.
       if (n == 1) {
         rope(q, d_cos, d_sin, 1, hp.n_head + hp.n_head_kv, hd, rc.n_rot, rc.neox, st);  // q | k: one row of heads

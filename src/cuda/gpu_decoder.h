@@ -103,6 +103,7 @@ class GpuDecoder : public model::Architecture {
   bool use_graphs_ = true;  // FERRITE_CUDA_GRAPHS=0 turns them off
   bool fuse_ = true;        // FERRITE_CUDA_FUSE=0: norms and SwiGLU without their fused conversions
   bool fuse_attn_ = true;   // FERRITE_CUDA_FUSE=noattn: the decode attention without its Q8_0 output blocks
+  bool fuse_rope_ = true;   // FERRITE_CUDA_FUSE=norope: RoPE and the K/V store of one token in their own launch
   LinearRunner* linear_ = nullptr;
 };
 

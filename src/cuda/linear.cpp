@@ -140,7 +140,8 @@ void LinearRunner::gemm_f16(const void* w16, int64_t n, int64_t k, const void* x
                                     static_cast<int>(ldy > 0 ? ldy : n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumulate, const float* bias) {
+void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumulate, const float* bias,
+                       const RopeKvOut* rope) {
   if (a.k() != w.k) {
     throw InvalidArgument("GPU linear: input width " + std::to_string(a.k()) + " != weight row length " +
                           std::to_string(w.k));
@@ -150,6 +151,14 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   if (bias != nullptr && accumulate) throw InvalidArgument("GPU linear: bias with accumulate is not supported");
   const bool fast = !exact_products();
   const bool gemm = m > kGemmMinRows && fast;
+  if (rope != nullptr) {
+    if (accumulate || bias != nullptr || !takes_rope(w, m, *rope)) {
+      throw InvalidArgument("GPU linear: the fused RoPE needs the one-token GEMV without bias or accumulation (" +
+                            tensor_type_name(w.type) + ", " + std::to_string(m) + " rows)");
+    }
+    gemv_quant_rope(w, a.quantized(act_format_for(w.type), stream_), y, *rope, pdl_, stream_);
+    return;
+  }
   if (gemm && w.type == TensorType::F16) {
     gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
   } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
@@ -211,6 +220,13 @@ void LinearRunner::run_exact(const GpuMatrix& w, Activation& a, float* y, bool a
       break;
     }
   }
+}
+
+bool LinearRunner::takes_gemv(const GpuMatrix& w, int64_t m) const {
+  // The branches of run() before the GEMV's.
+  if (exact_products() || !gemv_ || w.type == TensorType::F16 || w.type == TensorType::F32) return false;
+  if (m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) return false;
+  return gemv_quant_supports(w, m);
 }
 
 void LinearRunner::gemv_groups(const GpuMatrix& w, const QuantAct& q, int64_t m, float* y, bool accumulate) {

@@ -100,7 +100,15 @@ class LinearRunner {
   LinearRunner& operator=(const LinearRunner&) = delete;
 
   // y [a.m(), w.n] = a · W^T (+ bias [w.n] when not null); accumulate: y += instead.
-  void run(const GpuMatrix& w, Activation& a, float* y, bool accumulate = false, const float* bias = nullptr);
+  // rope: the stacked Q|K|V product of one token that also rotates q, k and
+  // stores k, v (gemv_quant_rope, ops.h), where takes_rope(w, a.m(), *rope).
+  void run(const GpuMatrix& w, Activation& a, float* y, bool accumulate = false, const float* bias = nullptr,
+           const RopeKvOut* rope = nullptr);
+  // Whether run() takes gemv_quant for w and m activation rows.
+  bool takes_gemv(const GpuMatrix& w, int64_t m) const;
+  bool takes_rope(const GpuMatrix& w, int64_t m, const RopeKvOut& rope) const {
+    return m == 1 && takes_gemv(w, m) && gemv_rope_supports(w, rope);
+  }
 
   cudaStream_t stream() const { return stream_; }
 

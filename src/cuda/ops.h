@@ -114,6 +114,26 @@ constexpr int64_t kGemvMaxRows = 4;
 // type and shape, aligned weights, staged activations within the shared
 // memory budget. pdl as for gemv_f16.
 bool gemv_quant_supports(const GpuMatrix& w, int64_t m);
+
+// The stacked Q|K|V product of one token that also does rope_store_kv's
+// work for adjacent-pair RoPE (llama's; not NeoX's, whose pairs are half a
+// head apart): its blocks' rows come in pairs (2i, 2i + 1) of one head, so
+// a block rotates its own q and k outputs, writes them to y and stores the
+// rotated k and the v outputs as f16 in cache row slot[0] (k_cache, v_cache
+// [cells, n_kv]). y: q | k | v as gemv_quant writes it, q and k rotated.
+struct RopeKvOut {
+  const float* cos_t = nullptr;  // [half] of the token's position
+  const float* sin_t = nullptr;
+  int64_t n_q = 0, n_kv = 0;     // rows of q, of k (= of v)
+  int64_t head_dim = 0;
+  int64_t half = 0;              // rotated pairs per head (n_rot / 2)
+  const int32_t* slot = nullptr;
+  uint16_t* k_cache = nullptr;
+  uint16_t* v_cache = nullptr;
+};
+bool gemv_rope_supports(const GpuMatrix& w, const RopeKvOut& r);
+void gemv_quant_rope(const GpuMatrix& w, const QuantAct& a, float* y, const RopeKvOut& r, bool pdl, cudaStream_t s);
+
 void gemv_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, bool pdl,
                 cudaStream_t s);
 
