@@ -141,8 +141,8 @@ TEST_P(GpuQwen3Quantized, MatchesTheCpuEngine) {
   const std::filesystem::path out =
       std::filesystem::temp_directory_path() /
       ("ferrite-qwen3-" + std::to_string(getpid()) + "-" + (c.moe ? "moe-" : "dense-") + GetParam().type + ".gguf");
-  const std::string cmd =
-      bin.string() + " quantize " + tiny.path().string() + " " + out.string() + " " + GetParam().type + " > /dev/null 2>&1";
+  const std::string cmd = bin.string() + " quantize " + tiny.path().string() + " " + out.string() + " " +
+                          GetParam().type + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   struct Remove {
     std::filesystem::path p;
