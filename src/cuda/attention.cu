@@ -219,8 +219,17 @@ int64_t attention_max_kv() {
   return static_cast<int64_t>(max_dynamic_smem() / sizeof(float)) - kMaxHeadDim - kThreads;
 }
 
+namespace {
+
+// The fast kernels (tiled prefill, decode) take p; else attention_kernel.
+bool fast_kernels(const AttentionParams& p) {
+  return !exact_products() && attention_tiled_supports(p) && attention_decode_supports(p);
+}
+
+}  // namespace
+
 bool attention_decode_takes_all(const AttentionParams& p) {
-  if (exact_products() || !attention_tiled_supports(p) || !attention_decode_supports(p)) return false;
+  if (!fast_kernels(p)) return false;
   if (p.q_tiles != nullptr || p.decode_tokens != nullptr) return p.n_q_tiles == 0;
   return p.n_tokens < kTiledMinTokens;
 }
@@ -230,7 +239,7 @@ void attention(const AttentionParams& p, cudaStream_t s) {
   if (p.out_q8.qs != nullptr && !attention_decode_takes_all(p)) {
     throw InvalidArgument("GPU attention: Q8_0 output blocks need the decode kernel for every token");
   }
-  if (!exact_products() && attention_tiled_supports(p) && attention_decode_supports(p)) {
+  if (fast_kernels(p)) {
     if (p.q_tiles != nullptr || p.decode_tokens != nullptr) {
       if (p.n_q_tiles > 0) attention_tiled(p, s);
       if (p.n_decode_tokens > 0) attention_decode(p, s);

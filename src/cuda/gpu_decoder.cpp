@@ -155,6 +155,7 @@ GpuDecoder::GpuDecoder(const model::Model& m, const OffloadParams& p)
     L.gate_up = upload_stacked({layer_name(il, "ffn_gate.weight"), layer_name(il, "ffn_up.weight")},
                                {&L.gate, &L.up});
     L.down = upload(layer_name(il, "ffn_down.weight"), true);
+    n_ff_ = std::max(n_ff_, L.up.n);
   }
   k_cache_.resize(static_cast<size_t>(n_gpu));
   v_cache_.resize(static_cast<size_t>(n_gpu));
@@ -187,14 +188,12 @@ GpuDecoder::~GpuDecoder() {
 
 void GpuDecoder::ensure_workspace(int64_t n, int64_t n_out, int64_t n_kv) {
   const model::HParams& hp = hp_;
-  int64_t n_ff = 0;  // dense layers' (0 where every layer has experts)
-  for (const Layer& L : layers_) n_ff = std::max(n_ff, L.up.n);
   auto f32 = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
   s_.x.reserve(f32(n * hp.n_embd));
   s_.h.reserve(f32(n * hp.n_embd));
   s_.qkv.reserve(f32(n * (hp.n_embd_q() + 2 * hp.n_embd_kv())));
   s_.attn.reserve(f32(n * hp.n_embd_q()));
-  s_.gate_up.reserve(f32(2 * n * n_ff));
+  s_.gate_up.reserve(f32(2 * n * n_ff_));
   s_.rows.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_embd));
   s_.logits.reserve(f32(std::max<int64_t>(n_out, 1) * hp.n_vocab));
 }
@@ -302,10 +301,8 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
   float* k = q + n * n_q;
   float* v = k + n * n_ekv;
   float* attn = s_.attn.as<float>();
-  float* gate = s_.gate_up.as<float>();  // [n, n_ff], then up [n, n_ff]
-  int64_t n_ff = 0;  // of the dense layers (expert layers have none here)
-  for (const Layer& L : layers_) n_ff = std::max(n_ff, L.up.n);
-  float* up = gate + n * n_ff;
+  float* gate = s_.gate_up.as<float>();  // [n, n_ff_], then up [n, n_ff_]
+  float* up = gate + n * n_ff_;
   const float eps = hp.norm_rms_eps;
   if (front_) {
     // The CPU layers, then the residual stream crosses to the device.
@@ -396,19 +393,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     if (L.k_norm.data) rms_norm(k, f32(L.k_norm), eps, n * hp.n_head_kv, hd, k, st);
     if (qkv_rope) {
       // (done by the product)
-    } else if (typed_cache) {
-      // A block-type K or V: rotate, then quantize the rows into the cache.
-      if (n == 1) {
-        rope(q, d_cos, d_sin, 1, hp.n_head + hp.n_head_kv, hd, rc.n_rot, rc.neox, st);  // q | k: one row of heads
-      } else {
-        rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
-        rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
-      }
-      KvCacheRef kr = k_cache_ref_, vr = v_cache_ref_;
-      kr.data = kc;
-      vr.data = vc;
-      store_kv_typed(k, v, d_slots, n, n_ekv, kr, vr, st);
-    } else if (n == 1 && fuse) {
+    } else if (n == 1 && fuse && !typed_cache) {
       // q | k: one row of heads, rotated and k, v stored by one launch.
       rope_store_kv(q, v, d_cos, d_sin, hp.n_head, hp.n_head_kv, hd, rc.n_rot, rc.neox, d_slots, kc, vc, st);
     } else {
@@ -418,7 +403,15 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
         rope(q, d_cos, d_sin, n, hp.n_head, hd, rc.n_rot, rc.neox, st);
         rope(k, d_cos, d_sin, n, hp.n_head_kv, hd, rc.n_rot, rc.neox, st);
       }
-      store_kv(k, v, d_slots, n, n_ekv, kc, vc, st);
+      if (typed_cache) {
+        // A block-type K or V: the rows quantized into the cache.
+        KvCacheRef kr = k_cache_ref_, vr = v_cache_ref_;
+        kr.data = kc;
+        vr.data = vc;
+        store_kv_typed(k, v, d_slots, n, n_ekv, kr, vr, st);
+      } else {
+        store_kv(k, v, d_slots, n, n_ekv, kc, vc, st);
+      }
     }
     ap.k = kc;
     ap.v = vc;
@@ -430,8 +423,7 @@ void GpuDecoder::forward_impl(const model::ForwardBatch& batch, const model::KvV
     // The decode kernel writes the Q8_0 blocks the output product reads (one
     // quantizer launch less per layer).
     const bool wo_q8 = L.wo.type == TensorType::Q4_0 || L.wo.type == TensorType::Q5_0 || L.wo.type == TensorType::Q8_0;
-    const bool attn_q8 = fuse && fuse_attn_ && wo_q8 && act_format_for(L.wo.type) == ActFormat::Q8_0 &&
-                         n_q % kQ8_0Block == 0 && attention_decode_takes_all(ap);
+    const bool attn_q8 = fuse && fuse_attn_ && wo_q8 && n_q % kQ8_0Block == 0 && attention_decode_takes_all(ap);
     ap.out_q8 = attn_q8 ? s_.act_attn.quant_buffers(ActFormat::Q8_0) : QuantAct{};
     attention(ap, st);
     if (attn_q8) s_.act_attn.mark_quantized(ActFormat::Q8_0);

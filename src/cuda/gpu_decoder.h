@@ -79,6 +79,7 @@ class GpuDecoder : public model::Architecture {
   GpuMatrix tok_embd_, output_norm_, output_;
   std::vector<float> rope_freqs_;      // host copy (RoPE tables are built on the host)
   std::vector<Layer> layers_;                    // GPU layers, layers_[il - first_gpu_layer_]
+  int64_t n_ff_ = 0;                             // the dense layers' widest feed-forward (0: experts only)
   std::vector<DeviceBuffer> k_cache_, v_cache_;  // per GPU layer: [n_cells, row bytes of the K / V type]
   KvCacheRef k_cache_ref_, v_cache_ref_;          // the types and row bytes (data: per layer)
 

@@ -17,34 +17,10 @@ constexpr int64_t kQ4Bytes = kBlock / 2;  // quants of one Q4_0/Q4_1/Q5_0/Q5_1 b
 constexpr int64_t kQ8Bytes = kBlock;      // quants of one Q8_0 block
 constexpr uint64_t kPadTo = 16;           // Q2_K/Q3_K blocks are padded to a multiple of this
 
+// Elements per block of t (1 for the float types and unknown values).
 int64_t block_of(TensorType t) {
-  switch (t) {
-    case TensorType::Q4_0:
-    case TensorType::Q4_1:
-    case TensorType::Q5_0:
-    case TensorType::Q5_1:
-    case TensorType::Q8_0:
-    case TensorType::IQ4_NL:
-      return kBlock;
-    case TensorType::IQ1_S:
-    case TensorType::IQ1_M:
-    case TensorType::IQ2_XXS:
-    case TensorType::IQ2_XS:
-    case TensorType::IQ2_S:
-    case TensorType::IQ3_XXS:
-    case TensorType::IQ3_S:
-    case TensorType::IQ4_XS:
-    case TensorType::TQ1_0:
-    case TensorType::TQ2_0:
-    case TensorType::Q2_K:
-    case TensorType::Q3_K:
-    case TensorType::Q4_K:
-    case TensorType::Q5_K:
-    case TensorType::Q6_K:
-      return kBlockK;
-    default:
-      return 1;
-  }
+  const TensorTypeInfo* info = tensor_type_info(t);
+  return info != nullptr ? static_cast<int64_t>(info->block_size) : 1;
 }
 
 bool has_high(TensorType t) { return t == TensorType::Q5_0 || t == TensorType::Q5_1; }

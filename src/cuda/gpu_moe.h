@@ -61,7 +61,7 @@ class GpuMoe {
     GpuMatrix gate_up;                      // [n_expert * 2 n_ff, n_embd] (gate_e | up_e), or null and:
     GpuMatrix gate, up;                     // [n_expert * n_ff, n_embd] each
     GpuMatrix down;                         // [n_expert * n_embd, n_ff]
-    GpuMatrix sh_gate_up, sh_gate, sh_up;   // shared expert (sh_gate_up null where gate, up differ)
+    GpuMatrix sh_gate, sh_up;               // shared expert [n_ff_sh, n_embd] each
     GpuMatrix sh_down, sh_inp;              // [n_embd, n_ff_sh], sigmoid gate [1, n_embd]
     int64_t n_ff = 0, n_ff_sh = 0;
     bool renorm = true;
