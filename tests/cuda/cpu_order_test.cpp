@@ -108,14 +108,12 @@ TEST(GpuCpuOrder, DequantizedProductBitsEqualCpu) {
   cpu::MatmulScratch scratch;
   constexpr int64_t kRows = 37;
   for (TensorType type : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1}) {
-    const quant::TypeTraits& tr = quant::type_traits(type);
     for (int64_t k : {256, 1120}) {
       for (int64_t m : {1, 3, 9}) {
         const std::vector<float> w = random_floats(static_cast<size_t>(kRows * k), rng);
         const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng, -2.0f, 2.0f);
         const uint64_t rb = tensor_row_bytes(type, static_cast<uint64_t>(k));
-        std::vector<uint8_t> bytes(rb * kRows);
-        for (int64_t r = 0; r < kRows; ++r) tr.from_float(w.data() + r * k, bytes.data() + r * rb, k, nullptr);
+        const std::vector<uint8_t> bytes = test::quantize_rows(type, w, kRows, k);
         std::vector<float> ref(static_cast<size_t>(m * kRows));
         cpu::matmul(cpu::MatView{type, bytes.data(), k, kRows, rb}, x.data(), m, ref.data(), pool, scratch);
         DeviceBuffer wbuf;

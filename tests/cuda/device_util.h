@@ -2,7 +2,10 @@
 // (locally) or failing (CI) when no GPU is present.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -11,7 +14,9 @@
 #include "cuda/backend.h"
 #include "cuda/check.h"
 #include "cuda/device_buffer.h"
+#include "core/fp16.h"
 #include "cuda/linear.h"
+#include "quant/type_traits.h"
 #include "support/test_data.h"
 
 namespace ferrite::cuda::test {
@@ -43,6 +48,34 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = 
   std::vector<float> v(n);
   for (auto& x : v) x = dist(rng);
   return v;
+}
+
+// n rows of k values w [n, k] as GGUF bytes of type t: F32 as they are, F16
+// rounded, the quantized types through the CPU's quantizer.
+inline std::vector<uint8_t> quantize_rows(TensorType t, const std::vector<float>& w, int64_t n, int64_t k) {
+  const uint64_t rb = tensor_row_bytes(t, static_cast<uint64_t>(k));
+  std::vector<uint8_t> bytes(rb * static_cast<uint64_t>(n));
+  if (t == TensorType::F32) {
+    std::memcpy(bytes.data(), w.data(), bytes.size());
+  } else if (t == TensorType::F16) {
+    auto* h = reinterpret_cast<uint16_t*>(bytes.data());
+    for (size_t i = 0; i < static_cast<size_t>(n * k); ++i) h[i] = fp32_to_fp16(w[i]);
+  } else {
+    const quant::TypeTraits& tr = quant::type_traits(t);
+    for (int64_t r = 0; r < n; ++r) tr.from_float(w.data() + r * k, bytes.data() + r * rb, k, nullptr);
+  }
+  return bytes;
+}
+
+// Largest |gpu - ref| over the largest |ref| (infinity where gpu holds a NaN).
+inline double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(gpu[i])) return INFINITY;
+    err = std::max(err, static_cast<double>(std::fabs(gpu[i] - ref[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(ref[i])));
+  }
+  return err / scale;
 }
 
 // Fresh inputs each run; the seed is printed so that a failure reproduces.

@@ -25,6 +25,7 @@ namespace ferrite::cuda {
 namespace {
 
 using test::fresh_rng;
+using test::relative_error;
 using test::random_floats;
 using test::to_device;
 using test::to_host;
@@ -72,12 +73,7 @@ std::vector<uint8_t> random_blocks(TensorType t, int64_t n, int64_t k, std::mt19
 
 // n rows of k values from the CPU's quantizer.
 std::vector<uint8_t> quantized_blocks(TensorType t, int64_t n, int64_t k, std::mt19937& rng) {
-  const std::vector<float> w = random_floats(static_cast<size_t>(n * k), rng);
-  const uint64_t rb = tensor_row_bytes(t, static_cast<uint64_t>(k));
-  std::vector<uint8_t> bytes(rb * static_cast<uint64_t>(n));
-  const quant::TypeTraits& tr = quant::type_traits(t);
-  for (int64_t r = 0; r < n; ++r) tr.from_float(w.data() + r * k, bytes.data() + r * rb, k, nullptr);
-  return bytes;
+  return test::quantize_rows(t, random_floats(static_cast<size_t>(n * k), rng), n, k);
 }
 
 std::vector<float> dequantized(TensorType t, const std::vector<uint8_t>& bytes, int64_t n, int64_t k) {
@@ -88,15 +84,6 @@ std::vector<float> dequantized(TensorType t, const std::vector<uint8_t>& bytes, 
   return out;
 }
 
-double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (std::isnan(gpu[i])) return INFINITY;
-    err = std::max(err, static_cast<double>(std::fabs(gpu[i] - ref[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(ref[i])));
-  }
-  return err / scale;
-}
 
 TEST(GpuIq, EveryTypeIsSupported) {
   for (TensorType t : kIqTypes) {

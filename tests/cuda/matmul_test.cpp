@@ -20,6 +20,7 @@ namespace ferrite::cuda {
 namespace {
 
 using test::fresh_rng;
+using test::relative_error;
 using test::random_floats;
 using test::to_device;
 using test::to_host;
@@ -46,30 +47,7 @@ struct Quantized {
 };
 
 Quantized quantize(TensorType t, const std::vector<float>& w, int64_t n, int64_t k) {
-  Quantized q;
-  q.row_bytes = tensor_row_bytes(t, static_cast<uint64_t>(k));
-  q.bytes.resize(q.row_bytes * static_cast<uint64_t>(n));
-  if (t == TensorType::F32) {
-    std::memcpy(q.bytes.data(), w.data(), q.bytes.size());
-  } else if (t == TensorType::F16) {
-    auto* h = reinterpret_cast<uint16_t*>(q.bytes.data());
-    for (size_t i = 0; i < w.size(); ++i) h[i] = fp32_to_fp16(w[i]);
-  } else {
-    const quant::TypeTraits& tr = quant::type_traits(t);
-    for (int64_t r = 0; r < n; ++r) tr.from_float(w.data() + r * k, q.bytes.data() + r * q.row_bytes, k, nullptr);
-  }
-  return q;
-}
-
-// Largest |gpu - ref| over the largest |ref|.
-double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (std::isnan(gpu[i])) return INFINITY;
-    err = std::max(err, static_cast<double>(std::fabs(gpu[i] - ref[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(ref[i])));
-  }
-  return err / scale;
+  return {test::quantize_rows(t, w, n, k), tensor_row_bytes(t, static_cast<uint64_t>(k))};
 }
 
 struct Case {

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "cpu/activations.h"
 #include "cpu/vec_ops.h"
@@ -23,6 +22,7 @@
 #include "device_util.h"
 #include "model/golden.h"
 #include "model/packed_weights.h"
+#include "model_util.h"
 #include "runtime/context.h"
 #include "runtime/offload.h"
 
@@ -242,14 +242,7 @@ std::string describe(const PassSetup& r) {
 // Every position's logits of `tokens` through a context of these settings.
 std::vector<float> eval_all(const std::shared_ptr<const model::Model>& model, const std::vector<int32_t>& tokens,
                             int64_t n_batch, int n_gpu_layers) {
-  runtime::ContextParams cp;
-  cp.n_ctx = kCtx;
-  cp.n_batch = n_batch;
-  cp.n_threads = 2;
-  cp.n_gpu_layers = n_gpu_layers;
-  runtime::Context ctx(model, cp);
-  const std::span<const float> all = ctx.eval(tokens, 0, true);
-  return {all.begin(), all.end()};
+  return cuda::test::eval_logits(model, tokens, kCtx, n_batch, n_gpu_layers);
 }
 
 // The CPU layers of a partial offload keep llama.cpp's F16 order in exact mode.
@@ -304,13 +297,6 @@ INSTANTIATE_TEST_SUITE_P(
       return s;
     });
 
-// The ferrite binary: FERRITE_BINARY where it exists, else beside this test
-// binary (the device machine runs a copy of both).
-std::filesystem::path ferrite_binary() {
-  if (std::filesystem::exists(FERRITE_BINARY)) return FERRITE_BINARY;
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "ferrite";
-}
-
 struct QuantCase {
   const char* source;  // f32 synth model under shared/
   const char* type;    // ferrite quantize preset
@@ -322,22 +308,13 @@ TEST_P(MoeQuantized, MatchesTheCpuEngine) {
   FERRITE_REQUIRE_GPU();
   FERRITE_SHARED_FILE(source, GetParam().source);
   FERRITE_SHARED_FILE(golden_path, "golden/logits/synth-llama-moe-f32.p2.json");  // its prompt's tokens
-  const std::filesystem::path bin = ferrite_binary();
+  const std::filesystem::path bin = cuda::test::ferrite_binary();
   if (!std::filesystem::exists(bin)) GTEST_SKIP() << "no ferrite binary at " << bin;
-  const std::filesystem::path out = std::filesystem::temp_directory_path() /
-                                    ("ferrite-moe-" + std::to_string(getpid()) + "-" + GetParam().type + "-" +
-                                     std::filesystem::path(GetParam().source).filename().string());
-  const std::string cmd = bin.string() + " quantize " + source.string() + " " + out.string() + " " +
-                          GetParam().type + " > /dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  struct Remove {
-    std::filesystem::path p;
-    ~Remove() { std::filesystem::remove(p); }
-  } const remove{out};
+  const cuda::test::QuantizedCopy quantized(source, GetParam().type);
 
   std::vector<int32_t> tokens = test::load_golden(golden_path).tokens;
   tokens.resize(std::min<size_t>(tokens.size(), 48));
-  auto model = model::Model::load(out.string());
+  auto model = model::Model::load(quantized.path().string());
   const size_t nv = static_cast<size_t>(model->hparams().n_vocab);
   const std::vector<float> cpu = eval_all(model, tokens, 512, 0);
   const PassSetup runs[] = {{512, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},

@@ -228,16 +228,9 @@ TEST(GpuOps, GetRowsEveryType) {
                        TensorType::Q6_K, TensorType::Q5_K, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q4_1,
                        TensorType::Q3_K, TensorType::Q2_K}) {
     SCOPED_TRACE(tensor_type_name(t));
+    const std::vector<uint8_t> bytes = test::quantize_rows(t, w, kRows, kK);
     const uint64_t rb = tensor_row_bytes(t, kK);
-    std::vector<uint8_t> bytes(rb * kRows);
     const quant::TypeTraits& tr = quant::type_traits(t);
-    if (t == TensorType::F32) {
-      std::memcpy(bytes.data(), w.data(), bytes.size());
-    } else if (t == TensorType::F16) {
-      for (size_t i = 0; i < w.size(); ++i) reinterpret_cast<uint16_t*>(bytes.data())[i] = fp32_to_fp16(w[i]);
-    } else {
-      for (int64_t r = 0; r < kRows; ++r) tr.from_float(w.data() + r * kK, bytes.data() + r * rb, kK, nullptr);
-    }
     std::vector<float> ref(ids.size() * kK);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (t == TensorType::F32) {

@@ -14,18 +14,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <span>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "device_util.h"
 #include "model/model.h"
 #include "model/ref_qwen3.h"
+#include "model_util.h"
 #include "runtime/context.h"
 #include "runtime/offload.h"
 
@@ -61,14 +59,7 @@ std::string describe(const Pass& p) {
 
 std::vector<float> eval_all(const std::shared_ptr<const model::Model>& model, const std::vector<int32_t>& tokens,
                             const Pass& p) {
-  runtime::ContextParams cp;
-  cp.n_ctx = kCtx;
-  cp.n_batch = p.n_batch;
-  cp.n_threads = 2;
-  cp.n_gpu_layers = p.n_gpu_layers;
-  runtime::Context ctx(model, cp);
-  const std::span<const float> all = ctx.eval(tokens, 0, true);
-  return {all.begin(), all.end()};
+  return cuda::test::eval_logits(model, tokens, kCtx, p.n_batch, p.n_gpu_layers);
 }
 
 class GpuRefQwen3 : public ::testing::TestWithParam<bool> {};
@@ -110,13 +101,6 @@ INSTANTIATE_TEST_SUITE_P(Archs, GpuRefQwen3, ::testing::Values(false, true),
 constexpr double kQuantTol = 5e-2;
 constexpr double kQuantMeanTol = 2.5e-2;
 
-// The ferrite binary: FERRITE_BINARY where it exists, else beside this test
-// binary (the device machine runs a copy of both).
-std::filesystem::path ferrite_binary() {
-  if (std::filesystem::exists(FERRITE_BINARY)) return FERRITE_BINARY;
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "ferrite";
-}
-
 struct QuantCase {
   bool moe;
   const char* type;  // ferrite quantize preset
@@ -126,7 +110,7 @@ class GpuQwen3Quantized : public ::testing::TestWithParam<QuantCase> {};
 
 TEST_P(GpuQwen3Quantized, MatchesTheCpuEngine) {
   FERRITE_REQUIRE_GPU();
-  const std::filesystem::path bin = ferrite_binary();
+  const std::filesystem::path bin = cuda::test::ferrite_binary();
   ASSERT_TRUE(std::filesystem::exists(bin)) << "no ferrite binary at " << bin;
   test::Qwen3Config c;
   c.moe = GetParam().moe;
@@ -138,18 +122,9 @@ TEST_P(GpuQwen3Quantized, MatchesTheCpuEngine) {
   c.n_ff_exp = 256;
   c.tied_output = false;
   test::TinyQwen3 tiny(c);
-  const std::filesystem::path out =
-      std::filesystem::temp_directory_path() /
-      ("ferrite-qwen3-" + std::to_string(getpid()) + "-" + (c.moe ? "moe-" : "dense-") + GetParam().type + ".gguf");
-  const std::string cmd = bin.string() + " quantize " + tiny.path().string() + " " + out.string() + " " +
-                          GetParam().type + " > /dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  struct Remove {
-    std::filesystem::path p;
-    ~Remove() { std::filesystem::remove(p); }
-  } const remove{out};
+  const cuda::test::QuantizedCopy quantized(tiny.path(), GetParam().type);
 
-  auto model = model::Model::load(out.string());
+  auto model = model::Model::load(quantized.path().string());
   const std::vector<int32_t> tokens = prompt(2 * kPromptLen, c.n_vocab);
   const size_t nv = static_cast<size_t>(c.n_vocab);
   const std::vector<float> cpu = eval_all(model, tokens, {static_cast<int64_t>(tokens.size()), 0, true});

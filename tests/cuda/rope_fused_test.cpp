@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "cuda/linear.h"
 #include "device_util.h"
-#include "quant/type_traits.h"
 
 namespace ferrite::cuda {
 namespace {
@@ -43,12 +42,8 @@ TEST_P(GpuRopeFused, EqualsProductThenRopeStoreKv) {
   std::mt19937 rng = fresh_rng();
   const int64_t n_q = c.n_head * c.head_dim, n_kv = c.n_head_kv * c.head_dim, rows = n_q + 2 * n_kv;
   const int64_t half = c.n_rot / 2;
-  const std::vector<float> w = random_floats(static_cast<size_t>(rows * c.k), rng);
-  const uint64_t row_bytes = tensor_row_bytes(c.type, static_cast<uint64_t>(c.k));
-  std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    quant::type_traits(c.type).from_float(w.data() + r * c.k, bytes.data() + r * row_bytes, c.k, nullptr);
-  }
+  const std::vector<uint8_t> bytes =
+      test::quantize_rows(c.type, random_floats(static_cast<size_t>(rows * c.k), rng), rows, c.k);
   std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
   std::uniform_real_distribution<float> angle(-3.1f, 3.1f);
   for (int64_t i = 0; i < half; ++i) {
@@ -113,12 +108,8 @@ TEST(GpuRopeFused, RefusesWhatItCannotDo) {
   const test::ProductMode fast(false);
   std::mt19937 rng = fresh_rng();
   const int64_t k = 256, rows = 3 * 64;
-  const std::vector<float> w = random_floats(static_cast<size_t>(rows * k), rng);
-  const uint64_t row_bytes = tensor_row_bytes(TensorType::Q8_0, k);
-  std::vector<uint8_t> bytes(row_bytes * rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    quant::type_traits(TensorType::Q8_0).from_float(w.data() + r * k, bytes.data() + r * row_bytes, k, nullptr);
-  }
+  const std::vector<uint8_t> bytes =
+      test::quantize_rows(TensorType::Q8_0, random_floats(static_cast<size_t>(rows * k), rng), rows, k);
   DeviceBuffer wb, cache(64 * 2), slot(4), trig(64 * 4);
   const GpuMatrix g = upload_matrix(TensorType::Q8_0, rows, k, bytes.data(), wb, "qkv");
   RopeKvOut r;

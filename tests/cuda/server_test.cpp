@@ -102,35 +102,40 @@ TEST(GpuServer, ConcurrentSequencesKeepTheGoldenGreedyTokens) {
   EXPECT_GE(engine->stats().steps, static_cast<uint64_t>(kTokens));
 }
 
+// `slots` sequences of the model at `path` decoded together give the tokens
+// each gives alone (the exact product mode).
+void expect_together_equal_alone(const std::filesystem::path& path, int slots, int tokens) {
+  const Loaded l = load(path);
+  const auto ps = prompts(*l.tok, slots);
+  std::vector<std::vector<int32_t>> alone;
+  {
+    auto engine = gpu_engine(l, 1, 512);
+    for (const auto& p : ps) {
+      auto t = greedy_task(p, tokens);
+      ASSERT_TRUE(engine->submit(t));
+      alone.push_back(collect(*t));
+    }
+  }
+  auto engine = gpu_engine(l, slots, slots * 128);
+  std::vector<std::shared_ptr<Task>> tasks;
+  for (const auto& p : ps) {
+    tasks.push_back(greedy_task(p, tokens));
+    ASSERT_TRUE(engine->submit(tasks.back()));
+  }
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const std::vector<int32_t> got = collect(*tasks[i]);
+    ASSERT_EQ(got.size(), static_cast<size_t>(tokens));
+    EXPECT_EQ(got, alone[i]) << path << ", sequence " << i;
+  }
+}
+
 // A quantized model (random weights, Q4_0) in the exact product mode: twelve
 // sequences decoded together give the tokens each gives alone.
 TEST(GpuServer, ConcurrentSequencesEqualEachAlone) {
   FERRITE_REQUIRE_GPU();
   const cuda::test::ProductMode mode(true);
   FERRITE_SHARED_FILE(model_path, "models/synth/synth-llama-Q4_0.gguf");
-  constexpr int kSlots = 12, kTokens = 24;
-  const Loaded l = load(model_path);
-  const auto ps = prompts(*l.tok, kSlots);
-  std::vector<std::vector<int32_t>> alone;
-  {
-    auto engine = gpu_engine(l, 1, 512);
-    for (const auto& p : ps) {
-      auto t = greedy_task(p, kTokens);
-      ASSERT_TRUE(engine->submit(t));
-      alone.push_back(collect(*t));
-    }
-  }
-  auto engine = gpu_engine(l, kSlots, kSlots * 128);
-  std::vector<std::shared_ptr<Task>> tasks;
-  for (const auto& p : ps) {
-    tasks.push_back(greedy_task(p, kTokens));
-    ASSERT_TRUE(engine->submit(tasks.back()));
-  }
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const std::vector<int32_t> got = collect(*tasks[i]);
-    ASSERT_EQ(got.size(), size_t{kTokens});
-    EXPECT_EQ(got, alone[i]) << "sequence " << i;
-  }
+  expect_together_equal_alone(model_path, 12, 24);
 }
 
 // Expert models (f32 synth: Mixtral-style llama, qwen2moe with its shared
@@ -140,31 +145,9 @@ TEST(GpuServer, ConcurrentSequencesEqualEachAlone) {
 TEST(GpuServer, MoeConcurrentSequencesEqualEachAlone) {
   FERRITE_REQUIRE_GPU();
   const cuda::test::ProductMode mode(true);
-  constexpr int kSlots = 6, kTokens = 16;
   for (const char* rel : {"models/synth/synth-llama-moe-f32.gguf", "models/synth/synth-qwen2moe-f32.gguf"}) {
     FERRITE_SHARED_FILE(model_path, rel);
-    const Loaded l = load(model_path);
-    const auto ps = prompts(*l.tok, kSlots);
-    std::vector<std::vector<int32_t>> alone;
-    {
-      auto engine = gpu_engine(l, 1, 512);
-      for (const auto& p : ps) {
-        auto t = greedy_task(p, kTokens);
-        ASSERT_TRUE(engine->submit(t));
-        alone.push_back(collect(*t));
-      }
-    }
-    auto engine = gpu_engine(l, kSlots, kSlots * 128);
-    std::vector<std::shared_ptr<Task>> tasks;
-    for (const auto& p : ps) {
-      tasks.push_back(greedy_task(p, kTokens));
-      ASSERT_TRUE(engine->submit(tasks.back()));
-    }
-    for (size_t i = 0; i < ps.size(); ++i) {
-      const std::vector<int32_t> got = collect(*tasks[i]);
-      ASSERT_EQ(got.size(), size_t{kTokens});
-      EXPECT_EQ(got, alone[i]) << rel << ", sequence " << i;
-    }
+    expect_together_equal_alone(model_path, 6, 16);
   }
 }
 
