@@ -14,7 +14,9 @@ struct VecOps {
   // rounding, and with it how closely we reproduce llama.cpp): n a multiple
   // of 16 uses one 16-lane accumulator (llama.cpp's tiled GEMM); other n use
   // four 16-lane accumulators over blocks of 64, combined as (0+2)+(1+3),
-  // then a scalar tail (llama.cpp's vector dot).
+  // then a scalar tail (llama.cpp's vector dot). Every x86 level sums in
+  // this order (AVX2 holds a 16-lane accumulator as two 8-lane halves), so
+  // AVX2 and AVX-512 return the same bits (tests/cpu/vec_order_test.cpp).
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   // Both operands IEEE half (same orders; the f16 tail is summed in double).
   float (*dot_f16)(const uint16_t* a, const uint16_t* b, int64_t n);

@@ -29,45 +29,136 @@ inline __m256 load_bf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + kLanes), _mm256_loadu_ps(b + i + kLanes), acc1);
+// Every sum below is ordered as the AVX-512 table orders it (see
+// vec_ops_avx512.cpp), with a 16-lane accumulator held as two 8-lane halves:
+// each lane sees the same fused multiply-adds in the same order, and the
+// lane reduction (upper 8 + lower 8, then 4, 2, 1) is the one
+// _mm512_reduce_add_ps performs. So both levels return the same bits, and
+// the goldens made on AVX-512 machines hold at their tolerances here too.
+struct Acc16 {
+  __m256 lo = _mm256_setzero_ps();
+  __m256 hi = _mm256_setzero_ps();
+  float reduce() const { return hsum(_mm256_add_ps(hi, lo)); }
+};
+inline Acc16 add16(const Acc16& a, const Acc16& b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+
+constexpr int64_t kLanes16 = 16;
+constexpr int64_t kStep = 4 * kLanes16;
+
+template <typename Load>
+inline void fma16(Acc16& acc, const Load& load, int64_t i) {
+  acc.lo = _mm256_fmadd_ps(load.a(i), load.b(i), acc.lo);
+  acc.hi = _mm256_fmadd_ps(load.a(i + kLanes), load.b(i + kLanes), acc.hi);
+}
+
+struct F32Pair {
+  const float* pa;
+  const float* pb;
+  __m256 a(int64_t i) const { return _mm256_loadu_ps(pa + i); }
+  __m256 b(int64_t i) const { return _mm256_loadu_ps(pb + i); }
+};
+struct F16Pair {
+  const uint16_t* pa;
+  const uint16_t* pb;
+  __m256 a(int64_t i) const { return load_f16(pa + i); }
+  __m256 b(int64_t i) const { return load_f16(pb + i); }
+};
+
+// Four 16-lane accumulators over blocks of 64, combined as (0+2)+(1+3).
+template <typename Load>
+inline float dot_blocks64(const Load& load, int64_t np) {
+  Acc16 acc[4];
+  for (int64_t i = 0; i < np; i += kStep) {
+    for (int j = 0; j < 4; ++j) fma16(acc[j], load, i + j * kLanes16);
   }
-  for (; i + kLanes <= n; i += kLanes) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  return add16(add16(acc[0], acc[2]), add16(acc[1], acc[3])).reduce();
+}
+
+// One 16-lane accumulator in k order (n a multiple of 16).
+template <typename Load>
+inline float dot_one16(const Load& load, int64_t n) {
+  Acc16 acc;
+  for (int64_t i = 0; i < n; i += kLanes16) fma16(acc, load, i);
+  return acc.reduce();
+}
+
+float dot_f32_unrolled(const float* a, const float* b, int64_t n) {
+  const int64_t np = n - n % kStep;
+  float sum = np > 0 ? dot_blocks64(F32Pair{a, b}, np) : 0.0f;
+  // The scalar tail as the AVX-512 table spells it: products of 16, then 8,
+  // added in order; the last < 8 fused.
+  int64_t i = np;
+  alignas(32) float prod[kLanes16];
+  for (; i + kLanes16 <= n; i += kLanes16) {
+    _mm256_store_ps(prod, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    _mm256_store_ps(prod + kLanes, _mm256_mul_ps(_mm256_loadu_ps(a + i + kLanes), _mm256_loadu_ps(b + i + kLanes)));
+    for (int64_t j = 0; j < kLanes16; ++j) sum += prod[j];
   }
-  float sum = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) sum += a[i] * b[i];
+  if (i + kLanes <= n) {
+    _mm256_store_ps(prod, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (int64_t j = 0; j < kLanes; ++j) sum += prod[j];
+    i += kLanes;
+  }
+  for (; i < n; ++i) sum = std::fma(a[i], b[i], sum);
   return sum;
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  if (n % kLanes16 != 0) return dot_f32_unrolled(a, b, n);
+  return dot_one16(F32Pair{a, b}, n);
+}
+
+float dot_f16_unrolled(const uint16_t* a, const uint16_t* b, int64_t n) {
+  const int64_t np = n - n % kStep;
+  double sum = np > 0 ? dot_blocks64(F16Pair{a, b}, np) : 0.0;
+  // Tail: exact f32 products (of f16 values), added in order in double.
+  int64_t i = np;
+  alignas(32) float prod[kLanes];
+  for (; i + kLanes <= n; i += kLanes) {
+    _mm256_store_ps(prod, _mm256_mul_ps(load_f16(a + i), load_f16(b + i)));
+    for (float p : prod) sum += static_cast<double>(p);
+  }
+  for (; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
+  return static_cast<float>(sum);
 }
 
 float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    acc0 = _mm256_fmadd_ps(load_f16(a + i), load_f16(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(load_f16(a + i + kLanes), load_f16(b + i + kLanes), acc1);
+  if (n % kLanes16 != 0) return dot_f16_unrolled(a, b, n);
+  return dot_one16(F16Pair{a, b}, n);
+}
+
+// vdpbf16ps, lane by lane: a lane holds the pair (2l, 2l + 1); the products
+// of bfloat16 values are exact in f32, and the odd product is added before
+// the even one, each addition rounded. 16 lanes (32 values) per step, one
+// accumulator, then the 16-lane reduction.
+inline void dp_bf16_step(Acc16& acc, const uint16_t* a, const uint16_t* b) {
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int half = 0; half < 2; ++half) {
+    const __m256i wa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + half * 16));
+    const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + half * 16));
+    const __m256 odd = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(wa, hi_mask)),
+                                     _mm256_castsi256_ps(_mm256_and_si256(wb, hi_mask)));
+    const __m256 even = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(wa, 16)),
+                                      _mm256_castsi256_ps(_mm256_slli_epi32(wb, 16)));
+    __m256& lane = half == 0 ? acc.lo : acc.hi;
+    lane = _mm256_add_ps(_mm256_add_ps(lane, odd), even);
   }
-  for (; i + kLanes <= n; i += kLanes) acc0 = _mm256_fmadd_ps(load_f16(a + i), load_f16(b + i), acc0);
-  float sum = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) sum += fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]);
-  return sum;
 }
 
 float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  constexpr int64_t kPairLanes = 32;
+  Acc16 acc;
   int64_t i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    acc0 = _mm256_fmadd_ps(load_bf16(a + i), load_bf16(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(load_bf16(a + i + kLanes), load_bf16(b + i + kLanes), acc1);
+  for (; i + kPairLanes <= n; i += kPairLanes) dp_bf16_step(acc, a + i, b + i);
+  if (i < n) {
+    alignas(32) uint16_t ta[kPairLanes] = {}, tb[kPairLanes] = {};
+    for (int64_t j = 0; j < n - i; ++j) {
+      ta[j] = a[i + j];
+      tb[j] = b[i + j];
+    }
+    dp_bf16_step(acc, ta, tb);
   }
-  for (; i + kLanes <= n; i += kLanes) acc0 = _mm256_fmadd_ps(load_bf16(a + i), load_bf16(b + i), acc0);
-  float sum = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) sum += bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]);
-  return sum;
+  return acc.reduce();
 }
 
 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
@@ -131,12 +222,13 @@ double softmax_exp(float* x, int64_t n, float max) {
   const int64_t fast = n - n % kExpGroup;
   double sum = 0.0;
   const __m256 vmax = _mm256_set1_ps(max);
-  for (int64_t i = 0; i < fast; i += 8) {
-    const __m256 v = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
-    _mm256_storeu_ps(x + i, v);
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, v);
-    for (float l : lanes) sum += l;
+  for (int64_t i = 0; i < fast; i += kLanes16) {
+    Acc16 v;
+    v.lo = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+    v.hi = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + kLanes), vmax));
+    _mm256_storeu_ps(x + i, v.lo);
+    _mm256_storeu_ps(x + i + kLanes, v.hi);
+    sum += static_cast<double>(v.reduce());
   }
   for (int64_t i = fast; i < n; ++i) {
     x[i] = std::exp(x[i] - max);
@@ -181,9 +273,9 @@ void tile_bf16(const uint16_t* w, int64_t ws, int64_t nr, const uint16_t* a, int
 }  // namespace
 
 const VecOps& vec_ops_avx2() {
-  static const VecOps ops{dot_f32,     dot_f16,     dot_f32,  dot_f16,     dot_bf16, f32_to_f16,
-                          f16_to_f32, f32_to_bf16, axpy_f16, softmax_exp, silu,     rotate,
-                          tile_f32,   tile_f16,    tile_bf16};
+  static const VecOps ops{dot_f32,    dot_f16,     dot_f32_unrolled, dot_f16_unrolled, dot_bf16,
+                          f32_to_f16, f16_to_f32,  f32_to_bf16,      axpy_f16,         softmax_exp,
+                          silu,       rotate,      tile_f32,         tile_f16,         tile_bf16};
   return ops;
 }
 
