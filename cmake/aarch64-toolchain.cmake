@@ -16,3 +16,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/${FERRITE_AARCH64_TRIPLE})
+
+# Executables are linked statically: under qemu-aarch64 7.2 (Debian 12) on
+# recent host kernels a dynamically linked aarch64 program hangs, spinning, in
+# its first pthread_create, while the same program linked with -static runs.
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
