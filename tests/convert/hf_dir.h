@@ -1,0 +1,122 @@
+// Writing Hugging Face checkpoint folders for the converter's tests: a
+// temporary folder (removed by the destructor), safetensors files written
+// from their format's description, JSON files, and SentencePiece
+// tokenizer.model files in protobuf wire format.
+#pragma once
+
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ferrite::test {
+
+using Json = nlohmann::ordered_json;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ferrite-convert-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+inline void write_json(const std::string& path, const Json& j) { write_bytes(path, j.dump(1)); }
+
+// One tensor of a safetensors file: raw little-endian bytes.
+struct StEntry {
+  std::string name;
+  std::string dtype;             // "F32", "F16", "BF16", ...
+  std::vector<int64_t> shape;    // outermost first
+  std::string bytes;
+};
+
+inline StEntry st_f32(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
+  std::string b(v.size() * 4, '\0');
+  std::memcpy(b.data(), v.data(), b.size());
+  return StEntry{name, "F32", std::move(shape), std::move(b)};
+}
+
+// u64 header length, the JSON header, then the tensors back to back.
+inline std::string safetensors_bytes(const std::vector<StEntry>& entries, const Json& metadata = Json()) {
+  Json header = Json::object();
+  if (!metadata.is_null()) header["__metadata__"] = metadata;
+  uint64_t at = 0;
+  std::string data;
+  for (const StEntry& e : entries) {
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {at, at + e.bytes.size()}}};
+    at += e.bytes.size();
+    data += e.bytes;
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h += ' ';
+  std::string out(8, '\0');
+  const uint64_t n = h.size();
+  std::memcpy(out.data(), &n, 8);
+  return out + h + data;
+}
+
+// Protobuf wire format pieces (spm_model.h lists the fields).
+inline std::string pb_varint(uint64_t v) {
+  std::string s;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (v) b |= 0x80;
+    s += static_cast<char>(b);
+  } while (v);
+  return s;
+}
+inline std::string pb_bytes(uint32_t field, const std::string& b) { return pb_varint(field << 3 | 2) + pb_varint(b.size()) + b; }
+inline std::string pb_uint(uint32_t field, uint64_t v) { return pb_varint(field << 3 | 0) + pb_varint(v); }
+inline std::string pb_float(uint32_t field, float f) {
+  std::string s = pb_varint(field << 3 | 5);
+  char b[4];
+  std::memcpy(b, &f, 4);
+  return s + std::string(b, 4);
+}
+
+struct SpmPieceSpec {
+  std::string piece;
+  float score;
+  int type;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+};
+
+inline std::string spm_model_bytes(const std::vector<SpmPieceSpec>& pieces, bool add_dummy_prefix = true) {
+  std::string out;
+  for (const SpmPieceSpec& p : pieces) {
+    std::string m = pb_bytes(1, p.piece) + pb_float(2, p.score);
+    if (p.type != 1) m += pb_uint(3, static_cast<uint64_t>(p.type));
+    out += pb_bytes(1, m);
+  }
+  out += pb_bytes(2, pb_uint(3, 2) + pb_uint(35, 1) + pb_uint(40, 0) + pb_uint(41, 1) + pb_uint(42, 2));
+  out += pb_bytes(3, pb_uint(3, add_dummy_prefix ? 1 : 0) + pb_uint(4, 0));
+  return out;
+}
+
+}  // namespace ferrite::test
