@@ -12,7 +12,7 @@
 
 namespace ferrite::convert {
 
-using Json = nlohmann::ordered_json;
+using Json = nlohmann::json;
 
 // Deeper nesting than this is refused (real files nest a few levels).
 constexpr int kMaxJsonDepth = 64;

@@ -173,6 +173,10 @@ void decoder_dims(Params& p) {
     throw ModelError(p.config_path() + ": num_attention_heads " + std::to_string(d.n_head) +
                      " is not a multiple of num_key_value_heads " + std::to_string(d.n_head_kv));
   }
+  if (!p.opt_int({"head_dim"}) && d.embd % d.n_head != 0) {
+    throw ModelError(p.config_path() + ": hidden_size " + std::to_string(d.embd) +
+                     " is not a multiple of num_attention_heads " + std::to_string(d.n_head));
+  }
   d.head_dim = p.opt_int({"head_dim"}).value_or(d.embd / d.n_head);
   if (d.head_dim == 0) throw ModelError(p.config_path() + ": head_dim is 0");
   d.ff = p.opt_int({"intermediate_size", "n_inner"}).value_or(0);

@@ -171,14 +171,20 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
   if (!fs::is_directory(root)) throw IoError(dir, "is not a directory");
   Checkpoint c;
   const fs::path index_path = root / "model.safetensors.index.json";
-  std::vector<std::string> names;  // shard file names
+  // Every model*.safetensors file of the folder (as llama.cpp lists them);
+  // the index, when present, must name exactly their tensors.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string f = entry.path().filename().string();
+    if (f.rfind("model", 0) == 0 && f.size() > 12 && f.ends_with(".safetensors")) names.push_back(f);
+  }
+  std::sort(names.begin(), names.end());
   Json weight_map;
   if (fs::exists(index_path)) {
     const Json index = read_json_file(index_path.string(), kMaxIndexBytes);
     const Json* wm = json_object(index, "weight_map", index_path.string());
     if (wm == nullptr) throw ModelError(index_path.string() + ": no \"weight_map\"");
     weight_map = *wm;
-    std::set<std::string> unique;
     for (const auto& [tensor, file] : weight_map.items()) {
       if (!file.is_string()) throw ModelError(index_path.string() + ": weight_map[\"" + tensor + "\"] is not a file name");
       const std::string f = file.get<std::string>();
@@ -186,25 +192,15 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
           f == "..") {
         throw ModelError(index_path.string() + ": weight_map names '" + f + "', which is not a file of the folder");
       }
-      unique.insert(f);
-    }
-    names.assign(unique.begin(), unique.end());
-    for (const std::string& f : names) {
       if (!fs::exists(root / f)) {
         throw IoError((root / f).string(), "missing: model.safetensors.index.json lists this shard");
       }
     }
-  } else {
-    for (const auto& entry : fs::directory_iterator(root)) {
-      const std::string f = entry.path().filename().string();
-      if (f.rfind("model", 0) == 0 && f.size() > 12 && f.ends_with(".safetensors")) names.push_back(f);
-    }
-    std::sort(names.begin(), names.end());
-    if (names.empty()) {
-      const bool bin = fs::exists(root / "pytorch_model.bin") || fs::exists(root / "pytorch_model.bin.index.json");
-      throw ModelError(dir + ": no model.safetensors" +
-                       std::string(bin ? " (found pytorch_model.bin: only safetensors checkpoints are read)" : ""));
-    }
+  }
+  if (names.empty()) {
+    const bool bin = fs::exists(root / "pytorch_model.bin") || fs::exists(root / "pytorch_model.bin.index.json");
+    throw ModelError(dir + ": no model.safetensors" +
+                     std::string(bin ? " (found pytorch_model.bin: only safetensors checkpoints are read)" : ""));
   }
   for (const std::string& f : names) {
     c.parts_.push_back(SafetensorsFile::open((root / f).string()));

@@ -18,7 +18,7 @@
 
 namespace ferrite::test {
 
-using Json = nlohmann::ordered_json;
+using Json = nlohmann::json;
 
 class TempDir {
  public:
@@ -95,10 +95,11 @@ inline std::string pb_varint(uint64_t v) {
 inline std::string pb_bytes(uint32_t field, const std::string& b) { return pb_varint(field << 3 | 2) + pb_varint(b.size()) + b; }
 inline std::string pb_uint(uint32_t field, uint64_t v) { return pb_varint(field << 3 | 0) + pb_varint(v); }
 inline std::string pb_float(uint32_t field, float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
   std::string s = pb_varint(field << 3 | 5);
-  char b[4];
-  std::memcpy(b, &f, 4);
-  return s + std::string(b, 4);
+  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  return s;
 }
 
 struct SpmPieceSpec {
@@ -117,6 +118,34 @@ inline std::string spm_model_bytes(const std::vector<SpmPieceSpec>& pieces, bool
   out += pb_bytes(2, pb_uint(3, 2) + pb_uint(35, 1) + pb_uint(40, 0) + pb_uint(41, 1) + pb_uint(42, 2));
   out += pb_bytes(3, pb_uint(3, add_dummy_prefix ? 1 : 0) + pb_uint(4, 0));
   return out;
+}
+
+// A byte-level BPE tokenizer.json of its own: the 256 bytes as GPT-2 spells
+// them, two merges ("\u0120t", "he") and an <|endoftext|> control token (259 ids).
+inline Json toy_bpe_tokenizer_json() {
+  Json vocab = Json::object();
+  int id = 0, extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    const bool plain = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+    const uint32_t cp = plain ? static_cast<uint32_t>(b) : 256u + static_cast<uint32_t>(extra++);
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else {
+      s += static_cast<char>(0xc0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+    vocab[s] = id++;
+  }
+  vocab["\xc4\xa0t"] = id++;
+  vocab["he"] = id++;
+  Json added = Json::array();
+  added.push_back({{"id", id}, {"content", "<|endoftext|>"}, {"special", true}});
+  return {{"version", "1.0"},
+          {"added_tokens", added},
+          {"pre_tokenizer", {{"type", "ByteLevel"}}},
+          {"post_processor", nullptr},
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xc4\xa0 t", "h e"}}}}};
 }
 
 }  // namespace ferrite::test

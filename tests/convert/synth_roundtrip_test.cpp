@@ -244,32 +244,8 @@ std::vector<float> floats_of(const gguf::TensorInfo& t) {
   return v;
 }
 
-// A byte-level BPE tokenizer.json (bytes as GPT-2 maps them to characters,
-// two merges) and its tokenizer_config.json.
 void write_toy_bpe(const test::TempDir& dir) {
-  Json vocab = Json::object();
-  int id = 0;
-  int extra = 0;
-  for (int b = 0; b < 256; ++b) {
-    const bool plain = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
-    const uint32_t cp = plain ? static_cast<uint32_t>(b) : 256u + static_cast<uint32_t>(extra++);
-    std::string s;
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else {
-      s += static_cast<char>(0xc0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-    vocab[s] = id++;
-  }
-  vocab["\xc4\xa0t"] = id++;
-  vocab["he"] = id++;
-  const Json tok = {{"version", "1.0"},
-                    {"added_tokens", {{{"id", id}, {"content", "<|endoftext|>"}, {"special", true}}}},
-                    {"pre_tokenizer", {{"type", "ByteLevel"}}},
-                    {"post_processor", nullptr},
-                    {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xc4\xa0 t", "h e"}}}}};
-  test::write_json(dir.file("tokenizer.json"), tok);
+  test::write_json(dir.file("tokenizer.json"), test::toy_bpe_tokenizer_json());
   test::write_json(dir.file("tokenizer_config.json"), {{"eos_token", "<|endoftext|>"}});
 }
 
