@@ -34,10 +34,18 @@ void gemma_common(Params& p, int version) {
   p.u32("attention.key_length", p.dims.head_dim);
   p.u32("attention.value_length", p.dims.head_dim);
   if (v3) {
-    p.f32("rope.freq_base", p.rope_theta().value_or(1000000.0));
+    // transformers 5 nests gemma3's RoPE per layer type.
+    const Json* rp = json_object(p.files().config, "rope_parameters", p.config_path());
+    const Json* global = rp != nullptr ? json_object(*rp, "full_attention", p.config_path()) : nullptr;
+    const Json* local = rp != nullptr ? json_object(*rp, "sliding_attention", p.config_path()) : nullptr;
+    std::optional<double> theta = p.rope_theta();
+    if (!theta && global != nullptr) theta = json_number(*global, "rope_theta", p.config_path());
+    p.f32("rope.freq_base", theta.value_or(1000000.0));
     p.u32("attention.sliding_window", p.req_int({"sliding_window"}));
     p.u32("attention.head_count_kv", p.dims.n_head_kv);
-    if (const Json* rs = p.rope_scaling()) {
+    const Json* rs = p.rope_scaling();
+    if (global != nullptr && global->value("rope_type", std::string("default")) != "default") rs = global;
+    if (rs != nullptr) {
       const std::string type = rs->value("rope_type", rs->value("type", std::string()));
       if (type != "linear") throw ModelError(p.config_path() + ": gemma3 rope scaling '" + type + "' is not linear");
       p.str("rope.scaling.type", "linear");
@@ -48,7 +56,9 @@ void gemma_common(Params& p, int version) {
       p.notes.push_back("sliding_window_pattern " + std::to_string(pattern) +
                         ": llama.cpp and ferrite run gemma3 with a global layer every 6th");
     }
-    if (auto local = p.opt_float({"rope_local_base_freq"}); local && *local != kGemma3LocalBase) {
+    std::optional<double> local_base = p.opt_float({"rope_local_base_freq"});
+    if (!local_base && local != nullptr) local_base = json_number(*local, "rope_theta", p.config_path());
+    if (local_base && *local_base != kGemma3LocalBase) {
       p.notes.push_back("rope_local_base_freq is not 10000, which llama.cpp and ferrite assume");
     }
   } else {

@@ -10,6 +10,16 @@
 namespace ferrite::convert {
 namespace {
 
+// Rotated dimensions per head: Phi-4-mini rotates part of each head
+// (partial_rotary_factor, top level or in transformers 5's rope_parameters).
+int64_t rope_dims(const Params& p) {
+  double partial = p.opt_float({"partial_rotary_factor"}).value_or(1.0);
+  if (const Json* rp = json_object(p.files().config, "rope_parameters", p.config_path())) {
+    partial = json_number(*rp, "partial_rotary_factor", p.config_path()).value_or(partial);
+  }
+  return static_cast<int64_t>(partial * static_cast<double>(p.dims.embd)) / p.dims.n_head;
+}
+
 void phi3_params(Params& p) {
   decoder_dims(p);
   Dims& d = p.dims;
@@ -21,7 +31,7 @@ void phi3_params(Params& p) {
   p.u32("attention.head_count", d.n_head);
   p.u32("attention.head_count_kv", p.req_int({"num_key_value_heads", "n_head_kv"}));
   p.f32("attention.layer_norm_rms_epsilon", p.req_float({"rms_norm_eps"}));
-  p.u32("rope.dimension_count", d.embd / d.n_head);
+  p.u32("rope.dimension_count", rope_dims(p));
   p.f32("rope.freq_base", p.rope_theta().value_or(10000.0));
   p.u32("attention.sliding_window", p.opt_int({"sliding_window"}).value_or(0));
 }
@@ -58,7 +68,7 @@ std::vector<ExtraTensor> phi3_rope(Params& p) {
     throw ModelError(where + ": phi3 rope scaling '" + type + "' is not supported (su, longrope, yarn)");
   }
   p.f32("rope.scaling.attn_factor", attn);
-  const int64_t half = p.dims.embd / p.dims.n_head / 2;
+  const int64_t half = rope_dims(p) / 2;
   return {ExtraTensor{"rope_factors_long.weight", factors(*rs, "long_factor", half, where), {half}},
           ExtraTensor{"rope_factors_short.weight", factors(*rs, "short_factor", half, where), {half}}};
 }
