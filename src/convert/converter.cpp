@@ -40,7 +40,9 @@ uint32_t file_type_of(TensorType outtype) {
   }
 }
 
-ConvertPlan plan_conversion(const HfFiles& files, const Checkpoint& ckpt, const ConvertOptions& opt) {
+namespace {
+
+ConvertPlan plan_checked(const HfFiles& files, const Checkpoint& ckpt, const ConvertOptions& opt) {
   ConvertPlan plan;
   const uint32_t file_type = file_type_of(opt.outtype);
   plan.hf_class = class_of(files);
@@ -81,6 +83,17 @@ ConvertPlan plan_conversion(const HfFiles& files, const Checkpoint& ckpt, const 
   plan.notes.insert(plan.notes.end(), vocab.notes.begin(), vocab.notes.end());
   plan.vocab_summary = vocab.summary;
   return plan;
+}
+
+}  // namespace
+
+ConvertPlan plan_conversion(const HfFiles& files, const Checkpoint& ckpt, const ConvertOptions& opt) {
+  try {
+    return plan_checked(files, ckpt, opt);
+  } catch (const Json::exception& e) {
+    // A JSON value of an unexpected type that a reader did not check first.
+    throw ModelError(files.dir + ": unexpected JSON content: " + e.what());
+  }
 }
 
 void write_gguf(const ConvertPlan& plan, const std::string& out, const ConvertProgress& progress) {

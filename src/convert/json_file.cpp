@@ -35,6 +35,8 @@ Json parse_json(std::string_view text, const std::string& name) {
     return Json::parse(text.begin(), text.end(), depth_limit);
   } catch (const Json::parse_error& e) {
     throw FormatError(name, e.byte, "JSON", e.what());
+  } catch (const Json::exception& e) {  // out_of_range: a number too large for a double
+    throw FormatError(name, 0, "JSON", e.what());
   }
 }
 

@@ -125,6 +125,10 @@ TEST(Safetensors, MalformedHeaders) {
   EXPECT_NE(error_of<FormatError>(raw(R"({"w":{"shape":[4],"data_offsets":[0,16]}})", data)).find("dtype"),
             std::string::npos);
   EXPECT_NE(error_of<FormatError>(raw(R"({"__metadata__":{"a":1}})", "")).find("not a string"), std::string::npos);
+  // A number too large for a double (nlohmann's out_of_range; found by the fuzzer).
+  EXPECT_NE(error_of<FormatError>(raw(R"({"w":{"dtype":"F32","shape":[1e99999],"data_offsets":[0,16]}})", data))
+                .find("JSON"),
+            std::string::npos);
   std::string deep(100000, '[');
   EXPECT_NE(error_of<FormatError>(raw(deep, data)).find("nested deeper"), std::string::npos);
   // A header length beyond the format's 100 MB limit.
