@@ -27,6 +27,7 @@
 #include "model/model.h"
 #include "model_path.h"
 #include "runtime/context.h"
+#include "text_scoring.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::tools {
@@ -43,23 +44,6 @@ struct PerplexityOptions {
   std::string kl_base;        // --kl-divergence-base FILE
   bool kl_divergence = false; // compare with the base file instead of writing it
 };
-
-// -log p(target) from one position's logits, in double.
-double negative_log_prob(std::span<const float> logits, int32_t target) {
-  float max = logits[0];
-  for (float v : logits) max = std::max(max, v);
-  double sum = 0.0;
-  for (float v : logits) sum += std::exp(v - max);  // f32 exp, f64 sum (as llama.cpp)
-  return -(static_cast<double>(logits[static_cast<size_t>(target)] - max) - std::log(sum));
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int run_perplexity(PerplexityOptions opt) {
   if (opt.kl_divergence && opt.kl_base.empty()) {
@@ -83,7 +67,7 @@ int run_perplexity(PerplexityOptions opt) {
   std::shared_ptr<const model::Model> model = load_model_with_bar(path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
   std::vector<int32_t> tokens;
-  if (!opt.file.empty()) tokens = tok.encode(read_text(opt.file), /*add_special=*/true, /*parse_special=*/false);
+  if (!opt.file.empty()) tokens = tok.encode(read_text_file(opt.file), /*add_special=*/true, /*parse_special=*/false);
   const auto n_vocab = static_cast<uint64_t>(model->hparams().n_vocab);
   if (base) {
     const KlBaseHeader& h = base->header();

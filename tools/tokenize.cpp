@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "text_scoring.h"
 #include "core/error.h"
 #include "model_path.h"
 #include "tokenizer/tokenizer.h"
@@ -28,15 +29,6 @@ struct TokenizeOptions {
   bool no_bos = false;
   bool special = false;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw IoError(path, "read failed");
-  return ss.str();
-}
 
 // Piece with control characters and quotes escaped, for one-line display.
 std::string printable(std::string_view s) {

@@ -13,6 +13,7 @@
 #include "cpu/norm.h"
 #include "cpu/vec_ops.h"
 #include "model/kv_quant.h"
+#include "model/matmul_observer.h"
 #include "quant/quantize_ref.h"
 #include "quant/type_traits.h"
 
@@ -50,6 +51,7 @@ void embed_tokens(Step& s, const Tensor& tok_embd, float* x) {
 
 void linear(Step& s, const Tensor& w, const Tensor& bias, const float* x, int64_t n, float* y) {
   const cpu::MatView m = w.mat();
+  if (s.ws.observer != nullptr) s.ws.observer->on_matmul(*w.info, -1, x, n, m.k);
   cpu::matmul(m, x, n, y, s.pool, s.ws.matmul);
   if (bias) {
     const float* b = bias.f32();
@@ -267,10 +269,15 @@ void mixture_of_experts(Step& s, const MoeWeights& w, const float* h, float* out
     for (int64_t i = 0; i < cnt; ++i) std::copy_n(h + rows[i] * n_embd, n_embd, in + i * n_embd);
     float* a = grow(s.ws.moe_a, cnt * n_ff);
     float* b = grow(s.ws.moe_b, cnt * n_ff);
+    if (s.ws.observer != nullptr) {
+      s.ws.observer->on_matmul(*w.gate_exps.info, e, in, cnt, n_embd);
+      s.ws.observer->on_matmul(*w.up_exps.info, e, in, cnt, n_embd);
+    }
     // Expert products in llama.cpp's vector-dot summation order (its mul_mat_id).
     cpu::matmul(gate, in, cnt, a, s.pool, s.ws.matmul, cpu::DotOrder::Unrolled);
     cpu::matmul(up, in, cnt, b, s.pool, s.ws.matmul, cpu::DotOrder::Unrolled);
     cpu::swiglu(a, b, cnt, n_ff, b);
+    if (s.ws.observer != nullptr) s.ws.observer->on_matmul(*w.down_exps.info, e, b, cnt, n_ff);
     float* y = grow(s.ws.moe_out, cnt * n_embd);
     cpu::matmul(down, b, cnt, y, s.pool, s.ws.matmul, cpu::DotOrder::Unrolled);
     for (int64_t i = 0; i < cnt; ++i) {

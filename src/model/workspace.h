@@ -10,6 +10,8 @@
 
 namespace ferrite::model {
 
+class MatmulObserver;
+
 struct Workspace {
   // Activations, row-major [n_tokens, width].
   std::vector<float> x, h, q, k, v, attn, ffn_a, ffn_b, ffn_out;
@@ -26,6 +28,8 @@ struct Workspace {
   std::vector<float> out_rows;
   cpu::MatmulScratch matmul;
   cpu::AttentionScratch attention;
+  // Sees the inputs of the weight products when set (matmul_observer.h).
+  MatmulObserver* observer = nullptr;
 };
 
 // v resized to at least n elements; returns its data.

@@ -55,6 +55,11 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
   if (params_.embeddings) set_embeddings(true);
 }
 
+void Context::set_matmul_observer(model::MatmulObserver* observer) {
+  if (observer != nullptr && gpu_) throw InvalidArgument("observing the weight products needs a CPU-only context");
+  ws_.observer = observer;
+}
+
 std::span<const float> Context::logits(int64_t i) const {
   if (embeddings_) throw InvalidArgument("the context is in embeddings mode: it keeps hidden states, not logits");
   if (i < 0 || i >= n_out_) throw InvalidArgument("no logits for output " + std::to_string(i));
