@@ -131,15 +131,7 @@ void Params::str(const std::string& suffix, const std::string& v) {
   set_key(arch_ + "." + suffix, gguf::Value::string(v));
 }
 
-void Params::set_key(const std::string& key, gguf::Value v) {
-  for (gguf::KeyValue& kv : kvs) {
-    if (kv.key == key) {
-      kv.value = std::move(v);
-      return;
-    }
-  }
-  kvs.push_back(gguf::KeyValue{key, std::move(v)});
-}
+void Params::set_key(const std::string& key, gguf::Value v) { set_kv(kvs, key, std::move(v)); }
 
 void base_params(Params& p) {
   p.u32("block_count", p.req_int({"n_layers", "num_hidden_layers", "n_layer", "num_layers"}));

@@ -20,6 +20,9 @@
 
 namespace ferrite::convert {
 
+// Sets `key` in a list of metadata, replacing an earlier value in place.
+void set_kv(std::vector<gguf::KeyValue>& kvs, const std::string& key, gguf::Value v);
+
 struct VocabKeys {
   std::vector<gguf::KeyValue> kvs;  // in the order they are written
   std::vector<std::string> notes;   // what the user should know (the tool prints them)

@@ -202,7 +202,7 @@ VocabKeys vocab_bert(const HfFiles& f, int64_t vocab_size, const VocabOptions& o
   return out;
 }
 
-void VocabKeys::set(const std::string& key, gguf::Value v) {
+void set_kv(std::vector<gguf::KeyValue>& kvs, const std::string& key, gguf::Value v) {
   for (gguf::KeyValue& kv : kvs) {
     if (kv.key == key) {
       kv.value = std::move(v);
@@ -211,6 +211,8 @@ void VocabKeys::set(const std::string& key, gguf::Value v) {
   }
   kvs.push_back(gguf::KeyValue{key, std::move(v)});
 }
+
+void VocabKeys::set(const std::string& key, gguf::Value v) { set_kv(kvs, key, std::move(v)); }
 
 const gguf::Value* VocabKeys::find(const std::string& key) const {
   for (const gguf::KeyValue& kv : kvs) {
