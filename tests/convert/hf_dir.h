@@ -1,10 +1,8 @@
-// Writing Hugging Face checkpoint folders for the converter's tests: a
-// temporary folder (removed by the destructor), safetensors files written
+// Writing Hugging Face checkpoint folders for the converter's tests (in a
+// test::TempDir): safetensors files written
 // from their format's description, JSON files, and SentencePiece
 // tokenizer.model files in protobuf wire format.
 #pragma once
-
-#include <stdlib.h>
 
 #include <cstdint>
 #include <cstring>
@@ -16,29 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
+
 namespace ferrite::test {
 
 using Json = nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ferrite-convert-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
