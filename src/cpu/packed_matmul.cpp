@@ -2,16 +2,9 @@
 // read straight off the layout of packed.h, one value at a time.
 #include "cpu/packed_matmul.h"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 #include "core/fp16.h"
 #include "cpu/packed.h"
@@ -25,13 +18,6 @@ using quant::kQK;
 
 constexpr int64_t kScaleBytes = kPackRows * 2;  // 16 f16 scales open each group block
 constexpr int64_t kLaneBytes = 4;
-
-// CPUID leaf 7 (EDX) bits and the Linux request for the AMX tile state.
-constexpr unsigned kCpuidExtendedFeatures = 7;
-constexpr unsigned kCpuidAmxTile = 1u << 24;
-constexpr unsigned kCpuidAmxInt8 = 1u << 25;
-constexpr int kArchReqXcompPerm = 0x1023;
-constexpr int kXfeatureXtiledata = 18;
 
 template <TensorType kType>
 void packed_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
@@ -85,20 +71,11 @@ PackedKernel packed_kernel_ref(TensorType type) {
 }
 
 bool amx_available() {
-  static const bool available = [] {
-#if defined(__x86_64__) && defined(__linux__)
+  static const bool hardware = [] {
     const char* env = std::getenv("FERRITE_AMX");
-    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_count(kCpuidExtendedFeatures, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    if ((edx & kCpuidAmxTile) == 0 || (edx & kCpuidAmxInt8) == 0) return false;
-    // Linux hands out the 8 KiB tile state only on request.
-    return ::syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-    return false;
-#endif
+    return cpu_features().amx && !(env != nullptr && std::strcmp(env, "0") == 0);
   }();
-  return available;
+  return hardware && amx_allowed();
 }
 
 PackedKernel find_packed_kernel_amx(TensorType type) {

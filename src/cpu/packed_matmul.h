@@ -46,8 +46,9 @@ PackedKernel packed_kernel_avx512(TensorType type);
 // nt a multiple of kAmxTokens.
 constexpr int64_t kAmxTokens = 16;
 
-// True when the CPU has AMX with int8 tiles and the kernel lets this process
-// use them (asked once); FERRITE_AMX=0 in the environment says no.
+// True when the CPU has AMX with int8 and bf16 tiles, the kernel lets this
+// process use them (cpu_features().amx), the dispatch cap is amx
+// (features.h), and FERRITE_AMX=0 is not in the environment.
 bool amx_available();
 
 // The AMX kernel for packed weights of `type` (nt a multiple of 16) when
