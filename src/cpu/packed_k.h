@@ -46,11 +46,13 @@ void pack_q6_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, u
 void unpack_q6_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 void packed_q6_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q6_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).
 void packed_q4_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q4_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q4_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 // AMX tiles of 16 tokens (nt a multiple of kAmxTokens), bit-identical to the
 // reference; x86 only: reach it through find_packed_kernel_amx(TensorType::Q4_K).
 void packed_q4_k_amx(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);

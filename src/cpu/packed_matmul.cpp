@@ -83,7 +83,10 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 }
 
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
-  if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
+  // Neon sorts below Avx2: `isa >= Isa::Avx2` is false for it.
+  if (type == TensorType::Q4_K) {
+    return isa >= Isa::Avx512 ? packed_q4_k_avx512 : isa >= Isa::Avx2 ? packed_q4_k_avx2 : nullptr;
+  }
   if (type == TensorType::Q6_K) {
     // On unless FERRITE_REPACK_Q6K=0 (plain rows and the row-tile kernel).
     // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every
@@ -93,9 +96,11 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
       const char* env = std::getenv("FERRITE_REPACK_Q6K");
       return env == nullptr || std::strcmp(env, "0") != 0;
     }();
-    return isa >= Isa::Avx512 && q6k ? packed_q6_k_avx512 : nullptr;
+    if (!q6k) return nullptr;
+    return isa >= Isa::Avx512 ? packed_q6_k_avx512 : isa >= Isa::Avx2 ? packed_q6_k_avx2 : nullptr;
   }
-  return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
+  if (isa >= Isa::Avx512) return packed_kernel_avx512(type);
+  return isa >= Isa::Avx2 ? packed_kernel_avx2(type) : nullptr;
 }
 
 }  // namespace ferrite::cpu

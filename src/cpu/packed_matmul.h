@@ -40,6 +40,7 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa);
 
 // Per-level tables: nullptr when absent.
 PackedKernel packed_kernel_ref(TensorType type);
+PackedKernel packed_kernel_avx2(TensorType type);    // Q4_0, Q8_0 (packed_matmul_avx2.cpp)
 PackedKernel packed_kernel_avx512(TensorType type);
 
 // Token tile of the AMX kernels (one 16 x 16 tile of outputs): they take

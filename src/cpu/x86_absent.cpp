@@ -37,6 +37,7 @@ const VecOps& vec_ops_avx2() { return vec_ops_ref(); }
 const VecOps& vec_ops_avx512() { return vec_ops_ref(); }
 PackedFloatKernel packed_float_kernel_avx512(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType) { return nullptr; }
+PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx512(TensorType) { return nullptr; }
 PackedKernel packed_kernel_amx_impl(TensorType) { return nullptr; }
 bool attention_avx512_applies(const AttentionArgs&) { return false; }
@@ -53,6 +54,12 @@ void packed_q6_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, flo
 }
 void packed_q4_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q4_k_avx512");
+}
+void packed_q4_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_q4_k_avx2");
+}
+void packed_q6_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_q6_k_avx2");
 }
 
 }  // namespace ferrite::cpu
