@@ -136,8 +136,13 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
   scratch.act_d.resize(static_cast<size_t>(m * nb));
   scratch.act_sum.resize(static_cast<size_t>(m * nb));
+  const bool fused = active_isa() == Isa::Avx2;  // the quantizer gives the scales and sums
   for (int64_t t = 0; t < m; ++t) {
     uint8_t* row = scratch.act.data() + t * a.row_bytes;
+    if (fused) {
+      quantize_q8_0_avx2(x + t * k, row, scratch.act_d.data() + t * nb, scratch.act_sum.data() + t * nb, k);
+      continue;
+    }
     qd.quantize(x + t * k, row, k);
     const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
     for (int64_t b = 0; b < nb; ++b) {
@@ -182,9 +187,18 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   PackedFloatActs a;
   a.k = k;
   if (bf16) {
-    scratch.act.resize(static_cast<size_t>(m * k) * sizeof(uint16_t));
+    // The AVX2 kernel multiplies the bf16 values widened to f32.
+    const bool wide = active_isa() == Isa::Avx2;
+    scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(uint16_t) + (wide ? sizeof(float) : 0)));
     auto* dst = reinterpret_cast<uint16_t*>(scratch.act.data());
-    for (int64_t t = 0; t < m; ++t) ops.f32_to_bf16(x + t * k, dst + t * k, k);
+    auto* widened = reinterpret_cast<float*>(dst + m * k);
+    for (int64_t t = 0; t < m; ++t) {
+      ops.f32_to_bf16(x + t * k, dst + t * k, k);
+      if (wide) {
+        for (int64_t i = t * k; i < (t + 1) * k; ++i) widened[i] = bf16_to_fp32(dst[i]);
+      }
+    }
+    if (wide) a.wide = widened;
   } else {
     scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(float) + sizeof(uint16_t)));
     auto* rounded = reinterpret_cast<float*>(scratch.act.data());

@@ -104,9 +104,11 @@ float dot_q8_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
                     k / kQK);
 }
 
-// The reference's activation format and quantizer, with these dots.
+// The reference's activation format, with the AVX2 quantizer (the same
+// bits) and these dots.
 QuantDot with_dot(TensorType type, float (*dot)(const void*, const void*, int64_t)) {
   QuantDot q = *quant_dot_ref(type);
+  q.quantize = quantize_q8_0_avx2;
   q.dot = dot;
   q.tile = nullptr;
   return q;

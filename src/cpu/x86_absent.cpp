@@ -35,6 +35,7 @@ const QuantDot* quant_dot_k_avx2(TensorType) { return nullptr; }
 const QuantDot* quant_dot_k_avx512(TensorType) { return nullptr; }
 const VecOps& vec_ops_avx2() { return vec_ops_ref(); }
 const VecOps& vec_ops_avx512() { return vec_ops_ref(); }
+PackedFloatKernel packed_float_kernel_avx2(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_avx512(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
@@ -47,6 +48,9 @@ uint64_t read_sum_avx2(const uint64_t*, size_t) { return 0; }
 uint64_t read_sum_avx512(const uint64_t*, size_t) { return 0; }
 
 void quantize_q8_k_avx512(const float*, void*, int64_t) { absent("quantize_q8_k_avx512"); }
+void quantize_q8_k_avx2(const float*, void*, int64_t) { absent("quantize_q8_k_avx2"); }
+void quantize_q8_0_avx2(const float*, void*, int64_t) { absent("quantize_q8_0_avx2"); }
+void quantize_q8_0_avx2(const float*, void*, float*, int32_t*, int64_t) { absent("quantize_q8_0_avx2"); }
 void attention_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx512"); }
 void geglu_f16_avx512(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx512"); }
 void packed_q6_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {

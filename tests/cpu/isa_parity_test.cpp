@@ -27,6 +27,7 @@
 #include "cpu/matmul.h"
 #include "cpu/norm.h"
 #include "cpu/packed.h"
+#include "cpu/packed_float.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "cpu/rope.h"
@@ -245,6 +246,114 @@ TEST(IsaParity, MatmulOfEveryTypeMatchesReference) {
           }
         }
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
+
+namespace ferrite::cpu {
+namespace {
+
+// Rows with the cases a quantizer must get right: an all-zero block, the
+// largest magnitude negative and repeated, values that round to a tie.
+std::vector<float> quantizer_input(int64_t k, std::mt19937& rng) {
+  std::vector<float> x = normal(static_cast<size_t>(k), rng);
+  for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.0f;
+  x[40] = -9.0f;
+  x[300] = 9.0f;  // same magnitude, later: the first one sets the Q8_K sign
+  for (int64_t i = 64; i < 96; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i - 80) * 0.5f;  // halves
+  return x;
+}
+
+TEST(IsaParity, ActivationQuantizersEqualTheReference) {
+  SCOPED_TRACE(seed_note());
+  std::mt19937 rng(run_seed() + 2);
+  constexpr int64_t kK = 1024;
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const QuantDot* ref = quant_dot_ref(type);
+    const std::vector<float> x = quantizer_input(kK, rng);
+    std::vector<uint8_t> want(ref->act_row_bytes(kK));
+    ref->quantize(x.data(), want.data(), kK);
+    for (Isa isa : levels()) {
+      const QuantDot* qd = find_quant_dot(type, isa);
+      std::vector<uint8_t> got(want.size(), 0xCD);
+      qd->quantize(x.data(), got.data(), kK);
+      EXPECT_EQ(got, want) << tensor_type_name(type) << " " << isa_name(isa);
+    }
+  }
+  if (detected_isa() != Isa::Avx2 && detected_isa() != Isa::Avx512) return;
+  // The Q8_0 quantizer's block scales and sums (the packed products' operands).
+  const std::vector<float> x = quantizer_input(kK, rng);
+  std::vector<uint8_t> q(kK / 32 * sizeof(quant::BlockQ8_0));
+  std::vector<float> d(kK / 32);
+  std::vector<int32_t> sum(kK / 32);
+  quantize_q8_0_avx2(x.data(), q.data(), d.data(), sum.data(), kK);
+  const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(q.data());
+  for (int64_t b = 0; b < kK / 32; ++b) {
+    int32_t s = 0;
+    for (int8_t v : blocks[b].qs) s += v;
+    EXPECT_EQ(sum[static_cast<size_t>(b)], s) << "block " << b;
+    EXPECT_EQ(d[static_cast<size_t>(b)], fp16_to_fp32(blocks[b].d)) << "block " << b;
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
+
+namespace ferrite::cpu {
+namespace {
+
+// Each level's packed F16/BF16 kernel against the layout's reference (the
+// summation orders differ: within 1e-5 of sum |w x|); F16 gives the same
+// bits at the AVX2 and AVX-512 levels.
+TEST(IsaParity, PackedFloatKernelsMatchTheirReference) {
+  SCOPED_TRACE(seed_note());
+  std::mt19937 rng(run_seed() + 3);
+  constexpr int64_t kN = 32, kK = 352, kTokens = 11;
+  for (TensorType type : {TensorType::F16, TensorType::BF16}) {
+    const Weights w = make_weights(type, kN, kK, rng);
+    const std::vector<float> x = normal(static_cast<size_t>(kTokens * kK), rng);
+    std::vector<uint16_t> a16(x.size());
+    std::vector<float> a32(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      a16[i] = type == TensorType::BF16 ? fp32_to_bf16(x[i]) : fp32_to_fp16(x[i]);
+      a32[i] = type == TensorType::BF16 ? bf16_to_fp32(a16[i]) : fp16_to_fp32(a16[i]);
+    }
+    PackedFloatActs acts{type == TensorType::BF16 ? static_cast<const void*>(a16.data()) : a32.data(), kK};
+    acts.wide = a32.data();
+    const auto run = [&](PackedFloatKernel kernel, int64_t nt) {
+      std::vector<float> y(static_cast<size_t>(nt * kN));
+      for (int64_t g = 0; g < kN / kPackRows; ++g) {
+        kernel(w.packed.data() + g * kPackRows * w.view.row_bytes, acts, kTokens - nt, nt, y.data() + g * kPackRows, kN);
+      }
+      return y;
+    };
+    std::vector<std::vector<float>> by_level;
+    for (Isa isa : levels()) {
+      const AtLevel at(isa);
+      const PackedFloatKernel fast = find_packed_float_kernel(type);
+      if (fast == nullptr) continue;
+      for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
+        const std::vector<float> y = run(fast, nt), want = run(packed_float_kernel_ref(type), nt);
+        for (size_t i = 0; i < y.size(); ++i) {
+          const int64_t t = kTokens - nt + static_cast<int64_t>(i) / kN, r = static_cast<int64_t>(i) % kN;
+          double scale = 0;
+          for (int64_t e = 0; e < kK; ++e) {
+            const uint8_t* row = w.view.row(r) + 2 * e;
+            uint16_t h;
+            std::memcpy(&h, row, 2);
+            scale += std::fabs((type == TensorType::BF16 ? bf16_to_fp32(h) : fp16_to_fp32(h)) * a32[t * kK + e]);
+          }
+          ASSERT_NEAR(y[i], want[i], 1e-5 * scale) << tensor_type_name(type) << " " << isa_name(isa) << " nt=" << nt;
+        }
+        if (nt == kPackTokens) by_level.push_back(y);
+      }
+    }
+    if (type == TensorType::F16 && by_level.size() == 2) {
+      EXPECT_EQ(std::memcmp(by_level[0].data(), by_level[1].data(), by_level[0].size() * sizeof(float)), 0)
+          << "F16: AVX2 and AVX-512 give different bits";
     }
   }
 }
