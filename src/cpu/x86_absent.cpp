@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cpu/act_quant.h"
+#include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/gelu_f16.h"
 #include "cpu/hw_limits.h"
@@ -42,6 +43,7 @@ PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx512(TensorType) { return nullptr; }
 PackedKernel packed_kernel_amx_impl(TensorType) { return nullptr; }
 bool attention_avx512_applies(const AttentionArgs&) { return false; }
+bool attention_avx2_applies(const AttentionArgs&) { return false; }
 double peak_loop_avx2(PeakKind, long) { return 0.0; }
 double peak_loop_avx512(PeakKind, long) { return 0.0; }
 uint64_t read_sum_avx2(const uint64_t*, size_t) { return 0; }
@@ -52,6 +54,7 @@ void quantize_q8_k_avx2(const float*, void*, int64_t) { absent("quantize_q8_k_av
 void quantize_q8_0_avx2(const float*, void*, int64_t) { absent("quantize_q8_0_avx2"); }
 void quantize_q8_0_avx2(const float*, void*, float*, int32_t*, int64_t) { absent("quantize_q8_0_avx2"); }
 void attention_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx512"); }
+void attention_avx2(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx2"); }
 void geglu_f16_avx512(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx512"); }
 void packed_q6_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q6_k_avx512");
