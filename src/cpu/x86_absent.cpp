@@ -56,6 +56,7 @@ void quantize_q8_0_avx2(const float*, void*, float*, int32_t*, int64_t) { absent
 void attention_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx512"); }
 void attention_avx2(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx2"); }
 void geglu_f16_avx512(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx512"); }
+void geglu_f16_avx2(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx2"); }
 void packed_q6_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q6_k_avx512");
 }

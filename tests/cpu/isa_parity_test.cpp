@@ -360,3 +360,56 @@ TEST(IsaParity, PackedFloatKernelsMatchTheirReference) {
 
 }  // namespace
 }  // namespace ferrite::cpu
+
+namespace ferrite::cpu {
+namespace {
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The row operations of a layer at every level against the scalar level,
+// bit for bit: RoPE (both pairings), SwiGLU, the tabulated GELU, softmax.
+TEST(IsaParity, RowOpsEqualTheScalarLevel) {
+  SCOPED_TRACE(seed_note());
+  std::mt19937 rng(run_seed() + 4);
+  constexpr int64_t kTokens = 3, kHeads = 4, kHeadDim = 80, kN = 1000;
+  const std::vector<float> x = normal(static_cast<size_t>(kTokens * kHeads * kHeadDim), rng, 3.0f);
+  const std::vector<float> gate = normal(kN, rng, 4.0f), up = normal(kN, rng);
+  std::vector<int32_t> pos = {0, 7, 4000};
+  const auto run_all = [&]() {
+    std::vector<std::vector<float>> out;
+    for (bool neox : {false, true}) {
+      RopeConfig cfg;
+      cfg.n_rot = 64;  // partial: the last 16 dimensions pass through
+      cfg.neox = neox;
+      std::vector<float> c(kTokens * 32), s(kTokens * 32), v = x;
+      rope_table(cfg, pos.data(), kTokens, c.data(), s.data());
+      rope_apply(cfg, c.data(), s.data(), v.data(), kTokens, kHeads, kHeadDim);
+      out.push_back(v);
+    }
+    std::vector<float> y(kN);
+    swiglu(gate.data(), up.data(), kN, y.data());
+    out.push_back(y);
+    geglu_f16(gate.data(), up.data(), kN, y.data());
+    out.push_back(y);
+    y = gate;
+    softmax_inplace(y.data(), kN);
+    out.push_back(y);
+    return out;
+  };
+  std::vector<std::vector<float>> want;
+  {
+    const AtLevel at(Isa::Scalar);
+    want = run_all();
+  }
+  const char* names[] = {"rope", "rope neox", "swiglu", "geglu_f16", "softmax"};
+  for (Isa isa : levels()) {
+    const AtLevel at(isa);
+    const auto got = run_all();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << names[i] << " " << isa_name(isa);
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
