@@ -1,5 +1,5 @@
-// Packed (16-row interleaved) layout of Q4_K weights and its products with
-// Q8_K activations (packed.h describes the Q4_0/Q8_0 layouts).
+// Packed (16-row interleaved) layouts of Q4_K, Q5_K and Q6_K weights and
+// their products with Q8_K activations (packed.h describes the Q4_0/Q8_0 layouts).
 //
 // Group super-block b of 16 rows (16 * 144 bytes, the same bytes as the 16
 // plain blocks in another order; the 6-bit scales re-encoded losslessly):
@@ -33,6 +33,17 @@ constexpr int64_t kPackedQ4KQsOffset = 256;
 // One group of 16 rows of n_blocks Q4_K blocks each (rows row_bytes apart).
 void pack_q4_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
 void unpack_q4_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+
+// Q5_K group super-block (16 * 176 bytes): the Q4_K layout above in
+// [0, 2304), then [2304, 2816) for j = 0..7, r = 0..15: qh[r][4j .. 4j+3]
+// (bit sb of qh byte l: the fifth bit, 16, of element l of sub-block sb).
+// Product: the Q4_K one with the values plus their fifth bit.
+constexpr int64_t kPackedQ5KBlockBytes = 16 * 176;
+constexpr int64_t kPackedQ5KQhOffset = 2304;
+void pack_q5_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_q5_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+void packed_q5_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q5_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Q6_K group super-block (16 * 210 bytes): [0,32) 16 x f16 d; [32,288) for
 // sb = 0..15, r = 0..15: int8 scale; [288,2336) for j = 0..31, r: ql[r][4j..4j+3];

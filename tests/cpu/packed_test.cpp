@@ -81,7 +81,7 @@ TEST(Packed, LayoutRoundTripsAndKeepsSize) {
 
 TEST(Packed, OnlyWholeGroupsOfQ4_0AndQ8_0) {
   EXPECT_FALSE(packable(make(TensorType::Q4_0, 24, 64, 2).view));  // 24 rows: not a multiple of 16
-  EXPECT_FALSE(packable(make(TensorType::Q5_K, 16, 256, 3).view));
+  EXPECT_FALSE(packable(make(TensorType::Q2_K, 16, 256, 3).view));
   EXPECT_TRUE(packable(make(TensorType::Q8_0, 32, 64, 4).view));
 }
 
