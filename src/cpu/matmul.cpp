@@ -236,8 +236,13 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     }
   }
   if (w.packed != nullptr && packable(w)) {
+    // The activations in the weight type's 8-bit format, quantized as the
+    // level's Q4_0 (Q8_0 format) or Q4_K (Q8_K format) products do.
     const PackedKernel kernel = find_packed_kernel(w.type, active_isa());
-    const QuantDot* qd = find_quant_dot(w.type, active_isa());
+    const ActQuant aq = act_quant_for(w.type);
+    const QuantDot* qd = aq == ActQuant::Q8_0   ? find_quant_dot(TensorType::Q4_0, active_isa())
+                         : aq == ActQuant::Q8_K ? find_quant_dot(TensorType::Q4_K, active_isa())
+                                                : nullptr;
     if (kernel != nullptr && qd != nullptr && qd->act == ActQuant::Q8_0) {
       packed_product(w, kernel, *qd, x, m, y, pool, scratch);
       return;

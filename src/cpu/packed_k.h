@@ -59,6 +59,22 @@ void packed_q6_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int6
 void packed_q6_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
+// IQ4_XS group super-block (16 * 136 bytes): [0,32) 16 x f16 d; [32,64) 16 x
+// u16 scales_h; [64,128) for i = 0..3, r = 0..15: scales_l[r][i]; [128,2176)
+// for j = 0..31, r: qs[r][4j..4j+3]. Sub-block ib (32 values) of a row has
+// the 6-bit scale ls = scales_l nibble ib | (2 bits ib of scales_h) << 4 and
+// the values kIq4nlValues[nibble] of qs[16ib .. 16ib+15] (low nibbles: values
+// 0..15, high: 16..31). Product per super-block, as llama.cpp's vec_dot:
+//   sumi = sum_ib (ls_ib - 32) * (sum_l v_l a_l),  y += (d * d_a) * f32(sumi)
+constexpr int64_t kPackedIq4XsBlockBytes = 16 * 136;
+constexpr int64_t kPackedIq4XsScalesHOffset = 32;
+constexpr int64_t kPackedIq4XsScalesLOffset = 64;
+constexpr int64_t kPackedIq4XsQsOffset = 128;
+void pack_iq4_xs_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_iq4_xs_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+void packed_iq4_xs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).
 void packed_q4_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);

@@ -65,6 +65,8 @@ PackedKernel packed_kernel_ref(TensorType type) {
       return packed_q4_k_ref;
     case TensorType::Q5_K:
       return packed_q5_k_ref;
+    case TensorType::IQ4_XS:
+      return packed_iq4_xs_ref;
     case TensorType::Q6_K:
       return packed_q6_k_ref;
     default:
@@ -89,7 +91,9 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) {
     return isa >= Isa::Avx512 ? packed_q4_k_avx512 : isa >= Isa::Avx2 ? packed_q4_k_avx2 : nullptr;
   }
-  if (type == TensorType::Q5_K) return isa == Isa::Avx2 ? packed_q5_k_avx2 : nullptr;  // AVX-512: plain rows
+  // Only AVX2 kernels for these (AVX-512 keeps their plain rows).
+  if (type == TensorType::Q5_K) return isa == Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
+  if (type == TensorType::IQ4_XS) return isa == Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless FERRITE_REPACK_Q6K=0 (plain rows and the row-tile kernel).
     // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every

@@ -178,7 +178,8 @@ TEST(IsaParity, PackedKernelsEqualTheirReferenceBitForBit) {
     const int64_t k = row_length(type);
     const Weights w = make_weights(type, kN, k, rng);
     ASSERT_FALSE(w.packed.empty()) << tensor_type_name(type);
-    const QuantDot* qd = quant_dot_ref(type);
+    // The activations in the type's format, as the Q4_0 / Q4_K products quantize them.
+    const QuantDot* qd = quant_dot_ref(act_quant_for(type) == ActQuant::Q8_0 ? TensorType::Q4_0 : TensorType::Q4_K);
     const size_t arb = qd->act_row_bytes(k);
     std::vector<uint8_t> q8(arb * kTokens);
     const std::vector<float> x = normal(static_cast<size_t>(kTokens * k), rng);
