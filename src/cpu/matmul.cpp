@@ -1,6 +1,7 @@
 #include "cpu/matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -155,6 +156,20 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   a.q8 = scratch.act.data();
   a.d = scratch.act_d.data();
   a.sum = scratch.act_sum.data();
+  if (act_quant_for(w.type) == ActQuant::Q8_1) {
+    // llama.cpp's Q8_1 sum term: f16(d * sum q) with d = amax / 127 unrounded.
+    scratch.corr.resize(static_cast<size_t>(m * nb));
+    for (int64_t t = 0; t < m; ++t) {
+      for (int64_t b = 0; b < nb; ++b) {
+        float amax = 0.0f;
+        for (int64_t i = 0; i < quant::kQK; ++i) amax = std::max(amax, std::fabs(x[t * k + b * quant::kQK + i]));
+        const float d = amax / 127.0f;
+        const auto sum = static_cast<float>(scratch.act_sum[static_cast<size_t>(t * nb + b)]);
+        scratch.corr[static_cast<size_t>(t * nb + b)] = fp16_to_fp32(fp32_to_fp16(d * sum));
+      }
+    }
+    a.s = scratch.corr.data();
+  }
   const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, amx);
 }
@@ -240,9 +255,10 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     // level's Q4_0 (Q8_0 format) or Q4_K (Q8_K format) products do.
     const PackedKernel kernel = find_packed_kernel(w.type, active_isa());
     const ActQuant aq = act_quant_for(w.type);
-    const QuantDot* qd = aq == ActQuant::Q8_0   ? find_quant_dot(TensorType::Q4_0, active_isa())
-                         : aq == ActQuant::Q8_K ? find_quant_dot(TensorType::Q4_K, active_isa())
-                                                : nullptr;
+    // (Q8_1: Q8_0's values plus each block's sum term, packed_product's s.)
+    const QuantDot* qd = aq == ActQuant::Q8_0 || aq == ActQuant::Q8_1 ? find_quant_dot(TensorType::Q4_0, active_isa())
+                         : aq == ActQuant::Q8_K                       ? find_quant_dot(TensorType::Q4_K, active_isa())
+                                                                      : nullptr;
     if (kernel != nullptr && qd != nullptr && qd->act == ActQuant::Q8_0) {
       packed_product(w, kernel, *qd, x, m, y, pool, scratch);
       return;

@@ -9,6 +9,7 @@
 #include "core/fp16.h"
 #include "cpu/packed.h"
 #include "cpu/packed_k.h"
+#include "cpu/packed_legacy.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -94,6 +95,7 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   // Only AVX2 kernels for these (AVX-512 keeps their plain rows).
   if (type == TensorType::Q5_K) return isa == Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
   if (type == TensorType::IQ4_XS) return isa == Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
+  if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless FERRITE_REPACK_Q6K=0 (plain rows and the row-tile kernel).
     // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every

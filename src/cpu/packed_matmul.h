@@ -27,6 +27,9 @@ struct PackedActs {
   const float* d = nullptr;       // [m, n_blocks]
   const int32_t* sum = nullptr;   // [m, n_blocks]
   int64_t n_blocks = 0;           // k / 32
+  // Q8_1 (Q4_1 and Q5_1 weights, packed_legacy.h): per token and block
+  // f16(d * sum) widened, with d = amax / 127 unrounded; else nullptr.
+  const float* s = nullptr;
 };
 
 // y[t * y_stride + r] = row r of `group` (16 packed rows) · token t0 + t,

@@ -16,6 +16,7 @@
 #include "cpu/hw_limits.h"
 #include "cpu/packed_float.h"
 #include "cpu/packed_k.h"
+#include "cpu/packed_legacy.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "cpu/quant_dot_k.h"
@@ -40,6 +41,7 @@ PackedFloatKernel packed_float_kernel_avx2(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_avx512(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
+PackedKernel packed_legacy_avx2(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx512(TensorType) { return nullptr; }
 PackedKernel packed_kernel_amx_impl(TensorType) { return nullptr; }
 bool attention_avx512_applies(const AttentionArgs&) { return false; }

@@ -9,6 +9,7 @@
 //     the double-precision reference;
 //   - attention, norms, RoPE, SwiGLU, GELU, the activation quantizers:
 //     against their references.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -179,7 +180,8 @@ TEST(IsaParity, PackedKernelsEqualTheirReferenceBitForBit) {
     const Weights w = make_weights(type, kN, k, rng);
     ASSERT_FALSE(w.packed.empty()) << tensor_type_name(type);
     // The activations in the type's format, as the Q4_0 / Q4_K products quantize them.
-    const QuantDot* qd = quant_dot_ref(act_quant_for(type) == ActQuant::Q8_0 ? TensorType::Q4_0 : TensorType::Q4_K);
+    const ActQuant aq = act_quant_for(type);
+    const QuantDot* qd = quant_dot_ref(aq == ActQuant::Q8_K ? TensorType::Q4_K : TensorType::Q4_0);
     const size_t arb = qd->act_row_bytes(k);
     std::vector<uint8_t> q8(arb * kTokens);
     const std::vector<float> x = normal(static_cast<size_t>(kTokens * k), rng);
@@ -199,7 +201,18 @@ TEST(IsaParity, PackedKernelsEqualTheirReferenceBitForBit) {
         }
       }
     }
-    const PackedActs acts{q8.data(), arb, d.data(), sum.data(), qd->act == ActQuant::Q8_0 ? nb32 : k / 256};
+    // Q8_1: each block's f16(amax / 127 * sum), llama.cpp's s.
+    std::vector<float> s8_1(d.size());
+    for (int64_t t = 0; t < kTokens && aq == ActQuant::Q8_1; ++t) {
+      for (int64_t b = 0; b < nb32; ++b) {
+        float amax = 0;
+        for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(t * k + b * 32 + i)]));
+        const size_t at = static_cast<size_t>(t * nb32 + b);
+        s8_1[at] = fp16_to_fp32(fp32_to_fp16(amax / 127.0f * static_cast<float>(sum[at])));
+      }
+    }
+    PackedActs acts{q8.data(), arb, d.data(), sum.data(), qd->act == ActQuant::Q8_0 ? nb32 : k / 256};
+    if (aq == ActQuant::Q8_1) acts.s = s8_1.data();
     for (Isa isa : levels()) {
       const PackedKernel fast = find_packed_kernel(type, isa);
       if (fast == nullptr) continue;
