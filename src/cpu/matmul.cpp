@@ -102,7 +102,7 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
 // the rest in tiles of up to kPackTokens.
 template <typename Acts, typename Kernel>
 void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, ThreadPool& pool, Kernel kernel,
-                       Kernel amx) {
+                       Kernel amx, int64_t call_tokens = kPackTokens) {
   const int64_t n_groups = w.n / kPackRows;
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
   pool.run([&](int ith, int nth) {
@@ -116,8 +116,8 @@ void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, Thr
           if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
           t += n_amx;
         }
-        for (; t < t1; t += kPackTokens) {
-          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
+        for (; t < t1; t += call_tokens) {
+          kernel(w.packed + g * group_bytes, a, t, std::min(call_tokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
         }
       }
     }
@@ -225,7 +225,9 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   }
   a.data = scratch.act.data();
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
-  run_packed_groups(w, a, m, y, pool, kernel, amx);
+  // The AVX2 kernels widen a block of weights once for all the tokens of a call.
+  const int64_t call_tokens = active_isa() == Isa::Avx2 ? kPackFloatTokensAvx2 : kPackTokens;
+  run_packed_groups(w, a, m, y, pool, kernel, amx, call_tokens);
 }
 
 }  // namespace

@@ -14,6 +14,10 @@
 
 namespace ferrite::cpu {
 
+// Tokens per call of the AVX2 kernels (matmul.cpp's token tile): each block
+// of widened weights serves them all.
+constexpr int64_t kPackFloatTokensAvx2 = 64;
+
 // The activations of a float product: [m, k] rows of bf16 (BF16 weights) or
 // of f32 values already rounded to f16 (F16 weights).
 struct PackedFloatActs {
@@ -25,7 +29,8 @@ struct PackedFloatActs {
 };
 
 // y[t * y_stride + r] = row r of `group` · activation row t0 + t, t < nt, r < 16.
-// nt <= kPackTokens for the AVX2 and AVX-512 kernels, a multiple of 16 for AMX.
+// nt <= kPackTokens for the AVX-512 kernels, <= kPackFloatTokensAvx2 for the
+// AVX2 ones, a multiple of 16 for AMX.
 using PackedFloatKernel = void (*)(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y,
                                    int64_t y_stride);
 

@@ -81,7 +81,7 @@ void group_kernel(const uint8_t* group, const PackedFloatActs& a, int64_t t0, in
   const float* act = (std::is_same_v<Pairs, F16Pairs> ? static_cast<const float*>(a.data) : a.wide) + t0 * a.k;
   const int64_t pairs = a.k / 2;
   alignas(32) __m256 w[2 * kBlockPairs];
-  alignas(32) __m256 acc[2 * kPackTokens];
+  alignas(32) __m256 acc[2 * kPackFloatTokensAvx2];
   for (int64_t half = 0; half < 2; ++half) {
     for (int64_t i = 0; i < 2 * nt; ++i) acc[i] = _mm256_setzero_ps();
     const uint8_t* base = group + half * (kLine / 2);
