@@ -37,7 +37,7 @@ const QuantDot* find_quant_dot(TensorType type, Isa isa);
 
 // Per-level tables (quant_dot_ref.cpp, quant_dot_avx2.cpp, quant_dot_avx512.cpp); nullptr when absent.
 const QuantDot* quant_dot_ref(TensorType type);
-const QuantDot* quant_dot_avx2(TensorType type);  // Q4_0, Q8_0, and the K types (quant_dot_k_avx2)
+const QuantDot* quant_dot_avx2(TensorType type);  // Q4_0, Q8_0, the K types (quant_dot_k_avx2), the rest (quant_dot_iq.h)
 const QuantDot* quant_dot_avx512(TensorType type);
 const QuantDot* quant_dot_neon(TensorType type);  // Q4_0, Q8_0, K types (quant_dot_k_neon); aarch64 only
 

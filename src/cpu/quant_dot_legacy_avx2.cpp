@@ -1,0 +1,236 @@
+// AVX2 products of the legacy 32-value types that had no integer dot: Q5_0
+// and IQ4_NL with Q8_0 activations, Q4_1 and Q5_1 with Q8_1 activations (the
+// reference: quant_dot_legacy_ref.cpp).
+//
+// Integer part: four blocks per step. Q4_1/Q5_1 values are unsigned (0..15,
+// 0..31) and go to vpmaddubsw as they are; Q5_0 (q - 16) and IQ4_NL (the
+// non-linear table) are signed and go as |w| with w's sign moved onto the
+// activation (vpsignb). The four block sums come out of two rounds of
+// vphaddd, as in quant_dot_avx2.cpp.
+// Float part: the four block terms (d_w * d_a) * s (+ m_w * s_a) are formed
+// four at a time, each rounded as the reference rounds it (products pinned,
+// no fused multiply-add), then added to the output's sum one by one in block
+// order, so every tile shape equals the reference bit for bit.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "cpu/quant_dot_iq.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using quant::BlockIQ4_NL;
+using quant::BlockQ4_1;
+using quant::BlockQ5_0;
+using quant::BlockQ5_1;
+using quant::BlockQ8_0;
+using quant::BlockQ8_1;
+using quant::kQK;
+
+constexpr int kStep = 4;  // blocks per step
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// The 32 nibbles of a block in value order: low nibbles of qs[0..15] are
+// values 0..15, high nibbles values 16..31.
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+
+// Bit j of the 32-bit qh as bit 4 of byte j.
+inline __m256i fifth_bits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// Per type: the block's 32 values (signed types: as w, to be split into |w|
+// and sign), the activation block type, whether m_w * s_a is added.
+struct Q41 {
+  using Block = BlockQ4_1;
+  using Act = BlockQ8_1;
+  static constexpr bool kSigned = false;
+  static __m256i values(const Block& w) { return nibbles(w.qs); }
+};
+struct Q51 {
+  using Block = BlockQ5_1;
+  using Act = BlockQ8_1;
+  static constexpr bool kSigned = false;
+  static __m256i values(const Block& w) { return _mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)); }
+};
+struct Q50 {
+  using Block = BlockQ5_0;
+  using Act = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static __m256i values(const Block& w) {
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)), _mm256_set1_epi8(16));
+  }
+};
+struct IQ4NL {
+  using Block = BlockIQ4_NL;
+  using Act = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static __m256i values(const Block& w) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlValues.data())));
+    return _mm256_shuffle_epi8(table, nibbles(w.qs));
+  }
+};
+
+template <typename Act>
+constexpr bool kHasOffset = std::is_same_v<Act, BlockQ8_1>;
+
+inline __m128 f16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(a), static_cast<int16_t>(b), static_cast<int16_t>(c),
+                                     static_cast<int16_t>(d), 0, 0, 0, 0));
+}
+
+// Up to four consecutive blocks of one weight row, decoded.
+template <typename T>
+struct Step {
+  __m256i u[kStep], s[kStep];  // |w| (or w) and w's sign (signed types)
+  __m128 d, m;
+
+  void decode(const typename T::Block* w, int n) {
+    uint16_t dh[kStep] = {}, mh[kStep] = {};
+    for (int i = 0; i < kStep; ++i) {
+      if (i >= n) {
+        u[i] = s[i] = _mm256_setzero_si256();
+        continue;
+      }
+      const __m256i v = T::values(w[i]);
+      if constexpr (T::kSigned) {
+        u[i] = _mm256_abs_epi8(v);
+        s[i] = v;
+      } else {
+        u[i] = v;
+      }
+      dh[i] = w[i].d;
+      if constexpr (kHasOffset<typename T::Act>) mh[i] = w[i].m;
+    }
+    d = f16x4(dh[0], dh[1], dh[2], dh[3]);
+    if constexpr (kHasOffset<typename T::Act>) m = f16x4(mh[0], mh[1], mh[2], mh[3]);
+  }
+
+  // The n block terms for n consecutive activation blocks, in lanes 0..n-1.
+  __m128 terms(const typename T::Act* a, int n) const {
+    __m256i p[kStep];
+    uint16_t dh[kStep] = {}, sh[kStep] = {};
+#pragma GCC unroll 4
+    for (int i = 0; i < kStep; ++i) {
+      if (i >= n) {
+        p[i] = _mm256_setzero_si256();
+        continue;
+      }
+      __m256i q = load256(a[i].qs);
+      if constexpr (T::kSigned) q = _mm256_sign_epi8(q, s[i]);
+      p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[i], q), _mm256_set1_epi16(1));
+      dh[i] = a[i].d;
+      if constexpr (kHasOffset<typename T::Act>) sh[i] = a[i].s;
+    }
+    // Lane i of each 128-bit half: half of block i's sum.
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    __m128 t = _mm_mul_ps(_mm_mul_ps(d, f16x4(dh[0], dh[1], dh[2], dh[3])), _mm_cvtepi32_ps(sums));
+    asm("" : "+x"(t));
+    if constexpr (kHasOffset<typename T::Act>) {
+      __m128 o = _mm_mul_ps(m, f16x4(sh[0], sh[1], sh[2], sh[3]));
+      asm("" : "+x"(o));
+      t = _mm_add_ps(t, o);
+    }
+    return t;
+  }
+};
+
+// Adds lanes 0..n-1 of t to sum, one after another.
+inline void add_in_order(float& sum, __m128 t, int n) {
+  alignas(16) float f[kStep];
+  _mm_store_ps(f, t);
+  for (int i = 0; i < n; ++i) sum += f[i];
+}
+
+template <typename T, int NR, int NT>
+void tile_fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  using Block = typename T::Block;
+  using Act = typename T::Act;
+  const int64_t nb = k / kQK;
+  float sum[NR][NT] = {};
+  for (int64_t b = 0; b < nb; b += kStep) {
+    const int n = static_cast<int>(std::min<int64_t>(kStep, nb - b));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      Step<T> step;
+      step.decode(reinterpret_cast<const Block*>(w + r * wrb) + b, n);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        add_in_order(sum[r][t], step.terms(reinterpret_cast<const Act*>(act + t * arb) + b, n), n);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t];
+  }
+}
+
+template <typename T>
+void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
+          int64_t ys) {
+  using Fn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
+  static constexpr Fn kTable[4][4] = {
+      {tile_fixed<T, 1, 1>, tile_fixed<T, 1, 2>, tile_fixed<T, 1, 3>, tile_fixed<T, 1, 4>},
+      {tile_fixed<T, 2, 1>, tile_fixed<T, 2, 2>, tile_fixed<T, 2, 3>, tile_fixed<T, 2, 4>},
+      {tile_fixed<T, 3, 1>, tile_fixed<T, 3, 2>, tile_fixed<T, 3, 3>, tile_fixed<T, 3, 4>},
+      {tile_fixed<T, 4, 1>, tile_fixed<T, 4, 2>, tile_fixed<T, 4, 3>, tile_fixed<T, 4, 4>},
+  };
+  kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+}
+
+template <typename T>
+float dot(const void* w_row, const void* act_row, int64_t k) {
+  float y;
+  tile_fixed<T, 1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  return y;
+}
+
+template <typename T>
+QuantDot with_kernel(const QuantDot& base) {
+  QuantDot q = base;
+  q.dot = dot<T>;
+  q.tile = tile<T>;
+  return q;
+}
+
+}  // namespace
+
+const QuantDot* quant_dot_legacy_avx2(TensorType type) {
+  // Q8_0: the AVX2 Q4_0 table's quantizer; Q8_1: the reference's.
+  const QuantDot& q8_0 = *quant_dot_avx2(TensorType::Q4_0);
+  const QuantDot& q8_1 = *quant_dot_legacy_ref(TensorType::Q4_1);
+  static const QuantDot q4_1 = with_kernel<Q41>(q8_1), q5_1 = with_kernel<Q51>(q8_1), q5_0 = with_kernel<Q50>(q8_0),
+                        iq4_nl = with_kernel<IQ4NL>(q8_0);
+  switch (type) {
+    case TensorType::Q4_1:
+      return &q4_1;
+    case TensorType::Q5_1:
+      return &q5_1;
+    case TensorType::Q5_0:
+      return &q5_0;
+    case TensorType::IQ4_NL:
+      return &iq4_nl;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,124 @@
+// The register-blocked tile shared by the AVX2 products of the 256-value
+// types in quant_dot_iq*.cpp (include from *_avx2.cpp files only: the
+// functions here are compiled for AVX2).
+//
+// A Kernel decodes one weight block (decode) and gives, for one Q8_K
+// activation block, the block's exact integer sum (sum); the tile adds
+// d_w * d_a * sum per block in block order for each output, then scales by
+// Kernel::kScale, as the reference does (quant_dot_iq.h), so tiles of every
+// shape and the dots equal the reference bit for bit. The products are
+// pinned (asm barrier) so the compiler cannot fuse them into the sum: the
+// reference is compiled without FMA.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "cpu/quant_dot.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu::avx2 {
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Sum of the eight int32 lanes.
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(t);
+}
+
+// One int16 per pair of bytes: `lo` in the low 128 bits (values 0..15 of a
+// 32-value vector), `hi` in the high ones.
+inline __m256i lane_scales(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)), _mm_set1_epi16(static_cast<int16_t>(lo)));
+}
+
+// Eight int32 lanes summing to sum_j u_j a_j scale over 32 bytes: u
+// unsigned, a signed (every pair sum |u0 a0 + u1 a1| < 2^15), `scale` one
+// int16 per pair.
+inline __m256i scaled_dot(__m256i u, __m256i a, __m256i scale) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), scale);
+}
+
+// (d_w * d_a) * sumi, rounded as the reference rounds it.
+inline float block_term(float dw, float da, int32_t sumi) {
+  float p = dw * da;
+  p = p * static_cast<float>(sumi);
+  asm("" : "+x"(p));
+  return p;
+}
+
+constexpr int kVecs = quant::kQKK / 32;  // 32-value vectors per block
+
+// Weights as magnitudes u (unsigned bytes) with signs s (+1 / -1 bytes) and
+// a scale per 16 values (sv[v]: vector v's two, lane_scales): the IQ2,
+// IQ3 and IQ4_XS kernels decode into this and share its sum.
+struct SignedScaled {
+  __m256i u[kVecs], s[kVecs], sv[kVecs];
+  float d;
+
+  int32_t sum(const quant::BlockQ8_K& a) const {
+    __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) {
+      acc = _mm256_add_epi32(acc, scaled_dot(u[v], _mm256_sign_epi8(load256(a.qs + 32 * v), s[v]), sv[v]));
+    }
+    return hsum_epi32(acc);
+  }
+};
+
+// y[t * ys + r] = the dot of weight row r with activation row t.
+template <typename Kernel, int NR, int NT>
+void tile_fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  using Block = typename Kernel::Block;
+  float sum[NR][NT] = {};
+  for (int64_t b = 0; b < k / quant::kQKK; ++b) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      Kernel kern;
+      kern.decode(reinterpret_cast<const Block*>(w + r * wrb)[b]);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const auto& ab = reinterpret_cast<const quant::BlockQ8_K*>(act + t * arb)[b];
+        sum[r][t] += block_term(kern.d, ab.d, kern.sum(ab));
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t] * Kernel::kScale;
+  }
+}
+
+template <typename Kernel>
+void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
+          int64_t ys) {
+  using Fn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
+  static constexpr Fn kTable[4][4] = {
+      {tile_fixed<Kernel, 1, 1>, tile_fixed<Kernel, 1, 2>, tile_fixed<Kernel, 1, 3>, tile_fixed<Kernel, 1, 4>},
+      {tile_fixed<Kernel, 2, 1>, tile_fixed<Kernel, 2, 2>, tile_fixed<Kernel, 2, 3>, tile_fixed<Kernel, 2, 4>},
+      {tile_fixed<Kernel, 3, 1>, tile_fixed<Kernel, 3, 2>, tile_fixed<Kernel, 3, 3>, tile_fixed<Kernel, 3, 4>},
+      {tile_fixed<Kernel, 4, 1>, tile_fixed<Kernel, 4, 2>, tile_fixed<Kernel, 4, 3>, tile_fixed<Kernel, 4, 4>},
+  };
+  kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+}
+
+template <typename Kernel>
+float dot(const void* w_row, const void* act_row, int64_t k) {
+  float y;
+  tile_fixed<Kernel, 1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  return y;
+}
+
+// `base` (its activation format and quantizer) with this kernel's products.
+template <typename Kernel>
+QuantDot with_kernel(const QuantDot& base) {
+  QuantDot q = base;
+  q.dot = dot<Kernel>;
+  q.tile = tile<Kernel>;
+  return q;
+}
+
+}  // namespace ferrite::cpu::avx2
