@@ -30,6 +30,9 @@ struct QuantDot {
   // bit-identical to dot().
   void (*tile)(const uint8_t* w, size_t w_row_bytes, int64_t nr, const uint8_t* act, size_t act_row_bytes,
                int64_t nt, int64_t k, float* y, int64_t y_stride);
+  // The most tokens one tile call takes (nt <= tile_tokens): kernels whose
+  // weight decoding is dear decode a block once for up to this many tokens.
+  int64_t tile_tokens = 4;
 };
 
 // The fast path for weights of `type` at level `isa`, or nullptr.

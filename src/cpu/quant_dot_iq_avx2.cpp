@@ -48,15 +48,10 @@ constexpr std::array<uint64_t, kSignIndices> make_sign_bytes() {
 }
 constexpr std::array<uint64_t, kSignIndices> kSignBytes = make_sign_bytes();
 
-inline __m256i set64(uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3) {
-  return _mm256_set_epi64x(static_cast<int64_t>(e3), static_cast<int64_t>(e2), static_cast<int64_t>(e1),
-                           static_cast<int64_t>(e0));
-}
-
 // Four 7-bit sign indices (bits 0..27 of `packed`) as 32 sign bytes.
 inline __m256i signs_from_indices(uint32_t packed) {
-  return set64(kSignBytes[packed & 0x7F], kSignBytes[(packed >> 7) & 0x7F], kSignBytes[(packed >> 14) & 0x7F],
-               kSignBytes[(packed >> 21) & 0x7F]);
+  return avx2::gather64(kSignBytes.data(), packed & 0x7F, (packed >> 7) & 0x7F, (packed >> 14) & 0x7F,
+                        (packed >> 21) & 0x7F);
 }
 
 // Four explicit sign bytes (byte l for values 8l..8l+7, bit j set =
@@ -72,20 +67,40 @@ inline __m256i signs_from_bits(const uint8_t* p) {
   return _mm256_or_si256(negative, _mm256_set1_epi8(1));
 }
 
-inline int odd(uint32_t s) { return 2 * static_cast<int>(s) + 1; }
+inline int16_t odd(uint32_t s) { return static_cast<int16_t>(2 * s + 1); }
+
+// The sixteen 4-bit scales of IQ2_XS/IQ2_S (low nibble of byte v: values
+// 32v..32v+15, high nibble: 32v+16..32v+31) as 2 s + 1, one per vector
+// (avx2::lane_scales's layout).
+inline void nibble_scales(const uint8_t* packed, __m256i (&sv)[kVecs]) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
+  const __m256i sc = _mm256_cvtepu8_epi16(_mm_or_si128(_mm_add_epi8(nib, nib), _mm_set1_epi8(1)));
+  const __m256i first = _mm256_permute2x128_si256(sc, sc, 0x00), second = _mm256_permute2x128_si256(sc, sc, 0x11);
+#pragma GCC unroll 8
+  for (int v = 0; v < kVecs; ++v) {
+    const int j = v % 4;  // scales 2j and 2j + 1 of the eight in `first` or `second`
+    const char a = static_cast<char>(4 * j), b = static_cast<char>(4 * j + 1);
+    const char c = static_cast<char>(4 * j + 2), e = static_cast<char>(4 * j + 3);
+    const __m256i pick = _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b,  //
+                                          c, e, c, e, c, e, c, e, c, e, c, e, c, e, c, e);
+    sv[v] = _mm256_shuffle_epi8(v < 4 ? first : second, pick);
+  }
+}
 
 struct IQ2XXS : SignedScaled {
   using Block = BlockIQ2_XXS;
   static constexpr float kScale = 0.125f;
   void decode(const Block& w) {
-    const auto& g = quant::kIq2xxsGrid;
+    const uint64_t* g = quant::kIq2xxsGrid.data();
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
       uint32_t aux[2];
       std::memcpy(aux, w.qs + 4 * v, sizeof aux);
-      u[v] = set64(g[aux[0] & 0xFF], g[(aux[0] >> 8) & 0xFF], g[(aux[0] >> 16) & 0xFF], g[aux[0] >> 24]);
+      u[v] = avx2::gather64(g, aux[0] & 0xFF, (aux[0] >> 8) & 0xFF, (aux[0] >> 16) & 0xFF, aux[0] >> 24);
       s[v] = signs_from_indices(aux[1]);
-      sv[v] = _mm256_set1_epi16(static_cast<int16_t>(odd(aux[1] >> 28)));
+      sv[v] = _mm256_set1_epi16(odd(aux[1] >> 28));
     }
     d = _cvtsh_ss(w.d);
   }
@@ -95,15 +110,15 @@ struct IQ2XS : SignedScaled {
   using Block = BlockIQ2_XS;
   static constexpr float kScale = 0.125f;
   void decode(const Block& w) {
-    const auto& g = quant::kIq2xsGrid;
-    const auto& sb = kSignBytes;
+    const uint64_t* g = quant::kIq2xsGrid.data();
+    const uint64_t* sb = kSignBytes.data();
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
       const uint16_t* q = w.qs + 4 * v;
-      u[v] = set64(g[q[0] & 0x1FF], g[q[1] & 0x1FF], g[q[2] & 0x1FF], g[q[3] & 0x1FF]);
-      s[v] = set64(sb[q[0] >> 9], sb[q[1] >> 9], sb[q[2] >> 9], sb[q[3] >> 9]);
-      sv[v] = lane_scales(odd(w.scales[v] & 0xF), odd(w.scales[v] >> 4));
+      u[v] = avx2::gather64(g, q[0] & 0x1FF, q[1] & 0x1FF, q[2] & 0x1FF, q[3] & 0x1FF);
+      s[v] = avx2::gather64(sb, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
     }
+    nibble_scales(w.scales, sv);
     d = _cvtsh_ss(w.d);
   }
 };
@@ -112,17 +127,17 @@ struct IQ2S : SignedScaled {
   using Block = BlockIQ2_S;
   static constexpr float kScale = 0.125f;
   void decode(const Block& w) {
-    const auto& g = quant::kIq2sGrid;
+    const uint64_t* g = quant::kIq2sGrid.data();
     const uint8_t* signs = w.qs + kQKK / 8;
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
       const uint8_t* q = w.qs + 4 * v;
       const uint32_t h = w.qh[v];
-      u[v] = set64(g[q[0] | ((h << 8) & 0x300)], g[q[1] | ((h << 6) & 0x300)], g[q[2] | ((h << 4) & 0x300)],
-                   g[q[3] | ((h << 2) & 0x300)]);
+      u[v] = avx2::gather64(g, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300), q[2] | ((h << 4) & 0x300),
+                            q[3] | ((h << 2) & 0x300));
       s[v] = signs_from_bits(signs + 4 * v);
-      sv[v] = lane_scales(odd(w.scales[v] & 0xF), odd(w.scales[v] >> 4));
     }
+    nibble_scales(w.scales, sv);
     d = _cvtsh_ss(w.d);
   }
 };
@@ -142,7 +157,7 @@ struct IQ3XXS : SignedScaled {
                                static_cast<int>(g[q[3]]), static_cast<int>(g[q[4]]), static_cast<int>(g[q[5]]),
                                static_cast<int>(g[q[6]]), static_cast<int>(g[q[7]]));
       s[v] = signs_from_indices(aux);
-      sv[v] = _mm256_set1_epi16(static_cast<int16_t>(odd(aux >> 28)));
+      sv[v] = _mm256_set1_epi16(odd(aux >> 28));
     }
     d = _cvtsh_ss(w.d);
   }
@@ -163,7 +178,7 @@ struct IQ3S : SignedScaled {
           static_cast<int>(g[q[4] | ((h << 4) & 0x100)]), static_cast<int>(g[q[5] | ((h << 3) & 0x100)]),
           static_cast<int>(g[q[6] | ((h << 2) & 0x100)]), static_cast<int>(g[q[7] | ((h << 1) & 0x100)]));
       s[v] = signs_from_bits(w.signs + 4 * v);
-      sv[v] = _mm256_set1_epi16(static_cast<int16_t>(odd((w.scales[v / 2] >> (4 * (v % 2))) & 0xF)));
+      sv[v] = _mm256_set1_epi16(odd((w.scales[v / 2] >> (4 * (v % 2))) & 0xF));
     }
     d = _cvtsh_ss(w.d);
   }

@@ -91,24 +91,26 @@ struct IQ4NL {
 template <typename Act>
 constexpr bool kHasOffset = std::is_same_v<Act, BlockQ8_1>;
 
-inline __m128 f16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(a), static_cast<int16_t>(b), static_cast<int16_t>(c),
-                                     static_cast<int16_t>(d), 0, 0, 0, 0));
+// Four f16 values (lanes past n zero) as floats.
+template <int N, typename Get>
+inline __m128 f16_lanes(Get get) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(get(0)), static_cast<int16_t>(N > 1 ? get(1) : 0),
+                                     static_cast<int16_t>(N > 2 ? get(2) : 0),
+                                     static_cast<int16_t>(N > 3 ? get(3) : 0), 0, 0, 0, 0));
 }
 
-// Up to four consecutive blocks of one weight row, decoded.
-template <typename T>
+// N (1..4) consecutive blocks of one weight row, decoded.
+template <typename T, int N>
 struct Step {
-  __m256i u[kStep], s[kStep];  // |w| (or w) and w's sign (signed types)
+  using Block = typename T::Block;
+  using Act = typename T::Act;
+  static constexpr bool kOffset = kHasOffset<Act>;
+  __m256i u[N], s[N];  // |w| (or w) and w's sign (signed types)
   __m128 d, m;
 
-  void decode(const typename T::Block* w, int n) {
-    uint16_t dh[kStep] = {}, mh[kStep] = {};
-    for (int i = 0; i < kStep; ++i) {
-      if (i >= n) {
-        u[i] = s[i] = _mm256_setzero_si256();
-        continue;
-      }
+  void decode(const Block* w) {
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) {
       const __m256i v = T::values(w[i]);
       if constexpr (T::kSigned) {
         u[i] = _mm256_abs_epi8(v);
@@ -116,36 +118,32 @@ struct Step {
       } else {
         u[i] = v;
       }
-      dh[i] = w[i].d;
-      if constexpr (kHasOffset<typename T::Act>) mh[i] = w[i].m;
     }
-    d = f16x4(dh[0], dh[1], dh[2], dh[3]);
-    if constexpr (kHasOffset<typename T::Act>) m = f16x4(mh[0], mh[1], mh[2], mh[3]);
+    d = f16_lanes<N>([w](int i) { return w[i].d; });
+    if constexpr (kOffset) m = f16_lanes<N>([w](int i) { return w[i].m; });
   }
 
-  // The n block terms for n consecutive activation blocks, in lanes 0..n-1.
-  __m128 terms(const typename T::Act* a, int n) const {
+  // The N block terms for N consecutive activation blocks, in lanes 0..N-1.
+  __m128 terms(const Act* a) const {
     __m256i p[kStep];
-    uint16_t dh[kStep] = {}, sh[kStep] = {};
 #pragma GCC unroll 4
     for (int i = 0; i < kStep; ++i) {
-      if (i >= n) {
+      if (i >= N) {
         p[i] = _mm256_setzero_si256();
         continue;
       }
       __m256i q = load256(a[i].qs);
       if constexpr (T::kSigned) q = _mm256_sign_epi8(q, s[i]);
       p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[i], q), _mm256_set1_epi16(1));
-      dh[i] = a[i].d;
-      if constexpr (kHasOffset<typename T::Act>) sh[i] = a[i].s;
     }
     // Lane i of each 128-bit half: half of block i's sum.
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    __m128 t = _mm_mul_ps(_mm_mul_ps(d, f16x4(dh[0], dh[1], dh[2], dh[3])), _mm_cvtepi32_ps(sums));
+    const __m128 da = f16_lanes<N>([a](int i) { return a[i].d; });
+    __m128 t = _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(sums));
     asm("" : "+x"(t));
-    if constexpr (kHasOffset<typename T::Act>) {
-      __m128 o = _mm_mul_ps(m, f16x4(sh[0], sh[1], sh[2], sh[3]));
+    if constexpr (kOffset) {
+      __m128 o = _mm_mul_ps(m, f16_lanes<N>([a](int i) { return a[i].s; }));
       asm("" : "+x"(o));
       t = _mm_add_ps(t, o);
     }
@@ -153,32 +151,67 @@ struct Step {
   }
 };
 
-// Adds lanes 0..n-1 of t to sum, one after another.
-inline void add_in_order(float& sum, __m128 t, int n) {
+// Adds lanes 0..N-1 of t to sum, one after another.
+template <int N>
+inline void add_in_order(float& sum, __m128 t) {
   alignas(16) float f[kStep];
   _mm_store_ps(f, t);
-  for (int i = 0; i < n; ++i) sum += f[i];
+#pragma GCC unroll 4
+  for (int i = 0; i < N; ++i) sum += f[i];
+}
+
+// Blocks [b, b + N) of NR rows times NT tokens into sum.
+template <typename T, int N, int NR, int NT>
+inline void step(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t b, float (&sum)[NR][NT]) {
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+    Step<T, N> st;
+    st.decode(reinterpret_cast<const typename T::Block*>(w + r * wrb) + b);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      add_in_order<N>(sum[r][t], st.terms(reinterpret_cast<const typename T::Act*>(act + t * arb) + b));
+    }
+  }
 }
 
 template <typename T, int NR, int NT>
 void tile_fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
-  using Block = typename T::Block;
-  using Act = typename T::Act;
   const int64_t nb = k / kQK;
   float sum[NR][NT] = {};
-  for (int64_t b = 0; b < nb; b += kStep) {
-    const int n = static_cast<int>(std::min<int64_t>(kStep, nb - b));
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      Step<T> step;
-      step.decode(reinterpret_cast<const Block*>(w + r * wrb) + b, n);
-#pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t) {
-        add_in_order(sum[r][t], step.terms(reinterpret_cast<const Act*>(act + t * arb) + b, n), n);
-      }
+  int64_t b = 0;
+  for (; b + kStep <= nb; b += kStep) step<T, kStep>(w, wrb, act, arb, b, sum);
+  for (; b < nb; ++b) step<T, 1>(w, wrb, act, arb, b, sum);
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t];
+  }
+}
+
+// More than four tokens: each step of blocks decoded once per row for up to
+// kPanelTokens tokens, the sums in memory.
+constexpr int64_t kPanelTokens = 64;
+
+template <typename T, int N, int NR>
+inline void panel_step(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t b,
+                       float (&sum)[NR][kPanelTokens]) {
+  for (int r = 0; r < NR; ++r) {
+    Step<T, N> st;
+    st.decode(reinterpret_cast<const typename T::Block*>(w + r * wrb) + b);
+    for (int64_t t = 0; t < nt; ++t) {
+      add_in_order<N>(sum[r][t], st.terms(reinterpret_cast<const typename T::Act*>(act + t * arb) + b));
     }
   }
-  for (int t = 0; t < NT; ++t) {
+}
+
+template <typename T, int NR>
+void tile_panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t k, float* y,
+                int64_t ys) {
+  const int64_t nb = k / kQK;
+  float sum[NR][kPanelTokens];
+  for (int r = 0; r < NR; ++r) std::fill_n(sum[r], nt, 0.0f);
+  int64_t b = 0;
+  for (; b + kStep <= nb; b += kStep) panel_step<T, kStep>(w, wrb, act, arb, nt, b, sum);
+  for (; b < nb; ++b) panel_step<T, 1>(w, wrb, act, arb, nt, b, sum);
+  for (int64_t t = 0; t < nt; ++t) {
     for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t];
   }
 }
@@ -193,7 +226,13 @@ void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb
       {tile_fixed<T, 3, 1>, tile_fixed<T, 3, 2>, tile_fixed<T, 3, 3>, tile_fixed<T, 3, 4>},
       {tile_fixed<T, 4, 1>, tile_fixed<T, 4, 2>, tile_fixed<T, 4, 3>, tile_fixed<T, 4, 4>},
   };
-  kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+  using PanelFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, int64_t, float*, int64_t);
+  static constexpr PanelFn kPanels[4] = {tile_panel<T, 1>, tile_panel<T, 2>, tile_panel<T, 3>, tile_panel<T, 4>};
+  if (nt <= 4) {
+    kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+  } else {
+    kPanels[nr - 1](w, wrb, a, arb, nt, k, y, ys);
+  }
 }
 
 template <typename T>
@@ -208,6 +247,7 @@ QuantDot with_kernel(const QuantDot& base) {
   QuantDot q = base;
   q.dot = dot<T>;
   q.tile = tile<T>;
+  q.tile_tokens = kPanelTokens;
   return q;
 }
 

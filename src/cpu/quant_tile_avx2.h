@@ -13,6 +13,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cpu/quant_dot.h"
@@ -53,9 +54,44 @@ inline float block_term(float dw, float da, int32_t sumi) {
 
 constexpr int kVecs = quant::kQKK / 32;  // 32-value vectors per block
 
-// Weights as magnitudes u (unsigned bytes) with signs s (+1 / -1 bytes) and
-// a scale per 16 values (sv[v]: vector v's two, lane_scales): the IQ2,
-// IQ3 and IQ4_XS kernels decode into this and share its sum.
+// Four 8-byte table entries as one vector (entry i0 lowest), loaded
+// straight into vector registers.
+inline __m256i gather64(const uint64_t* table, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
+  const auto half = [table](uint32_t a, uint32_t b) {
+    const __m128d lo = _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + a)));
+    return _mm_castpd_si128(_mm_loadh_pd(lo, reinterpret_cast<const double*>(table + b)));
+  };
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(half(i0, i1)), half(i2, i3), 1);
+}
+
+// Weights as unsigned bytes u = w + offset (w the signed value in the
+// type's units; IQ1: 8 grid + delta), a scale per 16 values (sv[v]: vector
+// v's two, lane_scales) and corr = offset * scale per Q8_K 16-sum, which
+// takes the offset back out: sum = sum_v (u.a scaled) - sum_g corr_g bsum_g.
+struct OffsetScaled {
+  __m256i u[kVecs], sv[kVecs];
+  __m256i corr;
+  float d;
+
+  // sv and corr from the sixteen scales (one per 16 values, in order).
+  void set_scales(const int16_t (&sc)[16], int offset) {
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) sv[v] = lane_scales(sc[2 * v], sc[2 * v + 1]);
+    corr = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)),
+                              _mm256_set1_epi16(static_cast<int16_t>(offset)));
+  }
+
+  int32_t sum(const quant::BlockQ8_K& a) const {
+    __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) acc = _mm256_add_epi32(acc, scaled_dot(u[v], load256(a.qs + 32 * v), sv[v]));
+    acc = _mm256_sub_epi32(acc, _mm256_madd_epi16(load256(a.bsums), corr));
+    return hsum_epi32(acc);
+  }
+};
+
+// Weights as magnitudes u (unsigned bytes) with signs s (+1 / -1 bytes),
+// for values too wide for an offset (IQ4_XS: -127..113), scales as above.
 struct SignedScaled {
   __m256i u[kVecs], s[kVecs], sv[kVecs];
   float d;
@@ -92,6 +128,31 @@ void tile_fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
   }
 }
 
+// Tokens per panel: a tile of more than four tokens decodes each weight
+// block once for up to this many (QuantDot::tile_tokens), the sums kept in memory.
+constexpr int64_t kPanelTokens = 64;
+
+template <typename Kernel, int NR>
+void tile_panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t k, float* y,
+                int64_t ys) {
+  using Block = typename Kernel::Block;
+  float sum[NR][kPanelTokens];
+  for (int r = 0; r < NR; ++r) std::fill_n(sum[r], nt, 0.0f);
+  for (int64_t b = 0; b < k / quant::kQKK; ++b) {
+    for (int r = 0; r < NR; ++r) {
+      Kernel kern;
+      kern.decode(reinterpret_cast<const Block*>(w + r * wrb)[b]);
+      for (int64_t t = 0; t < nt; ++t) {
+        const auto& ab = reinterpret_cast<const quant::BlockQ8_K*>(act + t * arb)[b];
+        sum[r][t] += block_term(kern.d, ab.d, kern.sum(ab));
+      }
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t] * Kernel::kScale;
+  }
+}
+
 template <typename Kernel>
 void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
           int64_t ys) {
@@ -102,7 +163,14 @@ void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb
       {tile_fixed<Kernel, 3, 1>, tile_fixed<Kernel, 3, 2>, tile_fixed<Kernel, 3, 3>, tile_fixed<Kernel, 3, 4>},
       {tile_fixed<Kernel, 4, 1>, tile_fixed<Kernel, 4, 2>, tile_fixed<Kernel, 4, 3>, tile_fixed<Kernel, 4, 4>},
   };
-  kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+  using PanelFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, int64_t, float*, int64_t);
+  static constexpr PanelFn kPanels[4] = {tile_panel<Kernel, 1>, tile_panel<Kernel, 2>, tile_panel<Kernel, 3>,
+                                         tile_panel<Kernel, 4>};
+  if (nt <= 4) {
+    kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+  } else {
+    kPanels[nr - 1](w, wrb, a, arb, nt, k, y, ys);
+  }
 }
 
 template <typename Kernel>
@@ -118,6 +186,7 @@ QuantDot with_kernel(const QuantDot& base) {
   QuantDot q = base;
   q.dot = dot<Kernel>;
   q.tile = tile<Kernel>;
+  q.tile_tokens = kPanelTokens;
   return q;
 }
 

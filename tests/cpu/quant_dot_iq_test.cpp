@@ -230,33 +230,40 @@ TEST(QuantDotIq, EveryLevelEqualsReferenceBitForBit) {
   }
 }
 
+// Tiles of every row count and of 1..4 tokens, and panels of more tokens
+// (up to QuantDot::tile_tokens), equal the reference dots bit for bit.
 TEST(QuantDotIq, TilesOfEveryShapeEqualReference) {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  constexpr int kMax = 4;
-  constexpr int64_t kStride = 7;  // y row stride, wider than any tile
+  constexpr int kMaxRows = 4;
   for (Isa isa : levels()) {
     for (TensorType t : kTypes) {
       const QuantDot* q = find_quant_dot(t, isa);
       if (q->tile == nullptr) continue;
       const int64_t k = lengths(t)[1];
+      const int64_t max_tokens = q->tile_tokens;
+      const int64_t ys = kMaxRows + 3;  // y row stride (one row of y per token), wider than any tile
       const size_t wrb = tensor_row_bytes(t, k), arb = q->act_row_bytes(k);
-      std::vector<uint8_t> w(kMax * wrb), a(kMax * arb);
-      for (int r = 0; r < kMax; ++r) {
+      std::vector<uint8_t> w(kMaxRows * wrb), a(max_tokens * arb);
+      for (int r = 0; r < kMaxRows; ++r) {
         const auto row = r % 2 == 0 ? quantized_row(t, k, rng) : random_bytes_row(t, k, rng);
         std::memcpy(w.data() + r * wrb, row.data(), wrb);
-        const auto act = quantized_act(t, test::random_floats(static_cast<size_t>(k), rng(), -3.0f, 3.0f));
-        std::memcpy(a.data() + r * arb, act.data(), arb);
       }
-      for (int nr = 1; nr <= kMax; ++nr) {
-        for (int nt = 1; nt <= kMax; ++nt) {
-          std::vector<float> y(kMax * kStride, -1.0f);
-          q->tile(w.data(), wrb, nr, a.data(), arb, nt, k, y.data(), kStride);
-          for (int tt = 0; tt < nt; ++tt) {
+      for (int64_t tt = 0; tt < max_tokens; ++tt) {
+        const auto act = quantized_act(t, test::random_floats(static_cast<size_t>(k), rng(), -3.0f, 3.0f));
+        std::memcpy(a.data() + tt * arb, act.data(), arb);
+      }
+      std::vector<int64_t> token_counts = {1, 2, 3, 4};
+      if (max_tokens > 4) token_counts.insert(token_counts.end(), {5, max_tokens / 2 + 1, max_tokens});
+      for (int nr = 1; nr <= kMaxRows; ++nr) {
+        for (int64_t nt : token_counts) {
+          std::vector<float> y(static_cast<size_t>(max_tokens * ys), -1.0f);
+          q->tile(w.data(), wrb, nr, a.data(), arb, nt, k, y.data(), ys);
+          for (int64_t tt = 0; tt < nt; ++tt) {
             for (int r = 0; r < nr; ++r) {
               const float want = quant_dot_ref(t)->dot(w.data() + r * wrb, a.data() + tt * arb, k);
-              EXPECT_EQ(bits(y[tt * kStride + r]), bits(want))
+              EXPECT_EQ(bits(y[tt * ys + r]), bits(want))
                   << name(t) << " " << isa_name(isa) << " tile " << nr << "x" << nt << " r=" << r << " t=" << tt;
             }
           }
@@ -290,8 +297,8 @@ TEST(QuantDotIq, Q8_1QuantizerMatchesTheRoundTrip) {
   }
 }
 
-// matmul() at every level equals the scalar level bit for bit (one token:
-// dots; several: tiles), and the reference product within float rounding.
+// matmul() at every level equals the scalar level bit for bit (one token,
+// several, more than a token block), and the reference product within float rounding.
 TEST(QuantDotIq, MatmulAtEveryLevelEqualsScalarAndReference) {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -307,7 +314,7 @@ TEST(QuantDotIq, MatmulAtEveryLevelEqualsScalarAndReference) {
       std::memcpy(w.data() + r * rb, row.data(), rb);
     }
     const MatView view{t, w.data(), k, kRows, rb, nullptr};
-    for (int64_t m : {int64_t{1}, int64_t{6}}) {
+    for (int64_t m : {int64_t{1}, int64_t{6}, int64_t{70}}) {  // dots, a panel, two token blocks
       const auto x = test::random_floats(static_cast<size_t>(m * k), rng(), -4.0f, 4.0f);
       std::vector<float> y_scalar(static_cast<size_t>(m * kRows)), y_ref(y_scalar.size());
       MatmulScratch scratch;
