@@ -59,12 +59,7 @@ inline __m256i signs_from_indices(uint32_t packed) {
 inline __m256i signs_from_bits(const uint8_t* p) {
   uint32_t bits;
   std::memcpy(&bits, p, sizeof bits);
-  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  const __m256i negative = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_or_si256(negative, _mm256_set1_epi8(1));
+  return _mm256_or_si256(avx2::bit_masks(bits), _mm256_set1_epi8(1));
 }
 
 inline int16_t odd(uint32_t s) { return static_cast<int16_t>(2 * s + 1); }
@@ -76,17 +71,7 @@ inline void nibble_scales(const uint8_t* packed, __m256i (&sv)[kVecs]) {
   const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
   const __m128i low4 = _mm_set1_epi8(0x0F);
   const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
-  const __m256i sc = _mm256_cvtepu8_epi16(_mm_or_si128(_mm_add_epi8(nib, nib), _mm_set1_epi8(1)));
-  const __m256i first = _mm256_permute2x128_si256(sc, sc, 0x00), second = _mm256_permute2x128_si256(sc, sc, 0x11);
-#pragma GCC unroll 8
-  for (int v = 0; v < kVecs; ++v) {
-    const int j = v % 4;  // scales 2j and 2j + 1 of the eight in `first` or `second`
-    const char a = static_cast<char>(4 * j), b = static_cast<char>(4 * j + 1);
-    const char c = static_cast<char>(4 * j + 2), e = static_cast<char>(4 * j + 3);
-    const __m256i pick = _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b,  //
-                                          c, e, c, e, c, e, c, e, c, e, c, e, c, e, c, e);
-    sv[v] = _mm256_shuffle_epi8(v < 4 ? first : second, pick);
-  }
+  avx2::pair_scales(_mm256_cvtepu8_epi16(_mm_or_si128(_mm_add_epi8(nib, nib), _mm_set1_epi8(1))), sv);
 }
 
 struct IQ2XXS : SignedScaled {

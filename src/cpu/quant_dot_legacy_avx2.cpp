@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "cpu/quant_dot_iq.h"
+#include "cpu/quant_tile_avx2.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
 
@@ -35,7 +36,7 @@ using quant::kQK;
 
 constexpr int kStep = 4;  // blocks per step
 
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+using avx2::load256;
 
 // The 32 nibbles of a block in value order: low nibbles of qs[0..15] are
 // values 0..15, high nibbles values 16..31.
@@ -48,11 +49,7 @@ inline __m256i nibbles(const uint8_t* qs) {
 inline __m256i fifth_bits(const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, sizeof bits);
-  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+  return _mm256_and_si256(avx2::bit_masks(bits), _mm256_set1_epi8(0x10));
 }
 
 // Per type: the block's 32 values (signed types: as w, to be split into |w|
@@ -188,7 +185,7 @@ void tile_fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
 
 // More than four tokens: each step of blocks decoded once per row for up to
 // kPanelTokens tokens, the sums in memory.
-constexpr int64_t kPanelTokens = 64;
+using avx2::kPanelTokens;
 
 template <typename T, int N, int NR>
 inline void panel_step(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t b,
@@ -217,39 +214,17 @@ void tile_panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
 }
 
 template <typename T>
-void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
-          int64_t ys) {
-  using Fn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
-  static constexpr Fn kTable[4][4] = {
-      {tile_fixed<T, 1, 1>, tile_fixed<T, 1, 2>, tile_fixed<T, 1, 3>, tile_fixed<T, 1, 4>},
-      {tile_fixed<T, 2, 1>, tile_fixed<T, 2, 2>, tile_fixed<T, 2, 3>, tile_fixed<T, 2, 4>},
-      {tile_fixed<T, 3, 1>, tile_fixed<T, 3, 2>, tile_fixed<T, 3, 3>, tile_fixed<T, 3, 4>},
-      {tile_fixed<T, 4, 1>, tile_fixed<T, 4, 2>, tile_fixed<T, 4, 3>, tile_fixed<T, 4, 4>},
-  };
-  using PanelFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, int64_t, float*, int64_t);
-  static constexpr PanelFn kPanels[4] = {tile_panel<T, 1>, tile_panel<T, 2>, tile_panel<T, 3>, tile_panel<T, 4>};
-  if (nt <= 4) {
-    kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
-  } else {
-    kPanels[nr - 1](w, wrb, a, arb, nt, k, y, ys);
+struct Steps {
+  template <int NR, int NT>
+  static void fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+    tile_fixed<T, NR, NT>(w, wrb, act, arb, k, y, ys);
   }
-}
-
-template <typename T>
-float dot(const void* w_row, const void* act_row, int64_t k) {
-  float y;
-  tile_fixed<T, 1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
-  return y;
-}
-
-template <typename T>
-QuantDot with_kernel(const QuantDot& base) {
-  QuantDot q = base;
-  q.dot = dot<T>;
-  q.tile = tile<T>;
-  q.tile_tokens = kPanelTokens;
-  return q;
-}
+  template <int NR>
+  static void panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t k, float* y,
+                    int64_t ys) {
+    tile_panel<T, NR>(w, wrb, act, arb, nt, k, y, ys);
+  }
+};
 
 }  // namespace
 
@@ -257,8 +232,8 @@ const QuantDot* quant_dot_legacy_avx2(TensorType type) {
   // Q8_0: the AVX2 Q4_0 table's quantizer; Q8_1: the reference's.
   const QuantDot& q8_0 = *quant_dot_avx2(TensorType::Q4_0);
   const QuantDot& q8_1 = *quant_dot_legacy_ref(TensorType::Q4_1);
-  static const QuantDot q4_1 = with_kernel<Q41>(q8_1), q5_1 = with_kernel<Q51>(q8_1), q5_0 = with_kernel<Q50>(q8_0),
-                        iq4_nl = with_kernel<IQ4NL>(q8_0);
+  static const QuantDot q4_1 = avx2::with_tiles<Steps<Q41>>(q8_1), q5_1 = avx2::with_tiles<Steps<Q51>>(q8_1),
+                        q5_0 = avx2::with_tiles<Steps<Q50>>(q8_0), iq4_nl = avx2::with_tiles<Steps<IQ4NL>>(q8_0);
   switch (type) {
     case TensorType::Q4_1:
       return &q4_1;

@@ -1,5 +1,5 @@
-// The register-blocked tile shared by the AVX2 products of the 256-value
-// types in quant_dot_iq*.cpp (include from *_avx2.cpp files only: the
+// The register-blocked tiles shared by the AVX2 products of quant_dot_iq.h
+// (quant_dot_iq/iq1/ternary/legacy_avx2.cpp) (include from *_avx2.cpp files only: the
 // functions here are compiled for AVX2).
 //
 // A Kernel decodes one weight block (decode) and gives, for one Q8_K
@@ -64,10 +64,26 @@ inline __m256i gather64(const uint64_t* table, uint32_t i0, uint32_t i1, uint32_
   return _mm256_inserti128_si256(_mm256_castsi128_si256(half(i0, i1)), half(i2, i3), 1);
 }
 
+// Vector v's scales (avx2::lane_scales's layout: sc16[2v] for values
+// 32v..32v+15, sc16[2v+1] for the next 16) from the sixteen int16 scales,
+// one shuffle per vector.
+inline void pair_scales(__m256i sc16, __m256i (&sv)[kVecs]) {
+  const __m256i first = _mm256_permute2x128_si256(sc16, sc16, 0x00), second = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+#pragma GCC unroll 8
+  for (int v = 0; v < kVecs; ++v) {
+    const int j = v % 4;  // scales 2j and 2j + 1 of the eight in `first` or `second`
+    const char a = static_cast<char>(4 * j), b = static_cast<char>(4 * j + 1);
+    const char c = static_cast<char>(4 * j + 2), e = static_cast<char>(4 * j + 3);
+    const __m256i pick = _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b,  //
+                                          c, e, c, e, c, e, c, e, c, e, c, e, c, e, c, e);
+    sv[v] = _mm256_shuffle_epi8(v < 4 ? first : second, pick);
+  }
+}
+
 // Weights as unsigned bytes u = w + offset (w the signed value in the
-// type's units; IQ1: 8 grid + delta), a scale per 16 values (sv[v]: vector
-// v's two, lane_scales) and corr = offset * scale per Q8_K 16-sum, which
-// takes the offset back out: sum = sum_v (u.a scaled) - sum_g corr_g bsum_g.
+// type's units; IQ1: 8 grid + delta), a scale per 16 values (sv) and corr =
+// offset * scale per Q8_K 16-sum, which takes the offset back out:
+// sum = sum_v (u.a scaled) - sum_g corr_g bsum_g.
 struct OffsetScaled {
   __m256i u[kVecs], sv[kVecs];
   __m256i corr;
@@ -75,10 +91,9 @@ struct OffsetScaled {
 
   // sv and corr from the sixteen scales (one per 16 values, in order).
   void set_scales(const int16_t (&sc)[16], int offset) {
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) sv[v] = lane_scales(sc[2 * v], sc[2 * v + 1]);
-    corr = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)),
-                              _mm256_set1_epi16(static_cast<int16_t>(offset)));
+    const __m256i sc16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc));
+    pair_scales(sc16, sv);
+    corr = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(static_cast<int16_t>(offset)));
   }
 
   int32_t sum(const quant::BlockQ8_K& a) const {
@@ -153,41 +168,73 @@ void tile_panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
   }
 }
 
-template <typename Kernel>
+// The tile of QuantDot for an Impl with
+//   template <int NR, int NT> static void fixed(w, wrb, act, arb, k, y, ys)  (NR, NT <= 4)
+//   template <int NR> static void panel(w, wrb, act, arb, nt, k, y, ys)      (4 < nt <= kPanelTokens)
+// each computing y[t * ys + r] = dot(weight row r, activation row t).
+template <typename Impl>
 void tile(const uint8_t* w, size_t wrb, int64_t nr, const uint8_t* a, size_t arb, int64_t nt, int64_t k, float* y,
           int64_t ys) {
   using Fn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, float*, int64_t);
-  static constexpr Fn kTable[4][4] = {
-      {tile_fixed<Kernel, 1, 1>, tile_fixed<Kernel, 1, 2>, tile_fixed<Kernel, 1, 3>, tile_fixed<Kernel, 1, 4>},
-      {tile_fixed<Kernel, 2, 1>, tile_fixed<Kernel, 2, 2>, tile_fixed<Kernel, 2, 3>, tile_fixed<Kernel, 2, 4>},
-      {tile_fixed<Kernel, 3, 1>, tile_fixed<Kernel, 3, 2>, tile_fixed<Kernel, 3, 3>, tile_fixed<Kernel, 3, 4>},
-      {tile_fixed<Kernel, 4, 1>, tile_fixed<Kernel, 4, 2>, tile_fixed<Kernel, 4, 3>, tile_fixed<Kernel, 4, 4>},
+  static constexpr Fn kFixed[4][4] = {
+      {Impl::template fixed<1, 1>, Impl::template fixed<1, 2>, Impl::template fixed<1, 3>, Impl::template fixed<1, 4>},
+      {Impl::template fixed<2, 1>, Impl::template fixed<2, 2>, Impl::template fixed<2, 3>, Impl::template fixed<2, 4>},
+      {Impl::template fixed<3, 1>, Impl::template fixed<3, 2>, Impl::template fixed<3, 3>, Impl::template fixed<3, 4>},
+      {Impl::template fixed<4, 1>, Impl::template fixed<4, 2>, Impl::template fixed<4, 3>, Impl::template fixed<4, 4>},
   };
   using PanelFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, int64_t, int64_t, float*, int64_t);
-  static constexpr PanelFn kPanels[4] = {tile_panel<Kernel, 1>, tile_panel<Kernel, 2>, tile_panel<Kernel, 3>,
-                                         tile_panel<Kernel, 4>};
+  static constexpr PanelFn kPanels[4] = {Impl::template panel<1>, Impl::template panel<2>, Impl::template panel<3>,
+                                         Impl::template panel<4>};
   if (nt <= 4) {
-    kTable[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
+    kFixed[nr - 1][nt - 1](w, wrb, a, arb, k, y, ys);
   } else {
     kPanels[nr - 1](w, wrb, a, arb, nt, k, y, ys);
   }
 }
 
-template <typename Kernel>
+template <typename Impl>
 float dot(const void* w_row, const void* act_row, int64_t k) {
   float y;
-  tile_fixed<Kernel, 1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
+  Impl::template fixed<1, 1>(static_cast<const uint8_t*>(w_row), 0, static_cast<const uint8_t*>(act_row), 0, k, &y, 1);
   return y;
 }
 
-// `base` (its activation format and quantizer) with this kernel's products.
-template <typename Kernel>
-QuantDot with_kernel(const QuantDot& base) {
+// `base` (its activation format and quantizer) with Impl's products.
+template <typename Impl>
+QuantDot with_tiles(const QuantDot& base) {
   QuantDot q = base;
-  q.dot = dot<Kernel>;
-  q.tile = tile<Kernel>;
+  q.dot = dot<Impl>;
+  q.tile = tile<Impl>;
   q.tile_tokens = kPanelTokens;
   return q;
+}
+
+// The 256-value kernels' Impl.
+template <typename Kernel>
+struct SuperBlocks {
+  template <int NR, int NT>
+  static void fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+    tile_fixed<Kernel, NR, NT>(w, wrb, act, arb, k, y, ys);
+  }
+  template <int NR>
+  static void panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t k, float* y,
+                    int64_t ys) {
+    tile_panel<Kernel, NR>(w, wrb, act, arb, nt, k, y, ys);
+  }
+};
+
+template <typename Kernel>
+QuantDot with_kernel(const QuantDot& base) {
+  return with_tiles<SuperBlocks<Kernel>>(base);
+}
+
+// 0xFF in byte j of the 32 where bit j of `bits` is set, else 0.
+inline __m256i bit_masks(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
 }  // namespace ferrite::cpu::avx2
