@@ -1,8 +1,10 @@
 // Quantized matrix-vector building block: activations quantized once to an
 // 8-bit block format (act_quant.h), then each weight row is dotted with them
 // in integer arithmetic (AVX-512 VNNI where available), one float multiply-add
-// per block. This is llama.cpp's scheme, and the fast path for the types
-// listed in find_quant_dot(); other types use dequantized rows (matmul.cpp).
+// per block. This is llama.cpp's scheme, and the path of every quantized
+// weight type find_quant_dot() lists (all of them but the activation-only
+// Q8_1/Q8_K, which use dequantized rows, matmul.cpp); the IQ, TQ, Q4_1,
+// Q5_0, Q5_1 and IQ4_NL products are in quant_dot_iq.h.
 //
 // Q4_0 · Q8_0:  sum_b d_w d_a (sum_j (q_w - 8) q_a)
 // Q8_0 · Q8_0:  sum_b d_w d_a (sum_j q_w q_a)
