@@ -22,7 +22,6 @@ namespace ferrite::cpu {
 namespace {
 
 using avx2::kVecs;
-using avx2::lane_scales;
 using avx2::SignedScaled;
 using quant::BlockIQ2_S;
 using quant::BlockIQ2_XS;
@@ -64,6 +63,10 @@ inline __m256i signs_from_bits(const uint8_t* p) {
 
 inline int16_t odd(uint32_t s) { return static_cast<int16_t>(2 * s + 1); }
 
+// The largest grid magnitude of each type: the offset that makes every
+// signed value non-negative in a panel (avx2::SignedScaled::to_offset).
+constexpr int kIq2Max = 43, kIq3xxsMax = 62, kIq3sMax = 15;
+
 // The sixteen 4-bit scales of IQ2_XS/IQ2_S (low nibble of byte v: values
 // 32v..32v+15, high nibble: 32v+16..32v+31) as 2 s + 1, one per vector
 // (avx2::lane_scales's layout).
@@ -77,6 +80,7 @@ inline void nibble_scales(const uint8_t* packed, __m256i (&sv)[kVecs]) {
 struct IQ2XXS : SignedScaled {
   using Block = BlockIQ2_XXS;
   static constexpr float kScale = 0.125f;
+  static constexpr int kOffset = kIq2Max;
   void decode(const Block& w) {
     const uint64_t* g = quant::kIq2xxsGrid.data();
 #pragma GCC unroll 8
@@ -94,6 +98,7 @@ struct IQ2XXS : SignedScaled {
 struct IQ2XS : SignedScaled {
   using Block = BlockIQ2_XS;
   static constexpr float kScale = 0.125f;
+  static constexpr int kOffset = kIq2Max;
   void decode(const Block& w) {
     const uint64_t* g = quant::kIq2xsGrid.data();
     const uint64_t* sb = kSignBytes.data();
@@ -111,6 +116,7 @@ struct IQ2XS : SignedScaled {
 struct IQ2S : SignedScaled {
   using Block = BlockIQ2_S;
   static constexpr float kScale = 0.125f;
+  static constexpr int kOffset = kIq2Max;
   void decode(const Block& w) {
     const uint64_t* g = quant::kIq2sGrid.data();
     const uint8_t* signs = w.qs + kQKK / 8;
@@ -130,6 +136,7 @@ struct IQ2S : SignedScaled {
 struct IQ3XXS : SignedScaled {
   using Block = BlockIQ3_XXS;
   static constexpr float kScale = 0.25f;
+  static constexpr int kOffset = kIq3xxsMax;
   void decode(const Block& w) {
     const auto& g = quant::kIq3xxsGrid;
     const uint8_t* scales_and_signs = w.qs + kQKK / 4;
@@ -151,6 +158,7 @@ struct IQ3XXS : SignedScaled {
 struct IQ3S : SignedScaled {
   using Block = BlockIQ3_S;
   static constexpr float kScale = 1.0f;
+  static constexpr int kOffset = kIq3sMax;
   void decode(const Block& w) {
     const auto& g = quant::kIq3sGrid;
 #pragma GCC unroll 8

@@ -106,7 +106,10 @@ struct OffsetScaled {
 };
 
 // Weights as magnitudes u (unsigned bytes) with signs s (+1 / -1 bytes),
-// for values too wide for an offset (IQ4_XS: -127..113), scales as above.
+// scales as above: the form for one to four tokens, where the signs cost
+// less on the activations than folding them in would. Kernels whose values
+// fit an offset (kOffset: |w| <= kOffset <= 124) turn into OffsetScaled for
+// panels, where the sign would be paid once per token.
 struct SignedScaled {
   __m256i u[kVecs], s[kVecs], sv[kVecs];
   float d;
@@ -118,6 +121,26 @@ struct SignedScaled {
       acc = _mm256_add_epi32(acc, scaled_dot(u[v], _mm256_sign_epi8(load256(a.qs + 32 * v), s[v]), sv[v]));
     }
     return hsum_epi32(acc);
+  }
+
+  // The same weights as u + offset, with corr = offset * scale per 16-sum.
+  void to_offset(int offset, OffsetScaled& o) const {
+    const __m256i off = _mm256_set1_epi8(static_cast<char>(offset));
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) {
+      o.u[v] = _mm256_add_epi8(_mm256_sign_epi8(u[v], s[v]), off);
+      o.sv[v] = sv[v];
+    }
+    // The sixteen scales in order from sv: lane 0 of each 128-bit half of
+    // sv[v] holds scale 2v (low half) and 2v + 1 (high half).
+    const __m256i s01 = _mm256_unpacklo_epi16(sv[0], sv[1]), s23 = _mm256_unpacklo_epi16(sv[2], sv[3]);
+    const __m256i s45 = _mm256_unpacklo_epi16(sv[4], sv[5]), s67 = _mm256_unpacklo_epi16(sv[6], sv[7]);
+    // Halves: scales 0, 2, ..., 14 (low) and 1, 3, ..., 15 (high).
+    const __m256i all = _mm256_unpacklo_epi64(_mm256_unpacklo_epi32(s01, s23), _mm256_unpacklo_epi32(s45, s67));
+    const __m128i even = _mm256_castsi256_si128(all), odd = _mm256_extracti128_si256(all, 1);
+    const __m256i sc16 = _mm256_set_m128i(_mm_unpackhi_epi16(even, odd), _mm_unpacklo_epi16(even, odd));
+    o.corr = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(static_cast<int16_t>(offset)));
+    o.d = d;
   }
 };
 
@@ -157,9 +180,18 @@ void tile_panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, in
     for (int r = 0; r < NR; ++r) {
       Kernel kern;
       kern.decode(reinterpret_cast<const Block*>(w + r * wrb)[b]);
-      for (int64_t t = 0; t < nt; ++t) {
-        const auto& ab = reinterpret_cast<const quant::BlockQ8_K*>(act + t * arb)[b];
-        sum[r][t] += block_term(kern.d, ab.d, kern.sum(ab));
+      const auto run = [&](const auto& form) {
+        for (int64_t t = 0; t < nt; ++t) {
+          const auto& ab = reinterpret_cast<const quant::BlockQ8_K*>(act + t * arb)[b];
+          sum[r][t] += block_term(form.d, ab.d, form.sum(ab));
+        }
+      };
+      if constexpr (requires { Kernel::kOffset; }) {
+        OffsetScaled off;
+        kern.to_offset(Kernel::kOffset, off);
+        run(off);
+      } else {
+        run(kern);
       }
     }
   }
