@@ -356,8 +356,8 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
           if (qd->tile != nullptr) {
             for (int64_t rt = rows.begin; rt < rows.end; rt += kRowTile) {
               const int64_t rend = std::min(rt + kRowTile, rows.end);
-              for (int64_t t = t0; t < t1; t += kTileTokens) {
-                const int64_t nt = std::min(kTileTokens, t1 - t);
+              for (int64_t t = t0; t < t1; t += qd->tile_tokens) {
+                const int64_t nt = std::min(qd->tile_tokens, t1 - t);
                 for (int64_t r = rt; r < rend; r += kTileRows) {
                   qd->tile(w.row(r), w.row_bytes, std::min(kTileRows, rend - r), act + t * act_row_bytes,
                            act_row_bytes, nt, k, y + t * w.n + r, w.n);

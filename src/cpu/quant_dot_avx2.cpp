@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_iq.h"
 #include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
 
@@ -125,7 +126,8 @@ const QuantDot* quant_dot_avx2(TensorType type) {
     case TensorType::Q8_0:
       return &q8_0;
     default:
-      return quant_dot_k_avx2(type);  // the K types (quant_dot_k_avx2.cpp), else nullptr
+      if (const QuantDot* q = quant_dot_k_avx2(type)) return q;  // the K types (quant_dot_k_avx2.cpp)
+      return quant_dot_iq_avx2(type);  // the IQ, TQ and other legacy types (quant_dot_iq.h), else nullptr
   }
 }
 

@@ -19,6 +19,7 @@
 #include "cpu/packed_legacy.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_iq.h"
 #include "cpu/quant_dot_k.h"
 #include "cpu/vec_ops.h"
 
@@ -35,6 +36,10 @@ const QuantDot* quant_dot_avx2(TensorType) { return nullptr; }
 const QuantDot* quant_dot_avx512(TensorType) { return nullptr; }
 const QuantDot* quant_dot_k_avx2(TensorType) { return nullptr; }
 const QuantDot* quant_dot_k_avx512(TensorType) { return nullptr; }
+const QuantDot* quant_dot_iq_avx2(TensorType) { return nullptr; }
+const QuantDot* quant_dot_iq1_avx2(TensorType) { return nullptr; }
+const QuantDot* quant_dot_legacy_avx2(TensorType) { return nullptr; }
+const QuantDot* quant_dot_ternary_avx2(TensorType) { return nullptr; }
 const VecOps& vec_ops_avx2() { return vec_ops_ref(); }
 const VecOps& vec_ops_avx512() { return vec_ops_ref(); }
 PackedFloatKernel packed_float_kernel_avx2(TensorType) { return nullptr; }
