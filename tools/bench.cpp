@@ -1,4 +1,4 @@
-// `ferrite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--depth D] [-o md|json|csv]`:
+// `ferrite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--depth D] [--isa L] [-o md|json|csv]`:
 // prompt processing (ppP: P random tokens in one batch) and generation
 // (tgN: N tokens one at a time) speed, as llama-bench measures them, with
 // the fraction of the hardware limit reached: tg against the weight bytes
@@ -40,6 +40,7 @@ struct BenchOptions {
   int n_gpu_layers = 0;
   std::string output = "md";
   size_t probe_mib = 0;  // bandwidth probe buffer (0: sized from the LLC)
+  std::string isa;       // dispatch cap (empty: FERRITE_ISA or the host's)
 };
 
 // Context cells beyond the tokens of a test (the cache rounds its size).
@@ -163,9 +164,9 @@ void warm_up(runtime::Context& ctx, int n_prompt, std::mt19937& rng) {
 void print_limits(const cpu::HwLimits& h, BenchFormat fmt) {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "hardware (%d threads, %s): read %.1f GB/s, clock %.2f GHz, peak f32-fma %.0f / bf16-dot %.0f / "
+                "hardware (%d threads, isa %s): read %.1f GB/s, clock %.2f GHz, peak f32-fma %.0f / bf16-dot %.0f / "
                 "int8-dot %.0f Gop/s\n",
-                h.threads, cpu::isa_name(cpu::active_isa()).c_str(), h.read_bytes_per_s / kGiga, h.clock_hz / kGiga,
+                h.threads, cpu::isa_summary().c_str(), h.read_bytes_per_s / kGiga, h.clock_hz / kGiga,
                 h.peak_ops_per_s(cpu::PeakKind::F32Fma) / kGiga, h.peak_ops_per_s(cpu::PeakKind::Bf16Dot) / kGiga,
                 h.peak_ops_per_s(cpu::PeakKind::Int8Dot) / kGiga);
   // The table formats keep stdout parseable: the probe goes to stderr there.
@@ -182,6 +183,8 @@ cpu::PeakKind peak_kind_from_name(const std::string& s) {
 int run_bench(BenchOptions& opt) {
   check_options(opt);
   const BenchFormat fmt = parse_format(opt.output);
+  // Before the models load: their repacking depends on the level.
+  if (!opt.isa.empty()) cpu::set_isa_cap(cpu::parse_isa_cap(opt.isa));
   if (opt.threads.empty()) opt.threads.push_back(cpu::ThreadPool::default_threads());
 
   std::map<int, cpu::HwLimits> limits;
@@ -263,6 +266,9 @@ const CommandRegistrar kBench({"bench", "Measure prompt and generation speed (ll
                                  sub.add_option("-o,--output", opt->output, "Output format: md, json or csv");
                                  sub.add_option("--probe-mib", opt->probe_mib,
                                                 "Bandwidth probe buffer in MiB (default: 8 x LLC, >= 256)");
+                                 sub.add_option("--isa", opt->isa,
+                                                "Highest instruction-set level: scalar, avx2, avx512, avx512vnni, "
+                                                "amx or neon (clamped to the CPU; default: FERRITE_ISA or the CPU's)");
                                  return [opt] { return run_bench(*opt); };
                                }});
 

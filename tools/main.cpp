@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "cpu/features.h"
 
 namespace ferrite::tools {
 std::vector<Command>& command_registry() {
@@ -25,7 +26,16 @@ int main(int argc, char** argv) {
   using namespace ferrite::tools;
   CLI::App app{"ferrite: run large language models from GGUF files"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ferrite 0.1.0");
+  // FERRITE_ISA caps the kernels' instruction-set level for the whole run.
+  try {
+    ferrite::cpu::apply_isa_env();
+  } catch (const ferrite::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  app.set_version_flag("--version", std::function<std::string()>([] {
+                         return "ferrite 0.1.0\nisa: " + ferrite::cpu::isa_summary();
+                       }));
 
   auto& commands = command_registry();
   std::sort(commands.begin(), commands.end(), [](const Command& a, const Command& b) { return a.name < b.name; });

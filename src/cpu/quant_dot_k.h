@@ -11,7 +11,7 @@ namespace ferrite::cpu {
 const QuantDot* quant_dot_k_avx512(TensorType type);
 
 // The AVX2 QuantDot of a K type (quant_dot_k_avx2.cpp: bit-identical to the
-// reference dots, reference quantizer, no tiles), or nullptr for other types.
+// reference dots and quantizer, with tiles), or nullptr for other types.
 // quant_dot_avx2() hands the K types to this table.
 const QuantDot* quant_dot_k_avx2(TensorType type);
 

@@ -1,10 +1,12 @@
 #include "model/model.h"
 
+#include "cpu/features.h"
 #include "gguf/metadata.h"
 
 namespace ferrite::model {
 
 std::shared_ptr<const Model> Model::load(const std::string& path) {
+  cpu::apply_isa_env();  // the repacking below depends on the kernels' level
   std::shared_ptr<Model> m(new Model());
   m->file_ = std::make_unique<gguf::File>(gguf::File::open(path));
   const gguf::Metadata md(*m->file_);

@@ -1,6 +1,6 @@
-// The AVX-512 attention kernel against the generic path (one dot_f16 per
-// score and output element, itself tested against attention_ref): equal bit
-// for bit on random inputs, over GQA ratios, head sizes, cache lengths that
+// The AVX2 and AVX-512 attention kernels against the generic path at their
+// level (one dot_f16 per score and output element, itself tested against
+// attention_ref): equal bit for bit on random inputs, over GQA ratios, head sizes, cache lengths that
 // are not multiples of 16 or 64, causal masks, per-token ranges, soft-capping,
 // token counts and thread counts.
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu/attention.h"
+#include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/features.h"
 #include "random_data.h"
@@ -32,7 +33,39 @@ uint32_t bits(float x) {
   return u;
 }
 
+// A kernel and the level whose generic path it reproduces.
+struct Kernel {
+  Isa isa;
+  bool (*applies)(const AttentionArgs&);
+  void (*run)(const AttentionArgs&, ThreadPool&, AttentionScratch&);
+};
+
+void PrintTo(const Kernel& k, std::ostream* os) { *os << isa_name(k.isa); }
+
+// Sets a level for its lifetime.
+class AtLevel {
+ public:
+  explicit AtLevel(Isa isa) : saved_(active_isa_cap()) { set_isa(isa); }
+  ~AtLevel() { set_isa_cap(saved_); }
+  AtLevel(const AtLevel&) = delete;
+  AtLevel& operator=(const AtLevel&) = delete;
+
+ private:
+  IsaCap saved_;
+};
+
+class AttentionSimd : public ::testing::TestWithParam<Kernel> {
+ protected:
+  void SetUp() override {
+    const Isa top = detected_isa();
+    const bool have = GetParam().isa == Isa::Avx512 ? top == Isa::Avx512 : top == Isa::Avx2 || top == Isa::Avx512;
+    if (!have) GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " on this CPU";
+  }
+};
+
 void check_case(const Case& c, uint32_t seed) {
+  const Kernel& kernel = AttentionSimd::GetParam();
+  const AtLevel level(kernel.isa);
   SCOPED_TRACE(::testing::Message() << "tokens " << c.n_tokens << " heads " << c.n_head << "/" << c.n_head_kv
                                     << " hd " << c.head_dim << " n_kv " << c.n_kv << " softcap " << c.softcap
                                     << " ranges " << c.ranges << " threads " << c.threads);
@@ -81,14 +114,14 @@ void check_case(const Case& c, uint32_t seed) {
   a.head_dim = c.head_dim;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   a.softcap = c.softcap;
-  ASSERT_TRUE(attention_avx512_applies(a));
+  ASSERT_TRUE(kernel.applies(a));
   std::vector<float> want(c.n_tokens * c.n_head * c.head_dim, 0.0f), got(want.size(), -1.0f);
   ThreadPool pool(c.threads);
   AttentionScratch scratch;
   a.out = want.data();
   attention_generic(a, pool, scratch);
   a.out = got.data();
-  attention_avx512(a, pool, scratch);
+  kernel.run(a, pool, scratch);
   int nonzero = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     ASSERT_EQ(bits(got[i]), bits(want[i])) << i << ": " << got[i] << " vs " << want[i];
@@ -97,10 +130,7 @@ void check_case(const Case& c, uint32_t seed) {
   EXPECT_GT(nonzero, 0);
 }
 
-bool have_avx512() { return detected_isa() == Isa::Avx512; }
-
-TEST(AttentionAvx512, GqaRatiosAndHeadSizes) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+TEST_P(AttentionSimd, GqaRatiosAndHeadSizes) {
   uint32_t seed = 100;
   for (int64_t group : {1, 4, 8}) {
     for (int64_t hd : {64, 80, 96, 128}) {
@@ -111,8 +141,7 @@ TEST(AttentionAvx512, GqaRatiosAndHeadSizes) {
   }
 }
 
-TEST(AttentionAvx512, TokenCountsAndThreads) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+TEST_P(AttentionSimd, TokenCountsAndThreads) {
   uint32_t seed = 200;
   for (int64_t n_tokens : {1, 2, 7, 16, 37}) {
     for (int threads : {1, 2, 3}) {
@@ -125,8 +154,7 @@ TEST(AttentionAvx512, TokenCountsAndThreads) {
   check_case({33, 16, 2, 128, 128}, seed += 3);
 }
 
-TEST(AttentionAvx512, SoftcapAndTokenRanges) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+TEST_P(AttentionSimd, SoftcapAndTokenRanges) {
   uint32_t seed = 300;
   for (bool ranges : {false, true}) {
     for (float softcap : {0.0f, 5.0f}) {
@@ -137,8 +165,8 @@ TEST(AttentionAvx512, SoftcapAndTokenRanges) {
 }
 
 // A token that sees no cell gets zeros, as the generic path gives.
-TEST(AttentionAvx512, FullyHiddenRowGivesZeros) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+TEST_P(AttentionSimd, FullyHiddenRowGivesZeros) {
+  const AtLevel level(GetParam().isa);
   const int64_t hd = 16, n_kv = 20;
   const auto q = test::random_floats(2 * hd, 7);
   const auto k = test::to_f16(test::random_floats(n_kv * hd, 8));
@@ -161,13 +189,18 @@ TEST(AttentionAvx512, FullyHiddenRowGivesZeros) {
   a.out = out.data();
   ThreadPool pool(2);
   AttentionScratch scratch;
-  attention_avx512(a, pool, scratch);
+  GetParam().run(a, pool, scratch);
   for (int64_t d = 0; d < hd; ++d) {
     EXPECT_EQ(bits(out[d]), 0u) << d;
     // One visible cell: p = 1 exactly, so the output is that V value.
     EXPECT_EQ(out[hd + d], fp16_to_fp32(vt[d * n_kv + 3])) << d;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, AttentionSimd,
+                         ::testing::Values(Kernel{Isa::Avx2, attention_avx2_applies, attention_avx2},
+                                           Kernel{Isa::Avx512, attention_avx512_applies, attention_avx512}),
+                         [](const auto& info) { return isa_name(info.param.isa); });
 
 }  // namespace
 }  // namespace ferrite::cpu
