@@ -29,12 +29,15 @@ CpuFeatures detect() {
   f.asimd = (hwcap & HWCAP_ASIMD) != 0;
   f.asimddp = (hwcap & HWCAP_ASIMDDP) != 0;
   f.fp16 = (hwcap & HWCAP_FPHP) != 0 && (hwcap & HWCAP_ASIMDHP) != 0;
+  const unsigned long hwcap2 = getauxval(AT_HWCAP2);
+  f.i8mm = (hwcap2 & HWCAP2_I8MM) != 0;
+  f.bf16 = (hwcap2 & HWCAP2_BF16) != 0;
 #endif
   return f;
 }
 
 Isa best(const CpuFeatures& f) {
-  if (f.asimd && f.asimddp && f.fp16) return Isa::Neon;
+  if (f.asimd && f.asimddp && f.fp16) return f.i8mm ? Isa::NeonI8mm : Isa::Neon;
   const bool avx2 = f.avx2 && f.fma && f.f16c;
   if (avx2 && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx512vnni && f.avx512bf16) {
     return Isa::Avx512;
@@ -44,8 +47,8 @@ Isa best(const CpuFeatures& f) {
 
 bool is_x86(Isa isa) { return isa == Isa::Avx2 || isa == Isa::Avx512; }
 
-// Both levels of the x86 family, or both Neon (Scalar is in neither).
-bool same_family(Isa a, Isa b) { return is_x86(a) == is_x86(b) && (a == Isa::Neon) == (b == Isa::Neon); }
+// Both levels of the x86 family, or both aarch64 (Scalar is in neither).
+bool same_family(Isa a, Isa b) { return is_x86(a) == is_x86(b) && is_neon(a) == is_neon(b); }
 
 std::atomic<int>& level() {
   static std::atomic<int> value{static_cast<int>(detected_isa())};
@@ -81,6 +84,8 @@ std::string isa_name(Isa isa) {
       return "scalar";
     case Isa::Neon:
       return "neon";
+    case Isa::NeonI8mm:
+      return "neon_i8mm";
     case Isa::Avx2:
       return "avx2";
     case Isa::Avx512:

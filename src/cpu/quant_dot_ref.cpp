@@ -9,10 +9,12 @@
 #include "cpu/quant_dot.h"
 #include "quant/blocks.h"
 #include "quant/dequant_ref.h"
+#include "quant/iq_grids.h"
 
 namespace ferrite::cpu {
 namespace {
 
+using quant::BlockIQ4_XS;
 using quant::BlockQ4_0;
 using quant::BlockQ2_K;
 using quant::BlockQ3_K;
@@ -223,6 +225,32 @@ float dot_q6_k_q8_k(const void* w_row, const void* act_row, int64_t k) {
   return sum;
 }
 
+// IQ4_XS: 8 sub-blocks of 32 with 6-bit scales (ls - 32); element j < 16 of
+// sub-block ib is kIq4nlValues[low nibble of qs[16 ib + j]], element j + 16
+// the high nibble's value. As the K types: the sub-block dots scaled in
+// int32, one float multiply-add per block.
+float dot_iq4_xs_q8_k(const void* w_row, const void* act_row, int64_t k) {
+  constexpr int kScaleBias = 32;
+  const auto* w = static_cast<const BlockIQ4_XS*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(act_row);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    int32_t sumi = 0;
+    for (int ib = 0; ib < kQKK / kSub4K; ++ib) {
+      const uint8_t* q = w[b].qs + ib * kSub4K / 2;
+      const int8_t* y = a[b].qs + ib * kSub4K;
+      int32_t dot = 0;
+      for (int j = 0; j < kSub4K / 2; ++j) {
+        dot += quant::kIq4nlValues[q[j] & 0x0F] * y[j];
+        dot += quant::kIq4nlValues[q[j] >> 4] * y[j + kSub4K / 2];
+      }
+      sumi += (quant::ref::iq4_xs_scale(w[b].scales_l, w[b].scales_h, ib) - kScaleBias) * dot;
+    }
+    sum += fp16_to_fp32(w[b].d) * a[b].d * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
 const QuantDot kQ4_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q4_k_q8_k, nullptr};
 const QuantDot kQ2_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q2_k_q8_k, nullptr};
 const QuantDot kQ3_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q3_k_q8_k, nullptr};
@@ -231,6 +259,7 @@ const QuantDot kQ6_K{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_q6_k_q8_
 
 const QuantDot kQ4_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q4_0_q8_0, nullptr};
 const QuantDot kQ8_0{ActQuant::Q8_0, q8_0_row_bytes, quantize_q8_0, dot_q8_0_q8_0, nullptr};
+const QuantDot kIQ4_XS{ActQuant::Q8_K, q8_k_row_bytes, quantize_q8_k, dot_iq4_xs_q8_k, nullptr};
 
 }  // namespace
 
@@ -250,6 +279,8 @@ const QuantDot* quant_dot_ref(TensorType type) {
       return &kQ5_K;
     case TensorType::Q6_K:
       return &kQ6_K;
+    case TensorType::IQ4_XS:
+      return &kIQ4_XS;
     default:
       return nullptr;
   }
