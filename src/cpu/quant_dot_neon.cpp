@@ -10,6 +10,7 @@
 // quant_dot_neon_i8mm.cpp.
 #include <arm_neon.h>
 
+#include "cpu/act_quant.h"
 #include "cpu/quant_decode_neon.h"
 #include "cpu/quant_dot.h"
 #include "cpu/quant_dot_k.h"
@@ -109,10 +110,11 @@ struct QTile {
   };
 };
 
-// The reference's activation format and quantizer, with these products.
+// The reference's activation format, with the NEON quantizer and these products.
 template <typename Weights>
 QuantDot with_kernel(TensorType type) {
   QuantDot q = *quant_dot_ref(type);
+  q.quantize = quantize_q8_0_neon;
   q.dot = dot<Weights>;
   q.tile = neon::tile_by_shape<QTile<Weights>::template Shape>;
   return q;

@@ -1,6 +1,7 @@
 // The aarch64 NEON levels against the plain reference on random inputs: the
-// Q4_0/Q8_0 quantized dots and tiles bit for bit (at Neon and, where the CPU
-// has it, NeonI8mm with its SMMLA tiles), the f32/f16/bf16 dots within the
+// Q4_0/Q8_0 activation quantizer byte for byte, their quantized dots and
+// tiles bit for bit (at Neon and, where the CPU has it, NeonI8mm with its
+// SMMLA tiles), the f32/f16/bf16 dots within the
 // tolerance vec_ops_test.cpp gives the x86 levels (their exact order is
 // vec_order_test.cpp's), conversions, softmax values, SiLU and rotation
 // exactly; level detection and bookkeeping. These run in the aarch64 cross
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -158,6 +160,58 @@ TEST(NeonQuantDot, EqualsReferenceOnRandomBytes) {
         const float f = fast->dot(w.data(), a.data(), k);
         EXPECT_TRUE(same_bits(r, f)) << isa_name(isa) << " " << tensor_type_name(t) << " seed=" << seed << ": " << f
                                      << " vs " << r;
+      }
+    }
+  }
+}
+
+// The NEON Q8_0 activation quantizer (both tables use it) writes the
+// reference's bytes: random rows over 20 magnitudes (a fresh seed each run,
+// printed on failure), and blocks at the corners of the format: all zeros
+// (both signs), the largest magnitude with both signs, exact halves (round
+// half to even), every integer -127..127, and tiny normal values.
+TEST(NeonQuantDot, Q8_0QuantizerEqualsReferenceByteForByte) {
+  SKIP_WITHOUT_NEON();
+  constexpr int64_t kQK = quant::kQK;
+  std::vector<std::vector<float>> rows;
+  const uint32_t fresh = std::random_device{}();
+  for (uint32_t i = 0; i < 20; ++i) {
+    const float range = std::ldexp(1.0f, static_cast<int>(i) - 10);  // 2^-10 .. 2^9
+    rows.push_back(random_floats(static_cast<size_t>(32 * kQK), fresh + i, -range, range));
+  }
+  rows.emplace_back(kQK, 0.0f);
+  rows.emplace_back(kQK, -0.0f);
+  {
+    auto v = random_floats(static_cast<size_t>(kQK), 5, -1.0f, 1.0f);
+    v[3] = -4.0f;
+    v[20] = 4.0f;
+    rows.push_back(v);
+  }
+  {
+    std::vector<float> v(static_cast<size_t>(kQK));  // amax 127: id = 1, each value a tie
+    for (int64_t j = 0; j < kQK; ++j) v[j] = static_cast<float>(j - 16) + 0.5f;
+    v[0] = 127.0f;
+    rows.push_back(v);
+  }
+  {
+    std::vector<float> v;
+    for (int q = -127; q <= 127; ++q) v.push_back(static_cast<float>(q));
+    v.push_back(0.0f);  // 256 values: 8 blocks
+    rows.push_back(v);
+  }
+  rows.push_back(random_floats(static_cast<size_t>(kQK), 6, -1e-37f, 1e-37f));
+  for (Isa isa : neon_levels()) {
+    for (TensorType t : kQ8_0Types) {
+      const QuantDot* ref = quant_dot_ref(t);
+      const QuantDot* fast = find_quant_dot(t, isa);
+      ASSERT_NE(fast->quantize, ref->quantize) << tensor_type_name(t) << ": the NEON level has its own quantizer";
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const int64_t k = static_cast<int64_t>(rows[i].size());
+        std::vector<uint8_t> a(ref->act_row_bytes(k), 0), b(ref->act_row_bytes(k), 0xAA);
+        ref->quantize(rows[i].data(), a.data(), k);
+        fast->quantize(rows[i].data(), b.data(), k);
+        EXPECT_EQ(a, b) << isa_name(isa) << " " << tensor_type_name(t) << " row " << i << " (fresh seed " << fresh
+                        << ")";
       }
     }
   }
