@@ -50,5 +50,8 @@ void quantize_q8_0_avx2(const float* x, void* dst, float* d_out, int32_t* sum_ou
 // The same, in NEON (act_quant_neon.cpp, aarch64 builds only; bit-identical
 // to the reference too). The NEON K-quant table (quant_dot_k_neon.cpp) uses it.
 void quantize_q8_k_neon(const float* x, void* dst, int64_t k);
+// Q8_0 rows (BlockQ8_0), in NEON (act_quant_neon.cpp, aarch64 builds only;
+// bit-identical to the reference): the Q4_0/Q8_0 tables of quant_dot_neon.cpp.
+void quantize_q8_0_neon(const float* x, void* dst, int64_t k);
 
 }  // namespace ferrite::cpu

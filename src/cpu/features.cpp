@@ -63,12 +63,15 @@ CpuFeatures detect() {
   f.asimd = (hwcap & HWCAP_ASIMD) != 0;
   f.asimddp = (hwcap & HWCAP_ASIMDDP) != 0;
   f.fp16 = (hwcap & HWCAP_FPHP) != 0 && (hwcap & HWCAP_ASIMDHP) != 0;
+  const unsigned long hwcap2 = getauxval(AT_HWCAP2);
+  f.i8mm = (hwcap2 & HWCAP2_I8MM) != 0;
+  f.bf16 = (hwcap2 & HWCAP2_BF16) != 0;
 #endif
   return f;
 }
 
 IsaCap best(const CpuFeatures& f) {
-  if (f.asimd && f.asimddp && f.fp16) return IsaCap::Neon;
+  if (f.asimd && f.asimddp && f.fp16) return f.i8mm ? IsaCap::NeonI8mm : IsaCap::Neon;
   if (!(f.avx2 && f.fma && f.f16c && f.bmi2)) return IsaCap::Scalar;
   if (!(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl)) return IsaCap::Avx2;
   if (!(f.avx512vnni && f.avx512bf16)) return IsaCap::Avx512;
@@ -79,7 +82,7 @@ enum class Family { None, X86, Arm };
 
 Family family(IsaCap c) {
   if (c == IsaCap::Scalar) return Family::None;
-  return c == IsaCap::Neon ? Family::Arm : Family::X86;
+  return c == IsaCap::Neon || c == IsaCap::NeonI8mm ? Family::Arm : Family::X86;
 }
 
 IsaCap clamp_to_host(IsaCap cap) {
@@ -100,7 +103,7 @@ std::atomic<int>& level_state() {
 }
 
 constexpr IsaCap kAllCaps[] = {IsaCap::Scalar, IsaCap::Avx2, IsaCap::Avx512, IsaCap::Avx512Vnni, IsaCap::Amx,
-                               IsaCap::Neon};
+                               IsaCap::Neon, IsaCap::NeonI8mm};
 
 }  // namespace
 
@@ -126,6 +129,8 @@ Isa isa_of_cap(IsaCap cap) {
       return Isa::Avx512;
     case IsaCap::Neon:
       return Isa::Neon;
+    case IsaCap::NeonI8mm:
+      return Isa::NeonI8mm;
   }
   return Isa::Scalar;
 }
@@ -153,6 +158,9 @@ Isa set_isa(Isa isa) {
     case Isa::Neon:
       cap = IsaCap::Neon;
       break;
+    case Isa::NeonI8mm:
+      cap = IsaCap::NeonI8mm;
+      break;
     case Isa::Avx2:
       cap = IsaCap::Avx2;
       break;
@@ -171,6 +179,8 @@ std::string isa_name(Isa isa) {
       return "scalar";
     case Isa::Neon:
       return "neon";
+    case Isa::NeonI8mm:
+      return "neon_i8mm";
     case Isa::Avx2:
       return "avx2";
     case Isa::Avx512:
@@ -193,6 +203,8 @@ std::string isa_cap_name(IsaCap cap) {
       return "amx";
     case IsaCap::Neon:
       return "neon";
+    case IsaCap::NeonI8mm:
+      return "neon_i8mm";
   }
   return "unknown";
 }

@@ -44,6 +44,9 @@ const QuantDot* find_quant_dot(TensorType type, Isa isa);
 const QuantDot* quant_dot_ref(TensorType type);
 const QuantDot* quant_dot_avx2(TensorType type);  // Q4_0, Q8_0, the K types (quant_dot_k_avx2), the rest (quant_dot_iq.h)
 const QuantDot* quant_dot_avx512(TensorType type);
-const QuantDot* quant_dot_neon(TensorType type);  // Q4_0, Q8_0, K types (quant_dot_k_neon); aarch64 only
+const QuantDot* quant_dot_neon(TensorType type);  // Q4_0, Q8_0, IQ4_XS, K types (quant_dot_k_neon); aarch64 only
+// The same dots with tiles that multiply pairs of rows by pairs of tokens with
+// SMMLA (FEAT_I8MM): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS; aarch64 only.
+const QuantDot* quant_dot_neon_i8mm(TensorType type);
 
 }  // namespace ferrite::cpu

@@ -108,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"models/synth/synth-starcoder2-f32.gguf", "golden/logits/synth-starcoder2-f32.p1.json"},
                       Case{"models/synth/synth-starcoder2-f32.gguf", "golden/logits/synth-starcoder2-f32.p2.json"},
                       Case{"models/synth/synth-falcon-f32.gguf", "golden/logits/synth-falcon-f32.p1.json"},
-                      Case{"models/synth/synth-falcon-f32.gguf", "golden/logits/synth-falcon-f32.p2.json"}));
+                      Case{"models/synth/synth-falcon-f32.gguf", "golden/logits/synth-falcon-f32.p2.json"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return test::golden_case_name(info.param.golden); });
 
 }  // namespace
 }  // namespace ferrite
