@@ -16,7 +16,8 @@ using P = SamplerParams;
 
 // clang-format off
 const ParamSpec kTable[] = {
-    {"temperature", "--temp,--temperature", "temperature; 0: greedy", ParamKind::Float, 0, 10, &P::temperature},
+    // OpenAI's documented range (the server's before the table).
+    {"temperature", "--temp,--temperature", "temperature; 0: greedy", ParamKind::Float, 0, 2, &P::temperature},
     {"top_k", "--top-k", "top-k sampling (<= 0: all tokens)", ParamKind::Int, -1, kMaxWindow, &P::top_k},
     {"top_p", "--top-p", "top-p sampling (1.0 = disabled)", ParamKind::Float, 0, 1, &P::top_p},
     {"min_p", "--min-p", "min-p sampling (0.0 = disabled)", ParamKind::Float, 0, 1, &P::min_p},
