@@ -9,7 +9,7 @@
 #include "chat/chat_template.h"
 #include "gguf/file.h"
 
-namespace ferrite::server {
+namespace ferrite::runtime {
 
 class ChatFormatter {
  public:
@@ -19,7 +19,8 @@ class ChatFormatter {
 
   // Renders `messages` (validated and normalized: content parts joined,
   // tool-call arguments parsed) with `tools` (null for none). Throws
-  // ApiError 400 for malformed messages or a template that refuses them.
+  // InvalidField (field "messages" or "messages[i]") for malformed messages
+  // or a template that refuses them.
   std::string render(const chat::Json& messages, const chat::Json& tools, bool add_generation_prompt) const;
 
   const std::string& source() const { return source_; }
@@ -34,7 +35,7 @@ class ChatFormatter {
 };
 
 // Validates one OpenAI message list and returns it in the shape templates
-// expect. Throws ApiError 400 naming the offending field.
+// expect. Throws InvalidField naming the offending message.
 chat::Json normalize_messages(const chat::Json& messages);
 
-}  // namespace ferrite::server
+}  // namespace ferrite::runtime

@@ -1,11 +1,11 @@
-#include "server/logprobs.h"
+#include "sampling/logprobs.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-namespace ferrite::server {
+namespace ferrite::sampling {
 
 float token_logprob(std::span<const float> logits, int32_t token,
                     std::vector<std::pair<int32_t, float>>* top, int32_t n_top) {
@@ -27,4 +27,4 @@ float token_logprob(std::span<const float> logits, int32_t token,
   return logits[static_cast<size_t>(token)] - log_z;
 }
 
-}  // namespace ferrite::server
+}  // namespace ferrite::sampling

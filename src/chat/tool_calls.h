@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace ferrite::server {
+namespace ferrite::chat {
 
 struct ToolCall {
   std::string name;
@@ -24,4 +24,4 @@ struct ParsedReply {
 // A reply that holds no well-formed call comes back as content unchanged.
 ParsedReply parse_tool_calls(const std::string& text);
 
-}  // namespace ferrite::server
+}  // namespace ferrite::chat

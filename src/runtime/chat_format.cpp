@@ -1,9 +1,9 @@
-#include "server/chat_format.h"
+#include "runtime/chat_format.h"
 
 #include "chat/error.h"
-#include "server/api_error.h"
+#include "core/error.h"
 
-namespace ferrite::server {
+namespace ferrite::runtime {
 namespace {
 
 std::string token_text(const gguf::File& file, const char* key) {
@@ -19,16 +19,16 @@ std::string token_text(const gguf::File& file, const char* key) {
 // Content as a template sees it: a string (text parts joined) or null.
 chat::Json normalize_content(const chat::Json& content, const std::string& where) {
   if (content.is_null() || content.is_string()) return content;
-  if (!content.is_array()) throw bad_request(where + ".content must be a string, an array of parts or null", where);
+  if (!content.is_array()) throw InvalidField(where, where + ".content must be a string, an array of parts or null");
   std::string text;
   for (const chat::Json& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-      throw bad_request(where + ".content parts must be objects with a \"type\"", where);
+      throw InvalidField(where, where + ".content parts must be objects with a \"type\"");
     }
     if (part["type"] != "text") {
-      throw bad_request("content part type '" + part["type"].get<std::string>() + "' is not supported", where);
+      throw InvalidField(where, "content part type '" + part["type"].get<std::string>() + "' is not supported");
     }
-    if (!part.contains("text") || !part["text"].is_string()) throw bad_request(where + ": text part without text", where);
+    if (!part.contains("text") || !part["text"].is_string()) throw InvalidField(where, where + ": text part without text");
     text += part["text"].get<std::string>();
   }
   return text;
@@ -37,18 +37,18 @@ chat::Json normalize_content(const chat::Json& content, const std::string& where
 }  // namespace
 
 chat::Json normalize_messages(const chat::Json& messages) {
-  if (!messages.is_array()) throw bad_request("'messages' must be an array", "messages");
-  if (messages.empty()) throw bad_request("'messages' must not be empty", "messages");
+  if (!messages.is_array()) throw InvalidField("messages", "'messages' must be an array");
+  if (messages.empty()) throw InvalidField("messages", "'messages' must not be empty");
   chat::Json out = chat::Json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string where = "messages[" + std::to_string(i) + "]";
     const chat::Json& m = messages[i];
-    if (!m.is_object()) throw bad_request(where + " must be an object", where);
-    if (!m.contains("role") || !m["role"].is_string()) throw bad_request(where + ".role must be a string", where);
+    if (!m.is_object()) throw InvalidField(where, where + " must be an object");
+    if (!m.contains("role") || !m["role"].is_string()) throw InvalidField(where, where + ".role must be a string");
     chat::Json n = m;
     n["content"] = normalize_content(m.contains("content") ? m["content"] : chat::Json(nullptr), where);
     if (m.contains("tool_calls")) {
-      if (!m["tool_calls"].is_array()) throw bad_request(where + ".tool_calls must be an array", where);
+      if (!m["tool_calls"].is_array()) throw InvalidField(where, where + ".tool_calls must be an array");
       for (chat::Json& call : n["tool_calls"]) {
         // Templates index arguments as a mapping; OpenAI sends a JSON string.
         if (call.is_object() && call.contains("function") && call["function"].is_object() &&
@@ -89,8 +89,8 @@ std::string ChatFormatter::render(const chat::Json& messages, const chat::Json& 
   try {
     return chat::apply_chat_template(*template_, normalize_messages(messages), opt);
   } catch (const chat::TemplateError& e) {
-    throw bad_request(std::string("the chat template rejected the messages: ") + e.what(), "messages");
+    throw InvalidField("messages", std::string("the chat template rejected the messages: ") + e.what());
   }
 }
 
-}  // namespace ferrite::server
+}  // namespace ferrite::runtime

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace ferrite::server {
+namespace ferrite::runtime {
 
 class StopStrings {
  public:
@@ -28,4 +28,4 @@ class StopStrings {
   std::string matched_;
 };
 
-}  // namespace ferrite::server
+}  // namespace ferrite::runtime

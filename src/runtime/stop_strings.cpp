@@ -1,8 +1,8 @@
-#include "server/stop_strings.h"
+#include "runtime/stop_strings.h"
 
 #include <algorithm>
 
-namespace ferrite::server {
+namespace ferrite::runtime {
 
 StopStrings::StopStrings(std::vector<std::string> stops) {
   for (std::string& s : stops) {
@@ -50,4 +50,4 @@ std::string StopStrings::flush() {
   return out;
 }
 
-}  // namespace ferrite::server
+}  // namespace ferrite::runtime

@@ -1,8 +1,8 @@
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 
 #include <nlohmann/json.hpp>
 
-namespace ferrite::server {
+namespace ferrite::chat {
 namespace {
 
 using nlohmann::json;
@@ -98,4 +98,4 @@ ParsedReply parse_tool_calls(const std::string& text) {
   return {text, {}};
 }
 
-}  // namespace ferrite::server
+}  // namespace ferrite::chat

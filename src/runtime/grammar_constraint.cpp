@@ -1,9 +1,9 @@
-#include "server/grammar_constraint.h"
+#include "runtime/grammar_constraint.h"
 
 #include <algorithm>
 #include <limits>
 
-namespace ferrite::server {
+namespace ferrite::runtime {
 
 std::shared_ptr<const VocabPieces> build_vocab_pieces(const tokenizer::Tokenizer& tok) {
   auto v = std::make_shared<VocabPieces>();
@@ -46,4 +46,4 @@ void GrammarConstraint::accept(int32_t token) {
 
 void GrammarConstraint::reset() { matcher_.reset(); }
 
-}  // namespace ferrite::server
+}  // namespace ferrite::runtime

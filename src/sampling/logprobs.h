@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-namespace ferrite::server {
+namespace ferrite::sampling {
 
 // log p(token) and the `n_top` most likely (id, log p), best first (ties:
 // lower id first).
 float token_logprob(std::span<const float> logits, int32_t token,
                     std::vector<std::pair<int32_t, float>>* top, int32_t n_top);
 
-}  // namespace ferrite::server
+}  // namespace ferrite::sampling

@@ -12,7 +12,7 @@
 #include "sampling/constraint.h"
 #include "tokenizer/tokenizer.h"
 
-namespace ferrite::server {
+namespace ferrite::runtime {
 
 // What every constraint of one vocabulary shares: pieces and the token trie.
 struct VocabPieces {
@@ -45,4 +45,4 @@ class GrammarConstraint : public sampling::Constraint {
   grammar::Matcher matcher_;
 };
 
-}  // namespace ferrite::server
+}  // namespace ferrite::runtime
