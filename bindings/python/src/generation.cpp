@@ -31,6 +31,7 @@ Step Generation::step() {
   runtime::GenerationStep s;
   {
     py::gil_scoped_release nogil;
+    const std::lock_guard<std::mutex> lock(session_->cache_mutex());
     s = session_->sequence().step(gen_, logits_);
   }
   if (s.needs_eval()) session_->count_evaluated(1);

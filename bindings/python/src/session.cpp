@@ -84,9 +84,13 @@ runtime::Sequence& Session::sequence() {
   return *seq_;
 }
 
-const std::vector<int32_t>& Session::cached_tokens() const {
-  static const std::vector<int32_t> kNone;
-  return seq_ ? seq_->cached() : kNone;
+std::vector<int32_t> Session::cached_tokens() const {
+  std::unique_lock<std::mutex> lock(cache_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    py::gil_scoped_release nogil;  // the evaluating thread may need the GIL after it unlocks
+    lock.lock();
+  }
+  return seq_ ? seq_->cached() : std::vector<int32_t>{};
 }
 
 std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool all_logits) {
@@ -99,6 +103,7 @@ std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool
                           std::to_string(ctx_->n_ctx()));
   }
   py::gil_scoped_release nogil;
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
   if (!all_logits) {
     runtime::PrefillStats stats;
     const std::span<const float> logits = seq_->prefill(tokens, &stats);

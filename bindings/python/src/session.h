@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,7 +68,11 @@ class Session {
   // Counts tokens a generation evaluated (feed() through sequence()).
   void count_evaluated(int64_t n) { n_evaluated_ += n; }
 
-  const std::vector<int32_t>& cached_tokens() const;
+  // A copy of the tokens the cache holds. Another Python thread may read it
+  // while a generation evaluates with the GIL released: the sequence changes
+  // only under cache_mutex(), which this takes (waiting without the GIL).
+  std::vector<int32_t> cached_tokens() const;
+  std::mutex& cache_mutex() const { return cache_mutex_; }
   // Forgets the cache.
   void reset();
   // Restores a cache holding `tokens` by evaluating them.
@@ -109,6 +114,7 @@ class Session {
   };
 
  private:
+  mutable std::mutex cache_mutex_;  // guards seq_ while the GIL is released
   SessionParams params_;
   std::shared_ptr<const model::Model> model_;  // null: vocab only
   std::unique_ptr<gguf::File> own_file_;       // vocab only: the opened file
