@@ -26,6 +26,7 @@ constexpr IsaCap kX86[] = {IsaCap::Scalar, IsaCap::Avx2, IsaCap::Avx512, IsaCap:
 TEST(IsaCap, NamesRoundTripAndUnknownNamesAreRefused) {
   for (IsaCap c : kX86) EXPECT_EQ(parse_isa_cap(isa_cap_name(c)), c);
   EXPECT_EQ(parse_isa_cap("neon"), IsaCap::Neon);
+  EXPECT_EQ(parse_isa_cap("neon_i8mm"), IsaCap::NeonI8mm);
   EXPECT_THROW(parse_isa_cap("avx3"), InvalidArgument);
   EXPECT_THROW(parse_isa_cap(""), InvalidArgument);
   EXPECT_THROW(parse_isa_cap("AVX2"), InvalidArgument);
@@ -43,6 +44,7 @@ TEST(IsaCap, KernelLevelOfEachCap) {
   EXPECT_EQ(isa_of_cap(IsaCap::Avx512Vnni), Isa::Avx512);
   EXPECT_EQ(isa_of_cap(IsaCap::Amx), Isa::Avx512);
   EXPECT_EQ(isa_of_cap(IsaCap::Neon), Isa::Neon);
+  EXPECT_EQ(isa_of_cap(IsaCap::NeonI8mm), Isa::NeonI8mm);
 }
 
 TEST(IsaCap, ClampedToTheHost) {
@@ -52,12 +54,17 @@ TEST(IsaCap, ClampedToTheHost) {
   EXPECT_EQ(set_isa_cap(IsaCap::Scalar), IsaCap::Scalar);
   EXPECT_EQ(active_isa(), Isa::Scalar);
   EXPECT_FALSE(amx_available());
-  if (host == IsaCap::Neon) {
+  if (host == IsaCap::Neon || host == IsaCap::NeonI8mm) {
     EXPECT_EQ(set_isa_cap(IsaCap::Amx), IsaCap::Scalar);  // the other architecture
     EXPECT_EQ(set_isa_cap(IsaCap::Neon), IsaCap::Neon);
+    EXPECT_EQ(active_isa(), Isa::Neon);
+    // neon_i8mm is clamped to plain neon where the CPU lacks the int8 matrix multiply.
+    EXPECT_EQ(set_isa_cap(IsaCap::NeonI8mm), host);
+    EXPECT_EQ(active_isa(), isa_of_cap(host));
     return;
   }
   EXPECT_EQ(set_isa_cap(IsaCap::Neon), IsaCap::Scalar);
+  EXPECT_EQ(set_isa_cap(IsaCap::NeonI8mm), IsaCap::Scalar);
   for (IsaCap c : kX86) {
     const IsaCap expect = static_cast<int>(c) <= static_cast<int>(host) ? c : host;
     EXPECT_EQ(set_isa_cap(c), expect) << isa_cap_name(c);
@@ -76,7 +83,13 @@ TEST(IsaCap, SummaryNamesTheCapAndTheHost) {
   const CapGuard guard;
   set_isa_cap(IsaCap::Scalar);
   EXPECT_EQ(isa_summary(), "scalar (host " + isa_cap_name(host_isa_cap()) + ")");
-  if (host_isa_cap() == IsaCap::Neon || host_isa_cap() == IsaCap::Scalar) return;
+  const IsaCap host = host_isa_cap();
+  if (host == IsaCap::Neon || host == IsaCap::NeonI8mm) {
+    set_isa_cap(IsaCap::Neon);
+    EXPECT_EQ(isa_summary(), "neon (host " + isa_cap_name(host) + ")");
+    return;
+  }
+  if (host == IsaCap::Scalar) return;
   set_isa_cap(IsaCap::Avx2);
   EXPECT_EQ(isa_summary(), "avx2 (host " + isa_cap_name(host_isa_cap()) + ")");
   if (set_isa_cap(IsaCap::Avx512) == IsaCap::Avx512) {
