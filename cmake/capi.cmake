@@ -39,8 +39,12 @@ add_library(ferrite_shared SHARED $<TARGET_OBJECTS:ferrite_capi_objs>)
 target_link_libraries(ferrite_shared PRIVATE ${FERRITE_CAPI_MODULES})
 target_include_directories(ferrite_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>
                                                     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-target_link_options(ferrite_shared PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/src/capi/capi.map
-                                           -Wl,--no-undefined)
+target_link_options(ferrite_shared PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/src/capi/capi.map)
+if(NOT FERRITE_SANITIZE AND NOT FERRITE_FUZZ)
+  # Every symbol resolved at link time (clang's sanitizers leave their
+  # runtime's to the executable).
+  target_link_options(ferrite_shared PRIVATE -Wl,--no-undefined)
+endif()
 set_target_properties(ferrite_shared PROPERTIES
   OUTPUT_NAME ferrite
   EXPORT_NAME ferrite
