@@ -83,8 +83,10 @@ typedef int (*ferrite_progress_fn)(uint64_t done, uint64_t total, void* user_dat
 typedef struct ferrite_model_params {
   int32_t n_gpu_layers;         /* layers its contexts run on the GPU; -1: all. Ignored without GPU support */
   int32_t use_mmap;             /* 1 (default): pages are read when first used. 0: every page is read
-                                   during the load, so no evaluation waits on the disk */
-  ferrite_progress_fn progress; /* NULL: no reports */
+                                   during the load, so no evaluation waits on the disk. The file stays
+                                   memory-mapped either way */
+  ferrite_progress_fn progress; /* NULL: no reports; else the pages are read during the load (as with
+                                   use_mmap 0) and reported */
   void* progress_user_data;
 } ferrite_model_params;
 
