@@ -277,7 +277,8 @@ typedef struct ferrite_generation_result {
 } ferrite_generation_result;
 
 /* The engine's token loop (the one ferrite run, the server and Python use):
- * clears sequence seq_id, evaluates the prompt, then samples with params
+ * clears sequence seq_id (even when it then fails), evaluates the prompt,
+ * then samples with params
  * (NULL: the defaults), streaming text to on_text (may be NULL), until
  * n_predict tokens (< 0: no limit), the end of text, a stop string, the
  * grammar's end or a full sequence. result may be NULL. */

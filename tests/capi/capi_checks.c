@@ -621,6 +621,9 @@ const char* capi_check_errors(const char* model_path, const char* not_a_model, c
     CHECK(ferrite_kv_seq_pos_max(c, 0) == 15, "full cache pos_max %d", ferrite_kv_seq_pos_max(c, 0));
   }
   FAILS(FERRITE_ERR_CONTEXT_FULL, ferrite_generate(c, 0, tokens, 20, NULL, 4, NULL, NULL, NULL));
+  FAILS(FERRITE_ERR_INVALID_ARGUMENT, ferrite_generate(c, 0, &bad, 1, NULL, 4, NULL, NULL, NULL));
+  FAILS(FERRITE_ERR_INVALID_ARGUMENT, ferrite_generate(c, 0, tokens, 0, NULL, 4, NULL, NULL, NULL));
+  FAILS(FERRITE_ERR_INVALID_ARGUMENT, ferrite_generate(c, 256, tokens, 1, NULL, 4, NULL, NULL, NULL));
   {
     /* A generation that fills the sequence ends with FINISH_CONTEXT. */
     ferrite_generation_result r;
