@@ -1,11 +1,10 @@
 #include "cli_spec.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <CLI/CLI.hpp>
 
 #include "command.h"
 #include "core/error.h"

@@ -12,8 +12,8 @@ namespace ferrite::tools {
 struct OptionSpec {
   std::vector<std::string> names;  // "-m", "--model", and llama.cpp's single-dash spellings ("-ngl")
   std::string help;
-  std::string value;               // the value's name ("TEXT", "INT"); empty for a flag
-  std::string group;               // the --help section ("Sampling"); "Options" by default
+  std::string value;  // the value's name ("TEXT", "INT"); empty for a flag
+  std::string group;  // the --help section ("Sampling"); "Options" by default
 };
 
 struct CommandSpec {

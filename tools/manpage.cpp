@@ -55,7 +55,8 @@ std::string man_page(const std::vector<CommandSpec>& spec) {
       }
       s += ".TP\n";
       std::string names;
-      for (const std::string& n : o.names) names += (names.empty() ? "" : ", ") + std::string("\\fB") + roff(n) + "\\fR";
+      for (const std::string& n : o.names)
+        names += (names.empty() ? "" : ", ") + std::string("\\fB") + roff(n) + "\\fR";
       if (!o.value.empty()) names += " \\fI" + roff(o.value) + "\\fR";
       s += names + "\n" + roff(o.help) + "\n";
     }

@@ -5,11 +5,10 @@
  * Build against an installed ferrite:
  *   cc generate.c $(pkg-config --cflags --libs ferrite) -o generate
  * or with CMake: find_package(ferrite) and ferrite::ferrite (CMakeLists.txt). */
+#include <ferrite.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <ferrite.h>
 
 static int print_text(const char* text, size_t len, void* user_data) {
   (void)user_data;
@@ -59,7 +58,8 @@ int main(int argc, char** argv) {
     goto done;
   }
   tokens = malloc((n_tokens + 1) * sizeof *tokens);
-  if (tokens == NULL || (s = ferrite_tokenize(model, prompt, strlen(prompt), 1, 0, tokens, n_tokens, &n_tokens)) != FERRITE_OK) {
+  if (tokens == NULL ||
+      (s = ferrite_tokenize(model, prompt, strlen(prompt), 1, 0, tokens, n_tokens, &n_tokens)) != FERRITE_OK) {
     rc = tokens ? fail("tokenizing", s) : 1;
     goto done;
   }

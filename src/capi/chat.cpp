@@ -11,7 +11,8 @@ extern "C" {
 
 ferrite_status ferrite_chat_apply_template(const ferrite_model* model, const char* tmpl,
                                            const ferrite_chat_message* messages, size_t n_messages,
-                                           int add_generation_prompt, char* buf, size_t capacity, size_t* length) {
+                                           int add_generation_prompt, char* buf, size_t capacity,
+                                           size_t* length) noexcept {
   return capi::guarded([&] {
     const auto& m = need(model, "model");
     need(length, "length");

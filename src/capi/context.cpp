@@ -48,7 +48,7 @@ runtime::Batch to_batch(runtime::Context& ctx, const ferrite_batch& b) {
 
 extern "C" {
 
-ferrite_context_params ferrite_context_default_params(void) {
+ferrite_context_params ferrite_context_default_params(void) noexcept {
   ferrite_context_params p{};
   p.n_ctx = 0;
   p.n_batch = 512;
@@ -57,7 +57,8 @@ ferrite_context_params ferrite_context_default_params(void) {
   return p;
 }
 
-ferrite_status ferrite_context_new(ferrite_model* model, const ferrite_context_params* params, ferrite_context** out) {
+ferrite_status ferrite_context_new(ferrite_model* model, const ferrite_context_params* params,
+                                   ferrite_context** out) noexcept {
   if (out != nullptr) *out = nullptr;
   return capi::guarded([&] {
     const auto& m = need(model, "model");
@@ -79,11 +80,11 @@ ferrite_status ferrite_context_new(ferrite_model* model, const ferrite_context_p
   });
 }
 
-void ferrite_context_free(ferrite_context* ctx) { delete ctx; }
+void ferrite_context_free(ferrite_context* ctx) noexcept { delete ctx; }
 
-int64_t ferrite_context_n_ctx(const ferrite_context* ctx) { return ctx ? ctx->ctx->n_ctx() : 0; }
+int64_t ferrite_context_n_ctx(const ferrite_context* ctx) noexcept { return ctx ? ctx->ctx->n_ctx() : 0; }
 
-ferrite_status ferrite_decode(ferrite_context* ctx, const ferrite_batch* batch) {
+ferrite_status ferrite_decode(ferrite_context* ctx, const ferrite_batch* batch) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     const runtime::Batch b = to_batch(c, need(batch, "batch"));
@@ -99,11 +100,11 @@ ferrite_status ferrite_decode(ferrite_context* ctx, const ferrite_batch* batch) 
   });
 }
 
-int32_t ferrite_n_outputs(const ferrite_context* ctx) {
+int32_t ferrite_n_outputs(const ferrite_context* ctx) noexcept {
   return ctx ? static_cast<int32_t>(ctx->ctx->n_outputs()) : 0;
 }
 
-ferrite_status ferrite_get_logits(ferrite_context* ctx, int32_t i, const float** logits) {
+ferrite_status ferrite_get_logits(ferrite_context* ctx, int32_t i, const float** logits) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     need(logits, "logits");
@@ -112,7 +113,7 @@ ferrite_status ferrite_get_logits(ferrite_context* ctx, int32_t i, const float**
   });
 }
 
-ferrite_status ferrite_get_embeddings(ferrite_context* ctx, int32_t i, const float** embd) {
+ferrite_status ferrite_get_embeddings(ferrite_context* ctx, int32_t i, const float** embd) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     need(embd, "embd");
@@ -121,7 +122,7 @@ ferrite_status ferrite_get_embeddings(ferrite_context* ctx, int32_t i, const flo
   });
 }
 
-ferrite_status ferrite_get_embeddings_seq(ferrite_context* ctx, int32_t seq_id, const float** embd) {
+ferrite_status ferrite_get_embeddings_seq(ferrite_context* ctx, int32_t seq_id, const float** embd) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     need(embd, "embd");

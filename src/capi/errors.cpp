@@ -53,8 +53,8 @@ void copy_out(const void* bytes, size_t n, void* buf, size_t capacity, size_t* l
   *length = n;
   const size_t needed = n + (text ? 1 : 0);
   if (buf == nullptr || capacity < needed) {
-    throw Failure(FERRITE_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(buf ? capacity : 0) +
-                                                    " bytes; " + std::to_string(needed) + " are needed");
+    throw Failure(FERRITE_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(buf ? capacity : 0) + " bytes; " +
+                                                    std::to_string(needed) + " are needed");
   }
   auto* out = static_cast<char*>(buf);
   if (n > 0) std::memcpy(out, bytes, n);
@@ -66,8 +66,8 @@ void copy_tokens(const std::vector<int32_t>& ids, int32_t* out, size_t capacity,
   *n_tokens = ids.size();
   if (ids.empty()) return;
   if (out == nullptr || capacity < ids.size()) {
-    throw Failure(FERRITE_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(out ? capacity : 0) +
-                                                    " tokens; " + std::to_string(ids.size()) + " are needed");
+    throw Failure(FERRITE_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(out ? capacity : 0) + " tokens; " +
+                                                    std::to_string(ids.size()) + " are needed");
   }
   std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
 }
@@ -84,9 +84,9 @@ void check_token(const tokenizer::Tokenizer& tok, int32_t token) {
 
 extern "C" {
 
-const char* ferrite_last_error(void) { return ferrite::capi::t_last_error.c_str(); }
+const char* ferrite_last_error(void) noexcept { return ferrite::capi::t_last_error.c_str(); }
 
-const char* ferrite_status_name(ferrite_status status) {
+const char* ferrite_status_name(ferrite_status status) noexcept {
   switch (status) {
     case FERRITE_OK: return "ok";
     case FERRITE_ERR_INVALID_ARGUMENT: return "invalid_argument";

@@ -30,7 +30,7 @@ extern "C" {
 
 ferrite_status ferrite_generate(ferrite_context* ctx, int32_t seq_id, const int32_t* prompt, size_t n_prompt,
                                 const ferrite_sampler_params* params, int64_t n_predict, ferrite_text_fn on_text,
-                                void* user_data, ferrite_generation_result* result) {
+                                void* user_data, ferrite_generation_result* result) noexcept {
   if (result != nullptr) *result = ferrite_generation_result{};
   return capi::guarded([&] {
     auto& c = need(ctx, "ctx");

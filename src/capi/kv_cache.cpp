@@ -1,7 +1,8 @@
 // KV cache operations on a context's sequences, and saving / restoring one
 // sequence's state (runtime/context_state.h's format) to a file or a buffer.
-#include "capi/handles.h"
 #include "runtime/kv_cache.h"
+
+#include "capi/handles.h"
 
 using namespace ferrite;
 using capi::need;
@@ -10,8 +11,7 @@ namespace {
 
 void check_seq(int32_t seq, const char* what, bool allow_all) {
   if ((allow_all && seq < 0) || (seq >= 0 && seq < runtime::kMaxSequences)) return;
-  throw capi::Failure(FERRITE_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(seq) +
-                                                        " is outside 0.." +
+  throw capi::Failure(FERRITE_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(seq) + " is outside 0.." +
                                                         std::to_string(runtime::kMaxSequences - 1));
 }
 
@@ -36,7 +36,7 @@ void restored(runtime::Context& c, int32_t seq, const std::vector<int32_t>& ids,
 
 extern "C" {
 
-ferrite_status ferrite_kv_seq_rm(ferrite_context* ctx, int32_t seq_id, int32_t p0, int32_t p1) {
+ferrite_status ferrite_kv_seq_rm(ferrite_context* ctx, int32_t seq_id, int32_t p0, int32_t p1) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(seq_id, "seq_id", true);
@@ -45,7 +45,7 @@ ferrite_status ferrite_kv_seq_rm(ferrite_context* ctx, int32_t seq_id, int32_t p
   });
 }
 
-ferrite_status ferrite_kv_seq_cp(ferrite_context* ctx, int32_t src, int32_t dst) {
+ferrite_status ferrite_kv_seq_cp(ferrite_context* ctx, int32_t src, int32_t dst) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(src, "src", false);
@@ -54,7 +54,8 @@ ferrite_status ferrite_kv_seq_cp(ferrite_context* ctx, int32_t src, int32_t dst)
   });
 }
 
-ferrite_status ferrite_kv_seq_add(ferrite_context* ctx, int32_t seq_id, int32_t p0, int32_t p1, int32_t delta) {
+ferrite_status ferrite_kv_seq_add(ferrite_context* ctx, int32_t seq_id, int32_t p0, int32_t p1,
+                                  int32_t delta) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(seq_id, "seq_id", true);
@@ -63,17 +64,17 @@ ferrite_status ferrite_kv_seq_add(ferrite_context* ctx, int32_t seq_id, int32_t 
   });
 }
 
-int32_t ferrite_kv_seq_pos_max(const ferrite_context* ctx, int32_t seq_id) {
+int32_t ferrite_kv_seq_pos_max(const ferrite_context* ctx, int32_t seq_id) noexcept {
   if (ctx == nullptr || seq_id < 0 || seq_id >= runtime::kMaxSequences) return -1;
   return ctx->ctx->cache().max_pos(seq_id);
 }
 
-void ferrite_kv_clear(ferrite_context* ctx) {
+void ferrite_kv_clear(ferrite_context* ctx) noexcept {
   if (ctx != nullptr) ctx->ctx->clear();
 }
 
 ferrite_status ferrite_state_seq_save_file(ferrite_context* ctx, int32_t seq_id, const char* path,
-                                           const int32_t* tokens, size_t n_tokens) {
+                                           const int32_t* tokens, size_t n_tokens) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(seq_id, "seq_id", false);
@@ -82,7 +83,7 @@ ferrite_status ferrite_state_seq_save_file(ferrite_context* ctx, int32_t seq_id,
 }
 
 ferrite_status ferrite_state_seq_load_file(ferrite_context* ctx, int32_t seq_id, const char* path, int32_t* tokens,
-                                           size_t capacity, size_t* n_tokens) {
+                                           size_t capacity, size_t* n_tokens) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(seq_id, "seq_id", false);
@@ -92,7 +93,7 @@ ferrite_status ferrite_state_seq_load_file(ferrite_context* ctx, int32_t seq_id,
 }
 
 ferrite_status ferrite_state_seq_save_buffer(ferrite_context* ctx, int32_t seq_id, const int32_t* tokens,
-                                             size_t n_tokens, void* buf, size_t capacity, size_t* length) {
+                                             size_t n_tokens, void* buf, size_t capacity, size_t* length) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(seq_id, "seq_id", false);
@@ -103,7 +104,7 @@ ferrite_status ferrite_state_seq_save_buffer(ferrite_context* ctx, int32_t seq_i
 }
 
 ferrite_status ferrite_state_seq_load_buffer(ferrite_context* ctx, int32_t seq_id, const void* buf, size_t length,
-                                             int32_t* tokens, size_t capacity, size_t* n_tokens) {
+                                             int32_t* tokens, size_t capacity, size_t* n_tokens) noexcept {
   return capi::guarded([&] {
     runtime::Context& c = *need(ctx, "ctx").ctx;
     check_seq(seq_id, "seq_id", false);

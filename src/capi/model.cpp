@@ -31,14 +31,14 @@ using capi::need;
 
 extern "C" {
 
-ferrite_model_params ferrite_model_default_params(void) {
+ferrite_model_params ferrite_model_default_params(void) noexcept {
   ferrite_model_params p{};
   p.n_gpu_layers = 0;
   p.use_mmap = 1;
   return p;
 }
 
-ferrite_status ferrite_model_load(const char* path, const ferrite_model_params* params, ferrite_model** out) {
+ferrite_status ferrite_model_load(const char* path, const ferrite_model_params* params, ferrite_model** out) noexcept {
   if (out != nullptr) *out = nullptr;
   return capi::guarded([&] {
     capi::need_text(path, "path");
@@ -57,18 +57,20 @@ ferrite_status ferrite_model_load(const char* path, const ferrite_model_params* 
   });
 }
 
-void ferrite_model_free(ferrite_model* model) { delete model; }
+void ferrite_model_free(ferrite_model* model) noexcept { delete model; }
 
-int32_t ferrite_model_n_vocab(const ferrite_model* m) { return m ? m->state->tok->n_vocab() : 0; }
-int32_t ferrite_model_n_embd(const ferrite_model* m) {
+int32_t ferrite_model_n_vocab(const ferrite_model* m) noexcept { return m ? m->state->tok->n_vocab() : 0; }
+int32_t ferrite_model_n_embd(const ferrite_model* m) noexcept {
   return m ? static_cast<int32_t>(m->state->model->hparams().n_embd) : 0;
 }
-int32_t ferrite_model_n_layer(const ferrite_model* m) {
+int32_t ferrite_model_n_layer(const ferrite_model* m) noexcept {
   return m ? static_cast<int32_t>(m->state->model->hparams().n_layer) : 0;
 }
-int32_t ferrite_model_n_ctx_train(const ferrite_model* m) {
+int32_t ferrite_model_n_ctx_train(const ferrite_model* m) noexcept {
   return m ? static_cast<int32_t>(m->state->model->hparams().n_ctx_train) : 0;
 }
-const char* ferrite_model_architecture(const ferrite_model* m) { return m ? m->state->architecture.c_str() : ""; }
+const char* ferrite_model_architecture(const ferrite_model* m) noexcept {
+  return m ? m->state->architecture.c_str() : "";
+}
 
 }  // extern "C"

@@ -16,8 +16,8 @@ namespace {
 const sampling::ParamSpec& spec_of(const char* name) {
   const sampling::ParamSpec* s = sampling::find_param(capi::need_text(name, "name"));
   if (s == nullptr) {
-    throw capi::Failure(FERRITE_ERR_INVALID_ARGUMENT,
-                        std::string("unknown sampler parameter '") + name + "' (ferrite_sampler_param_name lists them)");
+    throw capi::Failure(FERRITE_ERR_INVALID_ARGUMENT, std::string("unknown sampler parameter '") + name +
+                                                          "' (ferrite_sampler_param_name lists them)");
   }
   return *s;
 }
@@ -32,10 +32,8 @@ sampling::ParamValue number_value(const sampling::ParamSpec& s, double v) {
     case sampling::ParamKind::Seed:
       if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.2e18) return static_cast<int64_t>(v);
       return v;  // set_param names the problem
-    case sampling::ParamKind::Float:
-      return v;
-    default:
-      throw InvalidField(s.name, std::string("'") + s.name + "' takes text (ferrite_sampler_params_set)");
+    case sampling::ParamKind::Float: return v;
+    default: throw InvalidField(s.name, std::string("'") + s.name + "' takes text (ferrite_sampler_params_set)");
   }
 }
 
@@ -43,7 +41,7 @@ sampling::ParamValue number_value(const sampling::ParamSpec& s, double v) {
 
 extern "C" {
 
-ferrite_sampler_params* ferrite_sampler_params_new(void) {
+ferrite_sampler_params* ferrite_sampler_params_new(void) noexcept {
   try {
     return new ferrite_sampler_params{};
   } catch (...) {
@@ -52,28 +50,30 @@ ferrite_sampler_params* ferrite_sampler_params_new(void) {
   }
 }
 
-void ferrite_sampler_params_free(ferrite_sampler_params* params) { delete params; }
+void ferrite_sampler_params_free(ferrite_sampler_params* params) noexcept { delete params; }
 
-size_t ferrite_sampler_param_count(void) { return sampling::param_table().size(); }
+size_t ferrite_sampler_param_count(void) noexcept { return sampling::param_table().size(); }
 
-const char* ferrite_sampler_param_name(size_t i) {
+const char* ferrite_sampler_param_name(size_t i) noexcept {
   const auto table = sampling::param_table();
   return i < table.size() ? table[i].name : nullptr;
 }
 
-const char* ferrite_sampler_param_help(size_t i) {
+const char* ferrite_sampler_param_help(size_t i) noexcept {
   const auto table = sampling::param_table();
   return i < table.size() ? table[i].help : nullptr;
 }
 
-ferrite_status ferrite_sampler_params_set(ferrite_sampler_params* params, const char* name, const char* value) {
+ferrite_status ferrite_sampler_params_set(ferrite_sampler_params* params, const char* name,
+                                          const char* value) noexcept {
   return capi::guarded([&] {
     auto& p = need(params, "params");
     sampling::set_param(p.gen.sampling, spec_of(name), std::string(capi::need_text(value, "value")));
   });
 }
 
-ferrite_status ferrite_sampler_params_set_number(ferrite_sampler_params* params, const char* name, double value) {
+ferrite_status ferrite_sampler_params_set_number(ferrite_sampler_params* params, const char* name,
+                                                 double value) noexcept {
   return capi::guarded([&] {
     auto& p = need(params, "params");
     const sampling::ParamSpec& s = spec_of(name);
@@ -82,7 +82,7 @@ ferrite_status ferrite_sampler_params_set_number(ferrite_sampler_params* params,
 }
 
 ferrite_status ferrite_sampler_params_get(const ferrite_sampler_params* params, const char* name, char* buf,
-                                          size_t capacity, size_t* length) {
+                                          size_t capacity, size_t* length) noexcept {
   return capi::guarded([&] {
     const auto& p = need(params, "params");
     const std::string text = sampling::param_text(p.gen.sampling, spec_of(name));
@@ -90,11 +90,11 @@ ferrite_status ferrite_sampler_params_get(const ferrite_sampler_params* params, 
   });
 }
 
-ferrite_status ferrite_sampler_params_set_grammar(ferrite_sampler_params* params, const char* gbnf) {
+ferrite_status ferrite_sampler_params_set_grammar(ferrite_sampler_params* params, const char* gbnf) noexcept {
   return capi::guarded([&] { need(params, "params").gen.grammar = gbnf ? gbnf : ""; });
 }
 
-ferrite_status ferrite_sampler_params_add_stop(ferrite_sampler_params* params, const char* stop) {
+ferrite_status ferrite_sampler_params_add_stop(ferrite_sampler_params* params, const char* stop) noexcept {
   return capi::guarded([&] {
     auto& p = need(params, "params");
     const std::string s = capi::need_text(stop, "stop");
@@ -104,7 +104,7 @@ ferrite_status ferrite_sampler_params_add_stop(ferrite_sampler_params* params, c
 }
 
 ferrite_status ferrite_sampler_new(const ferrite_model* model, const ferrite_sampler_params* params, int64_t n_ctx,
-                                   ferrite_sampler** out) {
+                                   ferrite_sampler** out) noexcept {
   if (out != nullptr) *out = nullptr;
   return capi::guarded([&] {
     const auto& m = need(model, "model");
@@ -125,9 +125,9 @@ ferrite_status ferrite_sampler_new(const ferrite_model* model, const ferrite_sam
   });
 }
 
-void ferrite_sampler_free(ferrite_sampler* sampler) { delete sampler; }
+void ferrite_sampler_free(ferrite_sampler* sampler) noexcept { delete sampler; }
 
-ferrite_status ferrite_sampler_accept(ferrite_sampler* sampler, int32_t token, int advance_grammar) {
+ferrite_status ferrite_sampler_accept(ferrite_sampler* sampler, int32_t token, int advance_grammar) noexcept {
   return capi::guarded([&] {
     auto& s = need(sampler, "sampler");
     capi::check_token(*s.model->tok, token);
@@ -136,7 +136,7 @@ ferrite_status ferrite_sampler_accept(ferrite_sampler* sampler, int32_t token, i
 }
 
 ferrite_status ferrite_sampler_sample_logits(ferrite_sampler* sampler, const float* logits, size_t n_logits,
-                                             int32_t* token) {
+                                             int32_t* token) noexcept {
   return capi::guarded([&] {
     auto& s = need(sampler, "sampler");
     need(logits, "logits");
@@ -150,7 +150,8 @@ ferrite_status ferrite_sampler_sample_logits(ferrite_sampler* sampler, const flo
   });
 }
 
-ferrite_status ferrite_sampler_sample(ferrite_sampler* sampler, ferrite_context* ctx, int32_t i, int32_t* token) {
+ferrite_status ferrite_sampler_sample(ferrite_sampler* sampler, ferrite_context* ctx, int32_t i,
+                                      int32_t* token) noexcept {
   return capi::guarded([&] {
     auto& s = need(sampler, "sampler");
     runtime::Context& c = *need(ctx, "ctx").ctx;
@@ -160,7 +161,7 @@ ferrite_status ferrite_sampler_sample(ferrite_sampler* sampler, ferrite_context*
   });
 }
 
-ferrite_status ferrite_sampler_reset(ferrite_sampler* sampler) {
+ferrite_status ferrite_sampler_reset(ferrite_sampler* sampler) noexcept {
   return capi::guarded([&] { need(sampler, "sampler").sampler->reset(); });
 }
 

@@ -12,17 +12,17 @@ const tokenizer::Tokenizer* tok_of(const ferrite_model* m) { return m ? m->state
 
 extern "C" {
 
-int32_t ferrite_token_bos(const ferrite_model* m) { return m ? tok_of(m)->bos() : -1; }
-int32_t ferrite_token_eos(const ferrite_model* m) { return m ? tok_of(m)->eos() : -1; }
-int32_t ferrite_token_eot(const ferrite_model* m) { return m ? tok_of(m)->eot() : -1; }
+int32_t ferrite_token_bos(const ferrite_model* m) noexcept { return m ? tok_of(m)->bos() : -1; }
+int32_t ferrite_token_eos(const ferrite_model* m) noexcept { return m ? tok_of(m)->eos() : -1; }
+int32_t ferrite_token_eot(const ferrite_model* m) noexcept { return m ? tok_of(m)->eot() : -1; }
 
-int ferrite_token_is_eog(const ferrite_model* m, int32_t token) {
+int ferrite_token_is_eog(const ferrite_model* m, int32_t token) noexcept {
   if (m == nullptr || token < 0 || token >= tok_of(m)->n_vocab()) return 0;
   return tok_of(m)->is_eog(token) ? 1 : 0;
 }
 
 ferrite_status ferrite_tokenize(const ferrite_model* model, const char* text, size_t len, int add_special,
-                                int parse_special, int32_t* tokens, size_t capacity, size_t* n_tokens) {
+                                int parse_special, int32_t* tokens, size_t capacity, size_t* n_tokens) noexcept {
   return capi::guarded([&] {
     const auto& m = need(model, "model");
     need(n_tokens, "n_tokens");
@@ -34,7 +34,7 @@ ferrite_status ferrite_tokenize(const ferrite_model* model, const char* text, si
 }
 
 ferrite_status ferrite_token_to_piece(const ferrite_model* model, int32_t token, int special, char* buf,
-                                      size_t capacity, size_t* length) {
+                                      size_t capacity, size_t* length) noexcept {
   return capi::guarded([&] {
     const auto& tok = *need(model, "model").state->tok;
     capi::check_token(tok, token);
@@ -44,7 +44,7 @@ ferrite_status ferrite_token_to_piece(const ferrite_model* model, int32_t token,
 }
 
 ferrite_status ferrite_detokenize(const ferrite_model* model, const int32_t* tokens, size_t n_tokens, int special,
-                                  char* buf, size_t capacity, size_t* length) {
+                                  char* buf, size_t capacity, size_t* length) noexcept {
   return capi::guarded([&] {
     const auto& tok = *need(model, "model").state->tok;
     if (tokens == nullptr && n_tokens > 0) throw capi::Failure(FERRITE_ERR_INVALID_ARGUMENT, "tokens is NULL");

@@ -1,6 +1,9 @@
 // The library's versions: the C API's (FERRITE_API_VERSION) and the engine's.
-#include "capi/handles.h"
 #include "core/version.h"
+
+#include <cstdio>
+
+#include "capi/handles.h"
 #include "runtime/offload.h"
 
 #ifndef FERRITE_COMMIT
@@ -9,13 +12,17 @@
 
 extern "C" {
 
-int ferrite_api_version(void) { return FERRITE_API_VERSION; }
+int ferrite_api_version(void) noexcept { return FERRITE_API_VERSION; }
 
-const char* ferrite_version(void) {
-  static const std::string text = std::string(ferrite::kVersion) + " (commit " FERRITE_COMMIT ")";
-  return text.c_str();
+const char* ferrite_version(void) noexcept {
+  // Built once without allocating (nothing here can throw).
+  static char text[128];
+  static const bool once =
+      (std::snprintf(text, sizeof text, "%s (commit %s)", ferrite::kVersion, FERRITE_COMMIT), true);
+  static_cast<void>(once);
+  return text;
 }
 
-int ferrite_supports_gpu_offload(void) { return ferrite::runtime::gpu_offload_available() ? 1 : 0; }
+int ferrite_supports_gpu_offload(void) noexcept { return ferrite::runtime::gpu_offload_available() ? 1 : 0; }
 
 }  // extern "C"

@@ -22,17 +22,15 @@ class CApi : public ::testing::Test {
   std::string model_, golden_path_, golden_;
 };
 
-#define EXPECT_PASSES(check) \
-  do {                       \
-    const char* why = check; \
+#define EXPECT_PASSES(check)        \
+  do {                              \
+    const char* why = check;        \
     EXPECT_EQ(why, nullptr) << why; \
   } while (0)
 
 TEST_F(CApi, GreedyGenerationMatchesTheGolden) { EXPECT_PASSES(capi_check_greedy(model_.c_str(), golden_.c_str())); }
 
-TEST_F(CApi, ContextsShareOneModelAcrossThreads) {
-  EXPECT_PASSES(capi_check_threads(model_.c_str(), golden_.c_str()));
-}
+TEST_F(CApi, ContextsShareOneModelAcrossThreads) { EXPECT_PASSES(capi_check_threads(model_.c_str(), golden_.c_str())); }
 
 TEST_F(CApi, KvRemoveCopyShiftSaveLoadMatchRecomputation) {
   ferrite::test::TempDir dir;
