@@ -287,6 +287,37 @@ const char* capi_check_kv(const char* model_path, const char* state_path) {
   CHECK(max_diff(got, full_last, NV) <= 1e-5 * max_abs(full_last, NV), "rm + re-evaluate: max diff %g",
         max_diff(got, full_last, NV));
 
+  /* One batch, two sequences interleaved (5 and 6), each row an output:
+   * every sequence's last row is the prompt's last logits; the rows come
+   * back in batch order. */
+  {
+    int32_t bt[128], bp[128], bs[128];
+    int8_t bl[128];
+    const float* row = NULL;
+    for (size_t i = 0; i < n; ++i) {
+      for (int k = 0; k < 2; ++k) {
+        const size_t j = 2 * i + (size_t)k;
+        bt[j] = tokens[i];
+        bp[j] = (int32_t)i;
+        bs[j] = 5 + k;
+        bl[j] = (int8_t)(i + 1 == n || i == 0);
+      }
+    }
+    {
+      ferrite_batch two = {(int32_t)(2 * n), bt, bp, bs, bl};
+      OK(ferrite_decode(b, &two));
+    }
+    CHECK(ferrite_n_outputs(b) == 4, "outputs %d", ferrite_n_outputs(b));
+    for (int k = 2; k < 4; ++k) {
+      OK(ferrite_get_logits(b, k, &row));
+      CHECK(max_diff(row, full_last, NV) <= 1e-4 * max_abs(full_last, NV), "two-sequence batch row %d: max diff %g", k,
+            max_diff(row, full_last, NV));
+    }
+    OK(ferrite_get_logits(b, 0, &row));
+    CHECK(max_diff(row, full_last, NV) > 1e-2 * max_abs(full_last, NV), "row 0 is the first token's, not the last's");
+    ferrite_kv_clear(b);
+  }
+
   /* Reference: the prompt then `next`, in a fresh cache. */
   OK(eval_at(b, tokens, (int)n, 0, 0, want));
   OK(eval_at(b, &next, 1, 0, (int32_t)n, want));
