@@ -3,11 +3,13 @@
 // model has none or one is forced.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "chat/chat_template.h"
 #include "gguf/file.h"
+#include "server/prompt_text.h"
 
 namespace ferrite::server {
 
@@ -21,6 +23,13 @@ class ChatFormatter {
   // tool-call arguments parsed) with `tools` (null for none). Throws
   // ApiError 400 for malformed messages or a template that refuses them.
   std::string render(const chat::Json& messages, const chat::Json& tools, bool add_generation_prompt) const;
+
+  // The same for the server: every string of the messages and tools goes
+  // through `guard` (control-token text in them is marked literal, see
+  // prompt_text.h), roles must be one of OpenAI's, and the render runs
+  // under `limits` (ApiError 400 past them).
+  PromptText render_prompt(const chat::Json& messages, const chat::Json& tools, bool add_generation_prompt,
+                           const SpecialTextGuard& guard, const chat::Limits& limits) const;
 
   const std::string& source() const { return source_; }
   const std::string& origin() const { return origin_; }  // "model", a built-in name or a file
@@ -36,5 +45,10 @@ class ChatFormatter {
 // Validates one OpenAI message list and returns it in the shape templates
 // expect. Throws ApiError 400 naming the offending field.
 chat::Json normalize_messages(const chat::Json& messages);
+
+// The roles a server request may use: system, user, assistant, tool,
+// developer, function, ipython. (Templates write roles next to control
+// tokens, "<|" + role + "|>": a free-form role could complete one.)
+bool known_role(const std::string& role);
 
 }  // namespace ferrite::server

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +53,9 @@ struct ServerConfig {
   size_t max_queue = 16;
   std::string api_key;
   size_t max_body = 1u << 20;
+  // Changes to the server's and the engine's options after the above.
+  std::function<void(ServerOptions&)> server;
+  std::function<void(EngineOptions&)> engine;
 };
 
 class TestServer {
@@ -84,6 +88,9 @@ std::vector<std::string> sse_payloads(const std::string& body);
 
 // The greedy continuation of BOS (shared golden from llama2.c / llama.cpp).
 std::string golden_greedy_text();
+
+// Resident memory of this process (the server runs in it), in bytes.
+size_t resident_bytes();
 
 }  // namespace ferrite::server::test
 
