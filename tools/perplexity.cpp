@@ -25,7 +25,8 @@
 #include "kl_stats.h"
 #include "load_bar.h"
 #include "model/model.h"
-#include "model_path.h"
+#include "model_options.h"
+#include "runtime/kv_cache.h"
 #include "runtime/context.h"
 #include "text_scoring.h"
 #include "tokenizer/tokenizer.h"
@@ -34,7 +35,7 @@ namespace ferrite::tools {
 namespace {
 
 struct PerplexityOptions {
-  std::string model;
+  ModelOptions model;  // -m, -ngl, -ctk/-ctv, --mlock (the context options are perplexity's own)
   std::string file;
   int64_t n_ctx = 512;
   bool n_ctx_given = false;
@@ -63,8 +64,8 @@ int run_perplexity(PerplexityOptions opt) {
   }
   if (opt.n_ctx < 4) throw InvalidArgument("-c must be at least 4");
 
-  const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
+  const std::string path = model_path(opt.model);
+  std::shared_ptr<const model::Model> model = load_model_file(opt.model, path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
   std::vector<int32_t> tokens;
   if (!opt.file.empty()) tokens = tok.encode(read_text_file(opt.file), /*add_special=*/true, /*parse_special=*/false);
@@ -94,7 +95,16 @@ int run_perplexity(PerplexityOptions opt) {
     writer = std::make_unique<KlBaseWriter>(
         opt.kl_base, KlBaseHeader{n_vocab, static_cast<uint64_t>(n_ctx), static_cast<uint64_t>(n_chunks), tokens});
   }
-  runtime::Context ctx(model, {.n_ctx = n_ctx, .n_batch = std::max(opt.n_batch, n_ctx), .n_threads = opt.n_threads});
+  const TensorType type_k = runtime::cache_type_from_name(opt.model.cache_type_k, "--cache-type-k");
+  const TensorType type_v = runtime::cache_type_from_name(opt.model.cache_type_v, "--cache-type-v");
+  ModelOptions sized = opt.model;
+  sized.n_ctx = n_ctx;
+  runtime::Context ctx(model, {.n_ctx = n_ctx,
+                               .n_batch = std::max(opt.n_batch, n_ctx),
+                               .n_threads = opt.n_threads,
+                               .cache_type = type_k,
+                               .cache_type_v = type_v,
+                               .n_gpu_layers = gpu_layers(sized, *model, type_k, type_v)});
   std::fprintf(stderr, "perplexity: %zu tokens, %lld chunks of %lld, scoring the second half of each\n",
                tokens.size(), static_cast<long long>(n_chunks), static_cast<long long>(n_ctx));
 
@@ -149,7 +159,8 @@ int run_perplexity(PerplexityOptions opt) {
 const CommandRegistrar kPerplexity({"perplexity", "Perplexity of a text file (llama.cpp's method)",
                                     [](CLI::App& sub) -> std::function<int()> {
                                       auto opt = std::make_shared<PerplexityOptions>();
-                                      sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                                      add_model_options(sub, opt->model,
+                                                        kModelArgument | kGpuOptions | kCacheOptions | kMemoryOptions);
                                       sub.add_option("-f,--file", opt->file,
                                                      "Text file (with --kl-divergence: optional, checked "
                                                      "against the base file's tokens)");

@@ -42,6 +42,13 @@ class GpuDecoder : public model::Architecture {
   // Bytes of weights uploaded (for reports).
   uint64_t weight_bytes() const { return weight_bytes_; }
 
+  // Context shift on the GPU layers' keys: each run of consecutive cells is
+  // copied to the host, rotated there by the CPU's row code and copied back
+  // (a shift happens once per half context, so the copies are cheap next to
+  // the tokens between two shifts).
+  void rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
+                          const std::function<void(uint8_t* row)>& rotate) override;
+
  private:
   struct Layer {
     GpuMatrix attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, ffn_norm, gate, up, down;

@@ -13,13 +13,11 @@
 #include "core/error.h"
 #include "model/arch_factories.h"
 #include "model/blocks_extra.h"
+#include "model/layer_rope.h"
 
 namespace ferrite::model {
 namespace {
 
-// gemma3: every sixth layer attends globally, the others within the window.
-constexpr int64_t kGemma3SlidingPattern = 6;
-constexpr float kGemma3LocalRopeBase = 10000.0f;
 // Layer counts of the largest sizes, whose queries are scaled by
 // 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim) (query_pre_attn_scalar).
 constexpr int64_t kGemma2LargeLayers = 46;

@@ -3,7 +3,10 @@
 // registry.cpp maps `general.architecture` to its factory.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,15 @@ class Architecture {
   virtual void forward_hidden(const ForwardBatch& /*batch*/, const KvView& /*kv*/, cpu::ThreadPool& /*pool*/,
                               Workspace& /*ws*/, float* /*logits*/, float* /*hidden*/) const {
     throw InvalidArgument("this architecture does not give its hidden states");
+  }
+
+  // Backends that keep their layers' KV cache themselves (the GPU) let a
+  // context shift re-rotate cached keys: calls rotate(row) on a host copy of
+  // the K row (bytes of the cache's K type) of each of `cells` in layer
+  // `layer`, and writes the rows back.
+  virtual void rotate_cached_keys(int64_t layer, std::span<const int32_t> /*cells*/,
+                                  const std::function<void(uint8_t* row)>& /*rotate*/) {
+    throw InvalidArgument("layer " + std::to_string(layer) + " keeps no key cache of its own");
   }
 };
 

@@ -1,4 +1,5 @@
 #include "model/blocks.h"
+#include "model/layer_rope.h"
 
 #include <algorithm>
 #include <cmath>
@@ -73,19 +74,8 @@ float* gather_output_rows(Step& s, const float* x) {
 }
 
 void prepare_rope(Step& s, const float* freq_factors) {
-  const RopeParams& r = s.hp.rope;
-  cpu::RopeConfig& c = s.rope;
-  c.n_rot = r.n_rot;
-  c.neox = r.neox;
-  c.freq_base = r.freq_base;
-  c.freq_scale = r.freq_scale;
-  c.ext_factor = r.yarn_ext_factor;
-  c.attn_factor = r.yarn_attn_factor;
-  c.beta_fast = r.yarn_beta_fast;
-  c.beta_slow = r.yarn_beta_slow;
-  c.n_ctx_orig = r.n_ctx_orig;
-  c.freq_factors = freq_factors;
-  const int64_t half = r.n_rot / 2;
+  const cpu::RopeConfig& c = s.rope = rope_config(s.hp, freq_factors);
+  const int64_t half = c.n_rot / 2;
   float* cos_t = grow(s.ws.rope_cos, s.batch.n_tokens * half);
   float* sin_t = grow(s.ws.rope_sin, s.batch.n_tokens * half);
   cpu::rope_table(c, s.batch.pos, s.batch.n_tokens, cos_t, sin_t);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "cpu/features.h"
 #include "runtime/offload.h"
 
 namespace ferrite::runtime {
@@ -47,6 +48,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
              params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
       pool_(thread_count(params.n_threads)) {
+  cpu::apply_isa_env();
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
   // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
   if (params_.n_gpu_layers != 0) {

@@ -12,6 +12,14 @@
 
 namespace ferrite::runtime {
 
+bool gpu_offload_available() {
+#ifdef FERRITE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers,
                                                   TensorType type_k, TensorType type_v) {
 #ifdef FERRITE_HAVE_CUDA

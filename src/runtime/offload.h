@@ -15,6 +15,9 @@ namespace ferrite::runtime {
 // Layers to offload meaning "all" (the -ngl all of the tools).
 constexpr int kAllLayers = -1;
 
+// Whether this build has a GPU backend (offload takes effect).
+bool gpu_offload_available();
+
 // The GPU architecture for `m` with a cache of n_cells cells (K and V of
 // types type_k, type_v) and its last n_gpu_layers layers (kAllLayers: all)
 // on the GPU, or throws InvalidArgument when this build has no CUDA backend,

@@ -9,7 +9,7 @@
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/http/message.h"
-#include "server/prompt_text.h"
+#include "runtime/prompt_text.h"
 #include "server/server_state.h"
 
 namespace ferrite::server {
@@ -65,7 +65,12 @@ void add_slot_routes(Routes& routes, ServerState& st);        // routes_slots.cp
 std::vector<int32_t> prompt_tokens(ServerState& st, const Json& prompt, const char* param);
 // The tokens of a rendered chat prompt: special tokens are parsed only in
 // the template's own text, never in what came from the messages.
-std::vector<int32_t> chat_prompt_tokens(ServerState& st, const PromptText& prompt);
+std::vector<int32_t> chat_prompt_tokens(ServerState& st, const runtime::PromptText& prompt);
+// The messages (and tools: null for none) through the chat template with a
+// generation prompt, guarded (runtime::ChatFormatter::render_prompt) and
+// under the request's template limits: 400 for bad messages,
+// "template_limit" when the template goes past a limit.
+runtime::PromptText render_chat_prompt(ServerState& st, const Request& req, const Json& messages, const Json& tools);
 
 // The server's template and schema limits for one request, with its
 // client's flag: a render or conversion stops when the client goes.

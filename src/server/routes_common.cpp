@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "chat/error.h"
 #include "server/api_error.h"
 #include "server/request_params.h"
 #include "server/routes.h"
@@ -104,6 +105,8 @@ Handler json_route(ServerState& st, bool parse_body, JsonRoute fn) {
       // The client went away (or the server is stopping) while its request
       // was converted or rendered.
       set_error(st, res, kStatusUnavailable, "server_error", e.what(), "", "cancelled");
+    } catch (const InvalidField& e) {
+      set_error(st, res, kStatusBadRequest, "invalid_request_error", e.what(), e.field());
     } catch (const InvalidArgument& e) {
       set_error(st, res, kStatusBadRequest, "invalid_request_error", e.what());
     } catch (const Json::exception& e) {
@@ -180,7 +183,16 @@ void check_model_name(const ServerState& st, const Json& body) {
   }
 }
 
-std::vector<int32_t> chat_prompt_tokens(ServerState& st, const PromptText& prompt) {
+runtime::PromptText render_chat_prompt(ServerState& st, const Request& req, const Json& messages, const Json& tools) {
+  try {
+    return st.chat.render_prompt(messages, tools, /*add_generation_prompt=*/true, st.guard, template_limits(st, req));
+  } catch (const chat::TemplateLimitError& e) {
+    throw bad_request(std::string("the chat template exceeded a limit rendering the messages: ") + e.what(), "messages",
+                      "template_limit");
+  }
+}
+
+std::vector<int32_t> chat_prompt_tokens(ServerState& st, const runtime::PromptText& prompt) {
   const tokenizer::Tokenizer& tok = st.engine.tokenizer();
   // Templates that write the BOS themselves must not get a second one.
   const std::string& bos = st.chat.bos_text();

@@ -26,7 +26,7 @@ Json final_json(const ServerState& st, const std::string& content, const Event& 
 
 // Generates for `ro` (prompt set) and answers as /completion does.
 void respond(ServerState& st, RequestOptions& ro, const Request& req, Response& res) {
-  check_budget(ro.gen, ro.max_tokens_given, st.engine.slot_ctx());
+  check_budget(ro.gen, ro.max_tokens_given, st.engine);
   auto tasks = submit_tasks(st.engine, {ro.gen});
   if (ro.stream) {
     current_record().streamed = true;
@@ -150,8 +150,7 @@ void add_native_routes(Routes& routes, ServerState& st) {
   routes.post("/apply-template", json_route(st, true, [&st](const Json& body, const Request& req, Response& res) {
     if (!body.contains("messages")) throw bad_request("'messages' is required", "messages");
     const Json tools = body.contains("tools") ? body["tools"] : Json(nullptr);
-    const PromptText p = st.chat.render_prompt(body["messages"], tools, true, st.guard, template_limits(st, req));
-    set_json(res, {{"prompt", p.text}});
+    set_json(res, {{"prompt", render_chat_prompt(st, req, body["messages"], tools).text}});
   }));
 }
 

@@ -15,12 +15,12 @@
 
 #include "chat/interpreter.h"
 #include "grammar/json_schema.h"
-#include "server/chat_format.h"
+#include "runtime/chat_format.h"
+#include "runtime/prompt_text.h"
 #include "server/engine.h"
 #include "server/fim.h"
 #include "server/http/front.h"
 #include "server/http/message.h"
-#include "server/prompt_text.h"
 
 namespace ferrite::server {
 
@@ -99,9 +99,9 @@ struct HttpCounters {
 struct ServerState {
   Engine& engine;
   ServerOptions opt;
-  ChatFormatter chat;
-  SpecialTextGuard guard;  // control-token texts of the vocabulary (chat prompts)
-  FimTokens fim;           // the vocabulary's fill-in-the-middle tokens (/infill)
+  runtime::ChatFormatter chat;
+  runtime::SpecialTextGuard guard;  // control-token texts of the vocabulary (chat prompts)
+  FimTokens fim;                    // the vocabulary's fill-in-the-middle tokens (/infill)
   HttpCounters counters;
   std::function<http::FrontStats()> front_stats;  // set by HttpServer
 

@@ -53,6 +53,7 @@ struct ServerConfig {
   size_t max_queue = 16;
   std::string api_key;
   size_t max_body = 1u << 20;
+  bool context_shift = true;
   // Changes to the server's and the engine's options after the above.
   std::function<void(ServerOptions&)> server;
   std::function<void(EngineOptions&)> engine;
