@@ -4,7 +4,7 @@ shared data folder, plus hand-made malformed files (bad magic, wrong version,
 huge counts, truncations, bad tensor infos) for gguf_fuzz; the chat templates
 of the shared tokenizer configs for chat_fuzz; chat request bodies and model
 replies with tool calls for server_fuzz; safetensors files and SentencePiece
-models (good and broken) for safetensors_fuzz."""
+models (good and broken) for safetensors_fuzz; raw HTTP requests for http_fuzz."""
 import json
 import os
 import struct
@@ -110,6 +110,18 @@ def checkpoint_files():
     yield "spm_truncated", model[:-3]
 
 
+def http_requests():
+    """Raw requests for http_fuzz (the first byte sets the read size)."""
+    body = json.dumps({"prompt": "x", "max_tokens": 2}).encode()
+    yield "get", b"\x07GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    yield "post", (b"\x40POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    yield "chunked", (b"\x03POST /completion HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
+                      b"Origin: https://app.example\r\n\r\n5;ext=1\r\nhello\r\n0\r\nTrailer: x\r\n\r\n")
+    yield "pipelined", (b"\xffGET /slots/0?action=save&x=%41+b HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"
+                        b"GET /metrics HTTP/1.0\r\n\r\nOPTIONS / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n")
+
+
 def main():
     out, shared = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -137,6 +149,10 @@ def main():
         n += 1
     for name, data in checkpoint_files():
         with open(os.path.join(out, "ckpt-" + name), "wb") as f:
+            f.write(data)
+        n += 1
+    for name, data in http_requests():
+        with open(os.path.join(out, "http-" + name), "wb") as f:
             f.write(data)
         n += 1
     for name, data in handmade():

@@ -48,13 +48,17 @@ int run_pull(const PullCommandOptions& opt) {
     if (!opt.quiet) std::fprintf(stderr, "ferrite: %s\n", line.c_str());
   };
   if (!opt.quiet) {
-    std::fprintf(stderr, "ferrite: pulling %s from %s\n", target.file.to_string().c_str(), config.endpoint.c_str());
+    std::fprintf(stderr, "ferrite: pulling %s from %s\n", hub::terminal_safe(target.file.to_string()).c_str(),
+                 hub::terminal_safe(config.endpoint).c_str());
   }
   const hub::PullResult r = hub::pull(target, config, po);
   if (!opt.quiet) {
     if (r.downloaded) {
-      std::fprintf(stderr, "ferrite: %s, sha256 %s\n", hub::format_bytes(r.download.size).c_str(),
-                   r.download.sha256.empty() ? "(checked elsewhere)" : r.download.sha256.c_str());
+      const std::string check = r.download.sha256.empty()      ? "(checked by the process that downloaded it)"
+                                : r.download.verified_by.empty() ? "(NOT verified: no checksum was known)"
+                                                                 : "(verified against " + r.download.verified_by + ")";
+      std::fprintf(stderr, "ferrite: %s, sha256 %s %s\n", hub::format_bytes(r.download.size).c_str(),
+                   r.download.sha256.c_str(), check.c_str());
     } else {
       std::fprintf(stderr, "ferrite: already in the cache (--force downloads it again)\n");
     }

@@ -158,6 +158,7 @@ const Method* string_method(const std::string& name) {
            out += v.as_string();
            in.check_string_size(out.size());
          }
+         in.charge_alloc(out.size());
          return Value::string(std::move(out));
        }},
       {"format", [](Interpreter& in, const Value& s, CallArgs& a) { return str_format(in, s.as_string(), a); }},
@@ -222,14 +223,16 @@ const Method* dict_method(const std::string& name) {
 const Method* list_method(const std::string& name) {
   static const std::unordered_map<std::string, Method> kMethods = {
       {"append", [](Interpreter& in, const Value& l, CallArgs& a) {
-         in.check_string_size(l.as_list().size() + 1);
+         in.check_list_size(l.as_list().size() + 1);
+         in.charge_list_alloc(1);
          in.note_mutation(l);
          l.as_list().push_back(req_arg(a, 0, "object", "append"));
          return Value::none();
        }},
       {"extend", [](Interpreter& in, const Value& l, CallArgs& a) {
          List more = iterate(req_arg(a, 0, "iterable", "extend"));
-         in.check_string_size(l.as_list().size() + more.size());
+         in.check_list_size(l.as_list().size() + more.size());
+         in.charge_list_alloc(more.size());
          in.note_mutation(l);
          l.as_list().insert(l.as_list().end(), more.begin(), more.end());
          return Value::none();

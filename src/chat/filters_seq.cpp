@@ -106,10 +106,11 @@ const FilterTable& sequence_filters() {
          for (const Value& item : iterate(v)) {
            if (!first) out += sep;
            first = false;
-           out += (attr && !attr->is_none() ? lookup_path(in, item, attr->str()) : item).str();
+           out += (attr && !attr->is_none() ? lookup_path(in, item, attr->str()) : item).str(in.limits().max_string_bytes);
            in.check_string_size(out.size());
          }
          in.charge_bytes(out.size());
+         in.charge_alloc(out.size());
          return Value::string(std::move(out));
        }},
       {"list", [](Interpreter&, const Value& v, CallArgs&) { return Value::list(iterate(v)); }},

@@ -119,9 +119,11 @@ Value tojson(Interpreter& in, const Value& v, CallArgs& a) {
     o.item_separator = sep->as_list()[0].str();
     o.key_separator = sep->as_list()[1].str();
   }
+  o.max_bytes = in.limits().max_string_bytes;
   std::string out = dump_json(v, o);
   in.check_string_size(out.size());
   in.charge_bytes(out.size());
+  in.charge_alloc(out.size());
   return Value::string(std::move(out));
 }
 
@@ -144,6 +146,7 @@ const FilterTable& text_filters() {
          const size_t n = static_cast<size_t>(py_count(s, from));
          if (to.size() > from.size()) in.check_string_size(s.size() + n * (to.size() - from.size()));
          in.charge_bytes(s.size());
+         in.charge_alloc(s.size());
          return Value::string(py_replace(s, from, to, int_arg(a, 2, "count", "replace", -1)));
        }},
       {"indent", [](Interpreter& in, const Value& v, CallArgs& a) {

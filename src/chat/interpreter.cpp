@@ -2,6 +2,7 @@
 #include "chat/interpreter.h"
 
 #include "chat/error.h"
+#include "core/error.h"
 
 namespace ferrite::chat {
 namespace {
@@ -38,7 +39,11 @@ const Value* Scope::lookup(const std::string& name) const {
 }
 
 Interpreter::Interpreter(const Limits& limits, std::shared_ptr<Scope> globals)
-    : limits_(limits), globals_(std::move(globals)) {}
+    : limits_(limits),
+      globals_(std::move(globals)),
+      deadline_(std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(limits.max_seconds > 0 ? limits.max_seconds : 0.0))) {}
 
 Interpreter::~Interpreter() {
   for (auto& w : mutated_lists_) {
@@ -58,9 +63,34 @@ void Interpreter::note_mutation(const Value& container) {
 }
 
 void Interpreter::charge(uint64_t units) {
+  constexpr unsigned kClockShift = 12;  // the clock and the cancel flag every 4096 steps
+  const uint64_t before = work_;
   work_ += units;
   if (work_ > limits_.max_work) {
     throw TemplateLimitError("template exceeded " + std::to_string(limits_.max_work) + " evaluation steps", 0, 0);
+  }
+  if ((before >> kClockShift) != (work_ >> kClockShift)) check_clock();
+}
+
+void Interpreter::check_clock() const {
+  if (limits_.cancel && limits_.cancel->load(std::memory_order_relaxed)) {
+    throw Cancelled("template rendering cancelled");
+  }
+  if (limits_.max_seconds > 0 && std::chrono::steady_clock::now() > deadline_) {
+    throw TemplateLimitError("template rendering took longer than " + std::to_string(limits_.max_seconds) + " s", 0, 0);
+  }
+}
+
+void Interpreter::check_list_size(size_t items) const {
+  if (items > limits_.max_string_bytes / sizeof(Value)) check_string_size(limits_.max_string_bytes + 1);
+}
+
+void Interpreter::charge_alloc(size_t bytes) {
+  allocated_ += bytes;
+  if (allocated_ > limits_.max_alloc_bytes) {
+    throw TemplateLimitError("template built more than " + std::to_string(limits_.max_alloc_bytes) +
+                                 " bytes of strings and lists",
+                             0, 0);
   }
 }
 
@@ -126,7 +156,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
       case Stmt::Kind::Text: write(s.text); break;
       case Stmt::Kind::Output: {
         Value v = eval(*s.expr, scope);
-        write(v.str());
+        write(v.str(limits_.max_string_bytes));
         break;
       }
       case Stmt::Kind::If:
@@ -151,13 +181,13 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
         Value fn = eval(*call_expr.children[0], scope);
         CallArgs args = eval_args(call_expr, 1, scope);
         args.keyword.emplace_back("caller", caller);
-        write(call(fn, args).str());
+        write(call(fn, args).str(limits_.max_string_bytes));
         break;
       }
       case Stmt::Kind::FilterBlock: {
         auto inner = std::make_shared<Scope>(scope);
         Value v = Value::string(capture(s.body, inner));
-        write(apply_filters(s.filters, std::move(v), scope).str());
+        write(apply_filters(s.filters, std::move(v), scope).str(limits_.max_string_bytes));
         break;
       }
       case Stmt::Kind::Break: return Flow::Break;
@@ -417,10 +447,11 @@ Value Interpreter::eval_binary(const Expr& e, const std::shared_ptr<Scope>& scop
   Value a = eval(*e.children[0], scope);
   Value b = eval(*e.children[1], scope);
   if (e.name == "~") {
-    std::string s = a.str();
-    std::string t = b.str();
+    std::string s = a.str(limits_.max_string_bytes);
+    std::string t = b.str(limits_.max_string_bytes);
     check_string_size(s.size() + t.size());
     charge_bytes(s.size() + t.size());
+    charge_alloc(s.size() + t.size());
     return Value::string(s + t);
   }
   if (a.is_undefined()) undefined_error(a);

@@ -4,6 +4,8 @@
 // of a loop (namespaces are how templates carry state out).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,13 +19,18 @@
 
 namespace ferrite::chat {
 
-// Limits that turn a hostile template into TemplateLimitError.
+// Limits that turn a hostile template into TemplateLimitError. Sizes are
+// bytes: a list counts sizeof(Value) a item (plus what its items hold when
+// it is printed or serialized).
 struct Limits {
   uint64_t max_loop_iterations = 1'000'000;  // summed over every loop of a render
   int max_call_depth = 64;                     // nested macro / caller() calls
   size_t max_output_bytes = 16u << 20;         // rendered text (and any captured block)
   size_t max_string_bytes = 16u << 20;         // one string or list built by the template
+  uint64_t max_alloc_bytes = 256u << 20;       // every string and list built, summed over the render
   uint64_t max_work = 100'000'000;             // evaluation steps (nodes, bytes copied / 64)
+  double max_seconds = 10.0;                   // wall time of a render (<= 0: none)
+  const std::atomic<bool>* cancel = nullptr;   // set by another thread to stop (ferrite::Cancelled)
 };
 
 // Recursive structures (lists holding themselves, deep JSON) deeper than
@@ -55,6 +62,11 @@ class Interpreter {
   void charge(uint64_t units);
   void charge_bytes(size_t bytes) { charge(bytes / kBytesPerWorkUnit + 1); }
   void check_string_size(size_t bytes) const;
+  // A list of `items` values about to be built.
+  void check_list_size(size_t items) const;
+  // A string of `bytes` or a list of `items` built: counted against max_alloc_bytes.
+  void charge_alloc(size_t bytes);
+  void charge_list_alloc(size_t items) { charge_alloc(items * sizeof(Value)); }
   void count_iteration();
   const Limits& limits() const { return limits_; }
 
@@ -89,8 +101,12 @@ class Interpreter {
   Limits limits_;
   std::shared_ptr<Scope> globals_;
   std::string* out_ = nullptr;
+  void check_clock() const;
+
   uint64_t iterations_ = 0;
   uint64_t work_ = 0;
+  uint64_t allocated_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
   int call_depth_ = 0;
   std::unordered_set<const void*> mutated_seen_;
   std::vector<std::weak_ptr<List>> mutated_lists_;

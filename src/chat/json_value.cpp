@@ -100,6 +100,9 @@ class Dumper {
 
   void dump(std::string& out, const Value& v, int depth) {
     if (depth > kMaxValueDepth) throw TemplateLimitError("value nested too deeply for tojson", 0, 0);
+    if (out.size() > o_.max_bytes) {
+      throw TemplateLimitError("tojson output exceeds " + std::to_string(o_.max_bytes) + " bytes", 0, 0);
+    }
     switch (v.kind()) {
       case Value::Kind::None: out += "null"; return;
       case Value::Kind::Bool:

@@ -3,6 +3,7 @@
 // as Hugging Face's `tojson` filter calls it (ensure_ascii=False).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@ struct JsonDumpOptions {
   std::string key_separator = ": ";
   bool sort_keys = false;
   bool ensure_ascii = false;
+  size_t max_bytes = SIZE_MAX;        // longer output: TemplateLimitError, raised as it grows
 };
 
 // json.dumps(value, ...). Throws TemplateRenderError for values JSON cannot

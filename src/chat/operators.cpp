@@ -20,10 +20,12 @@ bool is_integral(const Value& v) { return v.is_int() || v.is_bool(); }
 
 Value repeat(Interpreter& in, const Value& seq, int64_t times) {
   if (times <= 0) return seq.is_string() ? Value::string("") : Value::list();
-  const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+  // Bytes, not items: a list item is a whole Value.
+  const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size() * sizeof(Value);
   const auto n = static_cast<uint64_t>(times);
   if (unit != 0 && n > in.limits().max_string_bytes / unit) in.check_string_size(in.limits().max_string_bytes + 1);
   in.charge_bytes(unit * n);
+  in.charge_alloc(unit * n);
   if (seq.is_string()) {
     std::string out;
     out.reserve(unit * n);
@@ -84,10 +86,13 @@ Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const V
     if (a.is_string() && b.is_string()) {
       in.check_string_size(a.as_string().size() + b.as_string().size());
       in.charge_bytes(a.as_string().size() + b.as_string().size());
+      in.charge_alloc(a.as_string().size() + b.as_string().size());
       return Value::string(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list()) {
-      in.check_string_size(a.as_list().size() + b.as_list().size());
+      in.check_list_size(a.as_list().size() + b.as_list().size());
+      in.charge_list_alloc(a.as_list().size() + b.as_list().size());
+      in.charge_bytes((a.as_list().size() + b.as_list().size()) * sizeof(Value));
       List out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value::list(std::move(out));

@@ -183,48 +183,61 @@ std::string python_string_repr(const std::string& s) {
   return out;
 }
 
-std::string Value::str() const {
+std::string Value::str(size_t max_bytes) const {
   switch (kind_) {
     case Kind::Undefined: return "";
     case Kind::String: return s_;
-    default: return repr();
+    default: return repr(max_bytes);
   }
 }
 
-std::string Value::repr() const { return repr_at(0); }
+std::string Value::repr(size_t max_bytes) const {
+  std::string out;
+  repr_at(out, 0, std::min(max_bytes, kMaxReprBytes));
+  return out;
+}
 
-std::string Value::repr_at(int depth) const {
+void Value::repr_at(std::string& out, int depth, size_t max_bytes) const {
   if (depth > kMaxNesting) throw TemplateLimitError("value nested too deeply (or containing itself)", 0, 0);
+  if (out.size() > max_bytes) {
+    throw TemplateLimitError("printing a value takes more than " + std::to_string(max_bytes) + " bytes", 0, 0);
+  }
   switch (kind_) {
-    case Kind::Undefined: return "";
-    case Kind::None: return "None";
-    case Kind::Bool: return b_ ? "True" : "False";
-    case Kind::Int: return std::to_string(i_);
-    case Kind::Float: return python_float_repr(f_);
-    case Kind::String: return python_string_repr(s_);
+    case Kind::Undefined: return;
+    case Kind::None: out += "None"; return;
+    case Kind::Bool: out += b_ ? "True" : "False"; return;
+    case Kind::Int: out += std::to_string(i_); return;
+    case Kind::Float: out += python_float_repr(f_); return;
+    case Kind::String: out += python_string_repr(s_); return;
     case Kind::List: {
-      std::string out = b_ ? "(" : "[";
+      out += b_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
-        out += (*list_)[i].repr_at(depth + 1);
+        (*list_)[i].repr_at(out, depth + 1, max_bytes);
       }
       if (b_ && list_->size() == 1) out += ",";
-      return out + (b_ ? ")" : "]");
+      out += b_ ? ")" : "]";
+      return;
     }
     case Kind::Dict: {
-      if (dict_->is_namespace) return "<Namespace>";
-      std::string out = "{";
+      if (dict_->is_namespace) {
+        out += "<Namespace>";
+        return;
+      }
+      out += "{";
       bool first = true;
       for (const auto& [k, v] : dict_->items()) {
         if (!first) out += ", ";
         first = false;
-        out += k.repr_at(depth + 1) + ": " + v.repr_at(depth + 1);
+        k.repr_at(out, depth + 1, max_bytes);
+        out += ": ";
+        v.repr_at(out, depth + 1, max_bytes);
       }
-      return out + "}";
+      out += "}";
+      return;
     }
-    case Kind::Callable: return "<function " + fn_->name + ">";
+    case Kind::Callable: out += "<function " + fn_->name + ">"; return;
   }
-  return "";
 }
 
 bool Value::equals(const Value& o) const { return equals_at(o, 0); }

@@ -80,16 +80,20 @@ class Value {
   // Python truthiness.
   bool truthy() const;
   // str(value) as Jinja prints it ('' for Undefined and, in print, None prints 'None').
-  std::string str() const;
+  // Containers longer than `max_bytes` printed throw TemplateLimitError.
+  std::string str(size_t max_bytes = kMaxReprBytes) const;
   // repr(value) as Python writes it inside containers.
-  std::string repr() const;
+  std::string repr(size_t max_bytes = kMaxReprBytes) const;
+  // A cap on printing a container whatever the caller's limit (a list of
+  // lists sharing their items prints far more bytes than it holds).
+  static constexpr size_t kMaxReprBytes = 64u << 20;
   // Python ==.
   bool equals(const Value& other) const;
   // Name of the type for messages ("string", "list", ...).
   std::string type_name() const;
 
  private:
-  std::string repr_at(int depth) const;
+  void repr_at(std::string& out, int depth, size_t max_bytes) const;
   bool equals_at(const Value& other, int depth) const;
 
   Kind kind_ = Kind::Undefined;

@@ -70,4 +70,11 @@ class ModelError : public Error {
   explicit ModelError(const std::string& what) : Error(what) {}
 };
 
+// Work stopped because the caller asked (a client went away, the server is
+// shutting down) rather than because of the input.
+class Cancelled : public Error {
+ public:
+  explicit Cancelled(const std::string& what) : Error(what) {}
+};
+
 }  // namespace ferrite

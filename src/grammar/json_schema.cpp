@@ -1,5 +1,6 @@
 #include "grammar/json_schema.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -86,9 +87,62 @@ std::string sanitize(const std::string& name) {
   return out;
 }
 
+// The work of one conversion, counted as it goes.
+class Budget {
+ public:
+  explicit Budget(const SchemaLimits& limits)
+      : limits_(limits),
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(limits.max_seconds > 0 ? limits.max_seconds : 0.0))) {}
+
+  void step(size_t n = 1) {
+    steps_ += n;
+    if (steps_ > limits_.max_steps) {
+      throw SchemaLimitError("json schema needs more than " + std::to_string(limits_.max_steps) +
+                             " conversion steps (nested type lists, allOf or $ref chains multiply the work)");
+    }
+    if ((steps_ & kClockEvery) == 0 || n > 1) check_clock();
+  }
+  // Text about to be kept: the rules so far plus `pending` more bytes.
+  void check_bytes(size_t pending) const {
+    if (kept_ + pending > limits_.max_grammar_bytes) {
+      throw SchemaLimitError("json schema needs a grammar of more than " + std::to_string(limits_.max_grammar_bytes) +
+                             " bytes");
+    }
+  }
+  void keep(size_t bytes) {
+    check_bytes(bytes);
+    kept_ += bytes;
+  }
+  // Charges the nodes of `v` before it is copied.
+  void charge_copy(const json& v) {
+    step();
+    if (v.is_structured()) {
+      for (const json& x : v) charge_copy(x);
+    }
+  }
+
+ private:
+  static constexpr size_t kClockEvery = 255;
+  void check_clock() const {
+    if (limits_.cancel && limits_.cancel->load(std::memory_order_relaxed)) {
+      throw Cancelled("json schema conversion cancelled");
+    }
+    if (limits_.max_seconds > 0 && std::chrono::steady_clock::now() > deadline_) {
+      throw SchemaLimitError("json schema conversion took longer than " + std::to_string(limits_.max_seconds) + " s");
+    }
+  }
+
+  SchemaLimits limits_;
+  std::chrono::steady_clock::time_point deadline_;
+  size_t steps_ = 0;
+  size_t kept_ = 0;
+};
+
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
+  Converter(const json& root, const SchemaLimits& limits) : root_(root), budget_(limits) {}
 
   std::string run() {
     const std::string body = visit(root_, "root", "#");
@@ -101,9 +155,11 @@ class Converter {
  private:
   static constexpr size_t kMaxDepth = 64;
   const json& root_;
+  Budget budget_;
   std::vector<std::pair<std::string, std::string>> order_;
   std::set<std::string> names_;
   std::map<std::string, std::string> ref_rules_;  // JSON pointer -> rule name
+  std::map<std::string, int> next_suffix_;        // rule name base -> last number used
   size_t depth_ = 0;
 
   [[noreturn]] static void fail(const std::string& path, const std::string& what) {
@@ -117,7 +173,9 @@ class Converter {
     if (deps != primitive_deps().end()) {
       for (const auto& d : deps->second) use(d);
     }
-    order_.push_back({primitive, primitive_rules().at(primitive)});
+    const std::string& rule = primitive_rules().at(primitive);
+    budget_.keep(primitive.size() + rule.size());
+    order_.push_back({primitive, rule});
     return primitive;
   }
 
@@ -125,7 +183,9 @@ class Converter {
     std::string base = sanitize(hint);
     if (primitive_rules().count(base)) base += "-";
     std::string name = base;
-    for (int i = 1; names_.count(name); ++i) name = base + std::to_string(i);
+    // Numbered from where this base left off: probing from 1 each time was
+    // quadratic in the number of rules sharing a hint.
+    for (int& i = next_suffix_[base]; names_.count(name);) name = base + std::to_string(++i);
     names_.insert(name);
     return name;
   }
@@ -133,6 +193,7 @@ class Converter {
   std::string add_named(const std::string& hint, const std::string& body) {
     const std::string name = hint == "root" && !names_.count("root") ? hint : fresh_name(hint);
     names_.insert(name);
+    budget_.keep(name.size() + body.size());
     order_.push_back({name, body});
     return name;
   }
@@ -140,6 +201,7 @@ class Converter {
   // A JSON constant as a grammar: its tokens in order, with the usual
   // whitespace between them (so {"k": [1]} and {"k":[1]} both match).
   std::string literal_value(const json& v) {
+    budget_.step();
     const std::string ws = use("ws");
     if (v.is_object()) {
       std::string out = "\"{\" " + ws;
@@ -148,6 +210,7 @@ class Converter {
         if (!first) out += " \",\" " + ws;
         first = false;
         out += " " + gbnf_literal(json(it.key()).dump()) + " " + ws + " \":\" " + ws + " " + literal_value(*it);
+        budget_.check_bytes(out.size());
       }
       return out + " \"}\" " + ws;
     }
@@ -156,6 +219,7 @@ class Converter {
       for (size_t i = 0; i < v.size(); ++i) {
         if (i) out += " \",\" " + ws;
         out += " " + literal_value(v[i]);
+        budget_.check_bytes(out.size());
       }
       return out + " \"]\" " + ws;
     }
@@ -163,6 +227,7 @@ class Converter {
   }
 
   const json& resolve(const std::string& ref, const std::string& path) {
+    budget_.step();
     if (ref.rfind("#", 0) != 0) fail(path, std::string("only local $ref (\"#/...\") is supported: ") + ref);
     try {
       return root_.at(json::json_pointer(ref.substr(1)));
@@ -172,7 +237,9 @@ class Converter {
   }
 
   // GBNF expression for `schema`; `hint` names the rules it creates.
-  std::string visit(const json& schema, const std::string& hint, const std::string& path) {
+  // `type`: one entry of the schema's list of types, visited in its place.
+  std::string visit(const json& schema, const std::string& hint, const std::string& path, const json* type = nullptr) {
+    budget_.step();
     if (++depth_ > kMaxDepth) fail(path, "schema nested too deeply");
     struct Leave {
       size_t& d;
@@ -191,6 +258,7 @@ class Converter {
       const std::string name = fresh_name(ref.substr(ref.find_last_of('/') + 1));
       ref_rules_[ref] = name;  // before visiting: recursive schemas refer to it
       const std::string body = visit(target, name, ref);
+      budget_.keep(name.size() + body.size());
       order_.push_back({name, body});
       return name;
     }
@@ -200,6 +268,7 @@ class Converter {
       std::string out = "(";
       for (size_t i = 0; i < schema["enum"].size(); ++i) {
         out += (i ? " | " : "") + literal_value(schema["enum"][i]);
+        budget_.check_bytes(out.size());
       }
       return out + ")";
     }
@@ -211,20 +280,26 @@ class Converter {
       for (size_t i = 0; i < list.size(); ++i) {
         const std::string p = path + std::string("/") + key + std::string("/") + std::to_string(i);
         out += (i ? " | " : "") + visit(list[i], hint + std::string("-") + std::to_string(i), p);
+        budget_.check_bytes(out.size());
       }
       return out + ")";
     }
     if (schema.contains("allOf")) return visit(merge_all_of(schema, path), hint, path);
-    if (schema.contains("type") && schema["type"].is_array()) {
+    if (!type && schema.contains("type") && schema["type"].is_array()) {
       std::string out = "(";
       for (size_t i = 0; i < schema["type"].size(); ++i) {
-        json single = schema;
-        single["type"] = schema["type"][i];
-        out += (i ? " | " : "") + visit(single, hint, path);
+        out += (i ? " | " : "") + visit(schema, hint, path, &schema["type"][i]);
+        budget_.check_bytes(out.size());
       }
       return out + ")";
     }
-    const std::string type = schema.value("type", "");
+    const json* type_value = type ? type : (schema.contains("type") ? &schema["type"] : nullptr);
+    const std::string type_name = type_value && type_value->is_string() ? type_value->get<std::string>() : "";
+    if (type_value && !type_value->is_string() && !type_value->is_null()) fail(path, "type must be a string or a list of strings");
+    return typed(schema, type_name, hint, path);
+  }
+
+  std::string typed(const json& schema, const std::string& type, const std::string& hint, const std::string& path) {
     if (type == "object" ||
         (type.empty() && (schema.contains("properties") || schema.contains("additionalProperties")))) {
       return object(schema, hint, path);
@@ -244,14 +319,16 @@ class Converter {
   }
 
   json merge_all_of(const json& schema, const std::string& path) {
+    budget_.charge_copy(schema);
     json merged = schema;
     merged.erase("allOf");
     if (!schema["allOf"].is_array()) fail(path, "allOf must be an array");
     for (const json& part0 : schema["allOf"]) {
-      const json& part = part0.is_object() && part0.contains("$ref")
+      const json& part = part0.is_object() && part0.contains("$ref") && part0["$ref"].is_string()
                              ? resolve(part0["$ref"].get<std::string>(), path)
                              : part0;
       if (!part.is_object()) fail(path, "allOf items must be objects");
+      budget_.charge_copy(part);
       for (auto it = part.begin(); it != part.end(); ++it) {
         if (it.key() == "properties" && merged.contains("properties")) {
           for (auto p = it->begin(); p != it->end(); ++p) merged["properties"][p.key()] = *p;
@@ -266,7 +343,8 @@ class Converter {
   }
 
   std::string object(const json& schema, const std::string& hint, const std::string& path) {
-    const json props = schema.value("properties", json::object());
+    static const json kNoProperties = json::object();
+    const json& props = schema.contains("properties") ? schema["properties"] : kNoProperties;
     if (!props.is_object()) fail(path, "properties must be an object");
     std::set<std::string> required;
     for (const json& r : schema.value("required", json::array())) {
@@ -400,20 +478,22 @@ class Converter {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return Converter(schema).run(); }
-
-std::string json_schema_to_gbnf(const nlohmann::json& schema) {
-  return json_schema_to_gbnf(nlohmann::ordered_json(schema));
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const SchemaLimits& limits) {
+  return Converter(schema, limits).run();
 }
 
-std::string json_schema_to_gbnf(std::string_view text) {
+std::string json_schema_to_gbnf(const nlohmann::json& schema, const SchemaLimits& limits) {
+  return json_schema_to_gbnf(nlohmann::ordered_json(schema), limits);
+}
+
+std::string json_schema_to_gbnf(std::string_view text, const SchemaLimits& limits) {
   json schema;
   try {
     schema = json::parse(text);
   } catch (const json::exception& e) {
     throw InvalidArgument(std::string("json schema is not valid JSON: ") + e.what());
   }
-  return json_schema_to_gbnf(schema);
+  return json_schema_to_gbnf(schema, limits);
 }
 
 std::string json_any_gbnf(bool object_only) {

@@ -13,20 +13,40 @@
 // admits only the listed properties.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+
 namespace ferrite::grammar {
+
+// Bounds on one conversion, checked as it goes (before the work is done):
+// schemas can ask for work exponential in their size (nested lists of
+// types, allOf over $ref chains). Past a bound the conversion throws
+// SchemaLimitError; when `cancel` becomes true it throws ferrite::Cancelled.
+struct SchemaLimits {
+  size_t max_steps = 200'000;              // schema nodes visited or copied, $refs followed
+  size_t max_grammar_bytes = 4u << 20;     // GBNF text produced
+  double max_seconds = 5.0;                // wall time (<= 0: none)
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+class SchemaLimitError : public InvalidArgument {
+ public:
+  explicit SchemaLimitError(const std::string& what) : InvalidArgument(what) {}
+};
 
 // Throws InvalidArgument for schemas outside the subset (with the path of
 // the offending part) and for unresolvable $ref. Properties keep the order of
 // the ordered_json; a plain json (sorted keys) orders them by name.
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
-std::string json_schema_to_gbnf(const nlohmann::json& schema);
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const SchemaLimits& limits = {});
+std::string json_schema_to_gbnf(const nlohmann::json& schema, const SchemaLimits& limits = {});
 // Parses the schema text first (InvalidArgument when it is not JSON).
-std::string json_schema_to_gbnf(std::string_view schema_text);
+std::string json_schema_to_gbnf(std::string_view schema_text, const SchemaLimits& limits = {});
 
 // The grammar of response_format json_object: any JSON object (or any JSON
 // value when object_only is false), with the same whitespace rule.

@@ -63,7 +63,7 @@ struct Request {
     const ResponseHeaders& r = headers.last;
     if (r.status == kHttpPartialContent) {
       if (!r.content_range || r.content_range->unsatisfied || r.content_range->first != pos) {
-        throw NetworkError(spec->url, "download of " + spec->url + " failed: the server resumed at the wrong byte (asked for byte " +
+        throw NetworkError(spec->url, "download of " + terminal_safe(spec->url) + " failed: the server resumed at the wrong byte (asked for byte " +
                                           std::to_string(pos) + ")");
       }
       total = r.content_range->total;
@@ -80,7 +80,7 @@ struct Request {
       accepting = true;
     }
     if (accepting && total != 0 && spec->expected_size != 0 && total != spec->expected_size) {
-      throw IntegrityError(spec->url, "download of " + spec->url + " refused: the server announces " +
+      throw IntegrityError(spec->url, "download of " + terminal_safe(spec->url) + " refused: the server announces " +
                                           std::to_string(total) + " bytes, expected " +
                                           std::to_string(spec->expected_size));
     }
@@ -94,7 +94,7 @@ struct Request {
     }
     const uint64_t limit = total != 0 ? total : (spec->expected_size != 0 ? spec->expected_size : UINT64_MAX);
     if (n > limit - std::min(limit, pos)) {
-      throw IntegrityError(spec->url, "download of " + spec->url + " failed: the server sent more than the " +
+      throw IntegrityError(spec->url, "download of " + terminal_safe(spec->url) + " failed: the server sent more than the " +
                                           std::to_string(limit) + " bytes announced");
     }
     part->write_at(pos, data, n);
@@ -135,7 +135,7 @@ std::string printable_snippet(const std::string& body) {
 }
 
 [[noreturn]] void throw_http_error(const DownloadSpec& spec, long status, const Request& req) {
-  std::string msg = "download of " + spec.url + " failed: HTTP " + std::to_string(status);
+  std::string msg = "download of " + terminal_safe(spec.url) + " failed: HTTP " + std::to_string(status);
   const ResponseHeaders& r = req.headers.last;
   if (status == 404) {
     msg += " not found (check the repository and file name)";
@@ -147,13 +147,13 @@ std::string printable_snippet(const std::string& body) {
     msg += " too many requests: try again later";
   }
   const std::string detail = !r.error_message.empty() ? r.error_message : printable_snippet(req.error_body);
-  if (!detail.empty()) msg += " [server: " + detail + "]";
+  if (!detail.empty()) msg += " [server: " + terminal_safe(detail, kErrorSnippetLimit) + "]";
   throw HttpError(spec.url, status, msg);
 }
 
 [[noreturn]] void throw_network_error(const DownloadSpec& spec, CURLcode rc, const char* errbuf, uint64_t kept,
                                       const std::filesystem::path& part) {
-  std::string msg = "download of " + spec.url + " failed: ";
+  std::string msg = "download of " + terminal_safe(spec.url) + " failed: ";
   switch (rc) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
@@ -173,7 +173,7 @@ std::string printable_snippet(const std::string& body) {
     default:
       msg += curl_easy_strerror(rc);
   }
-  if (errbuf[0] != '\0') msg += std::string(" (") + errbuf + ")";
+  if (errbuf[0] != '\0') msg += " (" + terminal_safe(errbuf) + ")";
   if (kept > 0) {
     msg += "; " + std::to_string(kept) + " bytes kept in " + part.string() +
            ", run the same command again to resume";
@@ -229,10 +229,11 @@ void record_advertised(Advertised& adv, const Request& req, long redirects) {
   if (req.total != 0) adv.total = req.total;
 }
 
-void verify(const DownloadSpec& spec, const Advertised& adv, uint64_t size, const std::string& sha) {
+// Returns what the SHA-256 was checked against ("" when nothing was known).
+std::string verify(const DownloadSpec& spec, const Advertised& adv, uint64_t size, const std::string& sha) {
   const auto check_size = [&](uint64_t want, const char* source) {
     if (want != 0 && size != want) {
-      throw IntegrityError(spec.url, "download of " + spec.url + " failed: received " + std::to_string(size) +
+      throw IntegrityError(spec.url, "download of " + terminal_safe(spec.url) + " failed: received " + std::to_string(size) +
                                          " bytes, " + source + " says " + std::to_string(want) +
                                          "; the partial file was removed");
     }
@@ -242,13 +243,15 @@ void verify(const DownloadSpec& spec, const Advertised& adv, uint64_t size, cons
   check_size(adv.size, "X-Linked-Size");
   const auto check_sha = [&](const std::string& want, const std::string& source) {
     if (!want.empty() && sha != want) {
-      throw IntegrityError(spec.url, "download of " + spec.url + " failed: SHA-256 mismatch: got " + sha +
+      throw IntegrityError(spec.url, "download of " + terminal_safe(spec.url) + " failed: SHA-256 mismatch: got " + sha +
                                          ", expected " + want + " (from " + source +
                                          "); the partial file was removed");
     }
   };
   check_sha(spec.expected_sha256, "the expected checksum");
   check_sha(adv.sha256, adv.sha256_source);
+  if (!spec.expected_sha256.empty()) return "the expected checksum";
+  return adv.sha256.empty() ? std::string() : adv.sha256_source;
 }
 
 // Transfers the rest of the file into `part` (resuming from its current
@@ -264,7 +267,7 @@ DownloadResult transfer(const DownloadSpec& spec, PartFile& part, CURL* curl) {
   result.resumed_from = pos;
   Sha256 hash;
   part.hash_prefix(hash, pos);
-  if (pos > 0 && spec.notify) spec.notify("resuming " + spec.destination.filename().string() + " at " + format_bytes(pos));
+  if (pos > 0 && spec.notify) spec.notify("resuming " + terminal_safe(spec.destination.filename().string()) + " at " + format_bytes(pos));
 
   ProgressReporter progress(spec.progress_label.empty() ? spec.destination.filename().string() : spec.progress_label,
                             spec.progress);
@@ -308,7 +311,7 @@ DownloadResult transfer(const DownloadSpec& spec, PartFile& part, CURL* curl) {
     record_advertised(adv, req, redirects);
     if (rc == CURLE_OK) {
       if (status != kHttpOk && status != kHttpPartialContent) {
-        throw HttpError(spec.url, status, "download of " + spec.url + " failed: unexpected HTTP status " +
+        throw HttpError(spec.url, status, "download of " + terminal_safe(spec.url) + " failed: unexpected HTTP status " +
                                               std::to_string(status));
       }
       break;
@@ -325,14 +328,22 @@ DownloadResult transfer(const DownloadSpec& spec, PartFile& part, CURL* curl) {
   progress.finish(pos, adv.total != 0 ? adv.total : spec.expected_size);
   result.size = pos;
   result.sha256 = hash.hex_digest();
-  verify(spec, adv, result.size, result.sha256);
+  result.verified_by = verify(spec, adv, result.size, result.sha256);
   part.commit(spec.destination);
+  if (result.verified_by.empty() && spec.notify) {
+    spec.notify("no checksum was known for " + terminal_safe(spec.destination.filename().string()) +
+                " (none given, none from the server): stored unverified, sha256 " + result.sha256);
+  }
   return result;
 }
 
 }  // namespace
 
 DownloadResult download_file(const DownloadSpec& spec) {
+  if (spec.offline) {
+    throw OfflineError(spec.url, "not downloading " + terminal_safe(spec.url) +
+                                     ": offline (FERRITE_OFFLINE or HF_HUB_OFFLINE is set) and the file is not in the cache");
+  }
   init_curl_once();
   std::error_code ec;
   if (spec.destination.has_parent_path()) {
@@ -347,7 +358,7 @@ DownloadResult download_file(const DownloadSpec& spec) {
     return done;
   }
   CurlHandle curl(curl_easy_init());
-  if (!curl) throw NetworkError(spec.url, "download of " + spec.url + " failed: cannot initialise libcurl");
+  if (!curl) throw NetworkError(spec.url, "download of " + terminal_safe(spec.url) + " failed: cannot initialise libcurl");
   for (int pass = 0;; ++pass) {
     const uint64_t had = part.size();
     try {

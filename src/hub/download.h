@@ -9,9 +9,11 @@
 //    caller's and the one the hub advertises (X-Linked-Etag, or a 64-hex ETag
 //    served without redirect);
 //  - only a complete, verified file is renamed into place (atomically).
-// Failures throw HttpError, NetworkError, IntegrityError (hub/errors.h) or
-// IoError (disk full, permissions); a corrupt .part is removed, a merely
-// interrupted one is kept for the next run.
+// Failures throw HttpError, NetworkError, IntegrityError, OfflineError
+// (hub/errors.h) or IoError (disk full, permissions, a .part that is a link
+// or not ours); a corrupt .part is removed, a merely interrupted one is kept
+// for the next run. What the server says (error messages) reaches messages
+// through terminal_safe() only.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,7 @@ struct DownloadSpec {
   int max_attempts = 5;          // HTTP requests per download, counting resumptions
   ProgressMode progress = ProgressMode::kAuto;
   std::string progress_label;    // shown before the bar; defaults to the file name
+  bool offline = false;          // refuse (OfflineError) before any request: FERRITE_OFFLINE
   // Called with one-line notices ("resuming at 3.1 MiB", "waiting for another download").
   std::function<void(const std::string&)> notify;
 };
@@ -42,6 +45,10 @@ struct DownloadResult {
   std::string sha256;           // of the file as written
   uint64_t resumed_from = 0;    // bytes already in the .part when the download began
   int requests = 0;             // HTTP requests made (0 when another process finished it)
+  // What the SHA-256 was checked against ("the expected checksum", "the
+  // server's X-Linked-Etag", ...); empty: nothing was known, the file is
+  // stored unverified (and `notify` said so).
+  std::string verified_by;
 };
 
 DownloadResult download_file(const DownloadSpec& spec);

@@ -43,6 +43,13 @@ class NetworkError : public DownloadError {
   NetworkError(const std::string& url, const std::string& what) : DownloadError(url, what) {}
 };
 
+// Downloading is switched off (FERRITE_OFFLINE / HF_HUB_OFFLINE): nothing
+// was sent anywhere.
+class OfflineError : public DownloadError {
+ public:
+  OfflineError(const std::string& url, const std::string& what) : DownloadError(url, what) {}
+};
+
 // The bytes received do not match the expected size or SHA-256. The partial
 // file has been removed; nothing was put into the cache.
 class IntegrityError : public DownloadError {

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "hub/download.h"
+#include "hub/progress.h"
 
 namespace ferrite::hub {
 namespace {
@@ -22,6 +23,24 @@ constexpr mode_t kFileMode = 0644;
   std::string reason = std::strerror(err);
   if (err == ENOSPC) reason += " (free some space, then run the same command again to resume)";
   throw IoError(path.string(), what + ": " + reason);
+}
+
+// The .part must be a regular file of ours with no other name.
+void check_ours(int fd, const std::filesystem::path& path) {
+  struct stat st {};
+  std::string why;
+  if (fstat(fd, &st) != 0) {
+    why = std::string("cannot stat it: ") + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "it is not a regular file";
+  } else if (st.st_uid != geteuid()) {
+    why = "it belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+  } else if (st.st_nlink != 1) {
+    why = "it has other names (hard links)";
+  }
+  if (why.empty()) return;
+  ::close(fd);
+  throw IoError(path.string(), "refusing the partial download: " + why);
 }
 
 bool same_file(int fd, const std::filesystem::path& path) {
@@ -44,15 +63,22 @@ PartFile PartFile::open_locked(const std::filesystem::path& destination,
   const std::filesystem::path path = partial_path(destination);
   bool waited = false;
   for (;;) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kFileMode);
-    if (fd < 0) throw_errno(path, "cannot create the partial download", errno);
+    // Never through a link: a .part planted as a symbolic link (or a hard
+    // link to another file) would have the download written over its target.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kFileMode);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ELOOP) throw IoError(path.string(), "the partial download is a symbolic link: refusing to follow it");
+      throw_errno(path, "cannot create the partial download", err);
+    }
+    check_ours(fd, path);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if (err != EWOULDBLOCK) {
         ::close(fd);
         throw_errno(path, "cannot lock the partial download", err);
       }
-      if (notify) notify("waiting for another ferrite process downloading " + destination.string());
+      if (notify) notify("waiting for another ferrite process downloading " + terminal_safe(destination.string()));
       waited = true;
       int rc;
       do {

@@ -36,7 +36,7 @@ std::string format_bytes(uint64_t n) {
 }
 
 ProgressReporter::ProgressReporter(std::string label, ProgressMode mode, std::FILE* out)
-    : label_(std::move(label)), mode_(mode), out_(out), start_(std::chrono::steady_clock::now()) {
+    : label_(terminal_safe(label)), mode_(mode), out_(out), start_(std::chrono::steady_clock::now()) {
   if (mode_ == ProgressMode::kAuto) {
     mode_ = (out_ != nullptr && isatty(fileno(out_))) ? ProgressMode::kBar : ProgressMode::kLines;
   }
@@ -105,6 +105,34 @@ void ProgressReporter::print_line(uint64_t done, uint64_t total) {
     std::fprintf(out_, "%s: %s\n", label_.c_str(), format_bytes(done).c_str());
   }
   std::fflush(out_);
+}
+
+std::string terminal_safe(std::string_view text, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes));
+  size_t i = 0;
+  while (i < text.size() && out.size() < max_bytes) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence, not a C1 control (U+0080..U+009F).
+    const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    bool ok = len != 0 && i + len <= text.size() && c <= 0xF4;
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (ok && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) ok = false;
+    if (ok) {
+      out.append(text.substr(i, len));
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  if (i < text.size()) out += "...";
+  return out;
 }
 
 }  // namespace ferrite::hub

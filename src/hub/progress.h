@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace ferrite::hub {
 
@@ -46,5 +47,11 @@ class ProgressReporter {
 
 // "1.13 MiB", "512 B": sizes for humans.
 std::string format_bytes(uint64_t n);
+
+// Text from elsewhere (a server's error message, a file name from a
+// listing) made safe to print on a terminal: control characters (C0, DEL,
+// C1, so no escape sequence gets through) become '?', invalid UTF-8 bytes
+// too, and the text is cut to `max_bytes`.
+std::string terminal_safe(std::string_view text, size_t max_bytes = 1024);
 
 }  // namespace ferrite::hub

@@ -76,6 +76,7 @@ PullResult pull(const PullTarget& target, const HubConfig& config, const PullOpt
   spec.max_attempts = options.max_attempts;
   spec.progress = options.progress;
   spec.notify = options.notify;
+  spec.offline = config.offline;
   result.download = download_file(spec);
   result.downloaded = true;
   return result;

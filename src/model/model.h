@@ -17,6 +17,9 @@ class Model {
  public:
   // Opens and binds a model. Throws IoError / FormatError / ModelError.
   static std::shared_ptr<const Model> load(const std::string& path);
+  // Binds an opened (or parsed, File::parse) file; its bytes must outlive
+  // the model. Throws FormatError / ModelError.
+  static std::shared_ptr<const Model> from_file(gguf::File file);
 
   const gguf::File& file() const { return *file_; }
   const HParams& hparams() const { return hp_; }

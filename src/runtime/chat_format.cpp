@@ -79,6 +79,47 @@ ChatFormatter::ChatFormatter(const gguf::File& file, const std::string& override
   template_ = std::make_shared<const chat::Template>(chat::Template::parse(source_));
 }
 
+bool known_role(const std::string& role) {
+  for (const char* r : {"system", "user", "assistant", "tool", "developer", "function", "ipython"}) {
+    if (role == r) return true;
+  }
+  return false;
+}
+
+PromptText ChatFormatter::render_prompt(const chat::Json& messages, const chat::Json& tools, bool add_generation_prompt,
+                                        const SpecialTextGuard& guard, const chat::Limits& limits) const {
+  const chat::Json normalized = normalize_messages(messages);
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    const std::string role = normalized[i]["role"].get<std::string>();
+    if (!known_role(role)) {
+      throw InvalidField("messages", "messages[" + std::to_string(i) + "].role '" + role +
+                                         "' is not one of system, user, assistant, tool, developer, function, ipython");
+    }
+  }
+  SpecialTextGuard::Session session(guard);
+  chat::ChatOptions opt;
+  opt.tools = tools.is_null() ? tools : session.protect(tools);
+  opt.add_generation_prompt = add_generation_prompt;
+  opt.bos_token = bos_;
+  opt.eos_token = eos_;
+  opt.render.limits = limits;
+  chat::Json safe = chat::Json::array();
+  for (const chat::Json& m : normalized) {
+    chat::Json out = chat::Json::object();
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      out[session.protect_text(it.key())] = it.key() == "role" ? *it : session.protect(*it);
+    }
+    safe.push_back(std::move(out));
+  }
+  try {
+    return session.restore(chat::apply_chat_template(*template_, safe, opt));
+  } catch (const chat::TemplateLimitError&) {
+    throw;  // the caller tells a hostile template from a refusal
+  } catch (const chat::TemplateError& e) {
+    throw InvalidField("messages", std::string("the chat template rejected the messages: ") + e.what());
+  }
+}
+
 std::string ChatFormatter::render(const chat::Json& messages, const chat::Json& tools,
                                   bool add_generation_prompt) const {
   chat::ChatOptions opt;

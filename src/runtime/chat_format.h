@@ -3,11 +3,13 @@
 // model has none or one is forced.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "chat/chat_template.h"
 #include "gguf/file.h"
+#include "runtime/prompt_text.h"
 
 namespace ferrite::runtime {
 
@@ -23,6 +25,14 @@ class ChatFormatter {
   // or a template that refuses them.
   std::string render(const chat::Json& messages, const chat::Json& tools, bool add_generation_prompt) const;
 
+  // The same for the server: every string of the messages and tools goes
+  // through `guard` (control-token text in them is marked literal, see
+  // prompt_text.h), roles must be one of OpenAI's (else InvalidField), and
+  // the render runs under `limits` (chat::TemplateLimitError past them,
+  // ferrite::Cancelled when limits.cancel is set).
+  PromptText render_prompt(const chat::Json& messages, const chat::Json& tools, bool add_generation_prompt,
+                           const SpecialTextGuard& guard, const chat::Limits& limits) const;
+
   const std::string& source() const { return source_; }
   const std::string& origin() const { return origin_; }  // "model", a built-in name or a file
   const std::string& bos_text() const { return bos_; }
@@ -37,5 +47,10 @@ class ChatFormatter {
 // Validates one OpenAI message list and returns it in the shape templates
 // expect. Throws InvalidField naming the offending message.
 chat::Json normalize_messages(const chat::Json& messages);
+
+// The roles a server request may use: system, user, assistant, tool,
+// developer, function, ipython. (Templates write roles next to control
+// tokens, "<|" + role + "|>": a free-form role could complete one.)
+bool known_role(const std::string& role);
 
 }  // namespace ferrite::runtime

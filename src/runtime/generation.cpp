@@ -113,6 +113,8 @@ GenerationStep Generation::next(std::span<const float> logits) {
   int32_t token = -1;
   try {
     token = sampler_.sample(logits);
+  } catch (const GrammarConstraintError&) {
+    throw;  // past the matcher's limits: the grammar's error, not an end
   } catch (const InvalidArgument&) {
     if (!constraint_) throw;
     return finish_with(std::move(s), FinishReason::kGrammar);  // the grammar admits no token here

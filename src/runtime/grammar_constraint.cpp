@@ -25,23 +25,45 @@ bool GrammarConstraint::is_eog(int32_t token) const {
   return std::find(vocab_->eog.begin(), vocab_->eog.end(), token) != vocab_->eog.end();
 }
 
-void GrammarConstraint::apply(std::span<sampling::Candidate> candidates) {
-  const grammar::TokenMask& ok = matcher_.allowed(*vocab_->trie);
-  for (sampling::Candidate& c : candidates) {
-    const bool valid = c.id >= 0 && static_cast<size_t>(c.id) < ok.size() && ok.test(static_cast<size_t>(c.id));
-    if (!valid) c.logit = -std::numeric_limits<float>::infinity();
+namespace {
+
+// Matcher failures (limits) as the request's error.
+template <typename Fn>
+auto as_request_error(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const GrammarConstraintError&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    throw GrammarConstraintError(std::string("the grammar failed while generating: ") + e.what());
   }
+}
+
+}  // namespace
+
+void GrammarConstraint::apply(std::span<sampling::Candidate> candidates) {
+  // Every candidate masked is not an error here: the sampler then has no
+  // token, and the generation ends as the grammar's (FinishReason::kGrammar).
+  as_request_error([&] {
+    const grammar::TokenMask& ok = matcher_.allowed(*vocab_->trie);
+    for (sampling::Candidate& c : candidates) {
+      const bool valid = c.id >= 0 && static_cast<size_t>(c.id) < ok.size() && ok.test(static_cast<size_t>(c.id));
+      if (!valid) c.logit = -std::numeric_limits<float>::infinity();
+    }
+  });
 }
 
 bool GrammarConstraint::allows(int32_t token) {
   if (token < 0 || static_cast<size_t>(token) >= vocab_->pieces.size()) return false;
-  if (is_eog(token)) return matcher_.is_complete();
-  return matcher_.allows(vocab_->pieces[static_cast<size_t>(token)]);
+  return as_request_error([&] {
+    if (is_eog(token)) return matcher_.is_complete();
+    return matcher_.allows(vocab_->pieces[static_cast<size_t>(token)]);
+  });
 }
 
 void GrammarConstraint::accept(int32_t token) {
   if (token < 0 || static_cast<size_t>(token) >= vocab_->pieces.size() || is_eog(token)) return;
-  matcher_.accept_token(vocab_->pieces[static_cast<size_t>(token)]);
+  as_request_error([&] { matcher_.accept_token(vocab_->pieces[static_cast<size_t>(token)]); });
 }
 
 void GrammarConstraint::reset() { matcher_.reset(); }

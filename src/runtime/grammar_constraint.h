@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "grammar/matcher.h"
 #include "grammar/token_trie.h"
 #include "sampling/constraint.h"
@@ -25,9 +26,20 @@ struct VocabPieces {
 // of a tokenizer's vocabulary.
 std::shared_ptr<const VocabPieces> build_vocab_pieces(const tokenizer::Tokenizer& tok);
 
+// The grammar failed while generating: it is too ambiguous for the
+// matcher's limits. The request's fault, not the server's: Generation lets
+// it through (a grammar that merely admits no token ends the generation,
+// FinishReason::kGrammar) and the server's engine ends such a request with
+// ErrorKind::BadRequest (a 400).
+class GrammarConstraintError : public InvalidArgument {
+ public:
+  explicit GrammarConstraintError(const std::string& what) : InvalidArgument(what) {}
+};
+
 class GrammarConstraint : public sampling::Constraint {
  public:
-  // Throws grammar::GrammarError (an InvalidArgument) for bad GBNF.
+  // Throws grammar::GrammarError (an InvalidArgument) for bad GBNF. The
+  // Constraint methods throw GrammarConstraintError.
   GrammarConstraint(const std::string& gbnf, std::shared_ptr<const VocabPieces> vocab);
 
   void apply(std::span<sampling::Candidate> candidates) override;

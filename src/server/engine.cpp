@@ -1,9 +1,13 @@
 #include "server/engine.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "core/error.h"
+#include "runtime/context_state.h"
 
 namespace ferrite::server {
 
@@ -22,6 +26,25 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   while (i < n && a[i] == b[i]) ++i;
   return i;
 }
+
+namespace {
+
+// finish() runs inside the engine's catch blocks: a request's grammar that
+// failed while generating (GrammarConstraintError, thrown through the
+// sampler and runtime::Generation) is the request's fault.
+ErrorKind error_kind_of_current_exception() {
+  const std::exception_ptr ep = std::current_exception();
+  if (!ep) return ErrorKind::Internal;
+  try {
+    std::rethrow_exception(ep);
+  } catch (const runtime::GrammarConstraintError&) {
+    return ErrorKind::BadRequest;
+  } catch (...) {
+  }
+  return ErrorKind::Internal;
+}
+
+}  // namespace
 
 Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const tokenizer::Tokenizer> tok,
                EngineOptions options)
@@ -46,6 +69,17 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
     // Slot i's share of the cache is [i * slot_ctx_, (i + 1) * slot_ctx_) (a slot never holds more cells).
     ctx_.cache().set_sequence_home(slots_[i].id, static_cast<int64_t>(i) * slot_ctx_, slot_ctx_);
   }
+  if (opt_.embeddings && !is_encoder()) {
+    // Decoders without a pooling of their own are pooled by mean, as OpenAI
+    // clients expect one vector per input.
+    const int pooling = opt_.pooling >= 0 ? opt_.pooling
+                        : model_->hparams().pooling == model::Pooling::None ? static_cast<int>(model::Pooling::Mean)
+                                                                            : -1;
+    embed_ctx_ = std::make_unique<runtime::Context>(
+        model_, runtime::ContextParams{.n_ctx = slot_ctx_, .n_batch = opt_.n_batch, .n_threads = opt_.n_threads,
+                                       .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v,
+                                       .n_gpu_layers = 0, .embeddings = true, .pooling_type = pooling});
+  }
   n_idle_ = opt_.n_parallel;
   publish();
   thread_ = std::thread([this] { loop(); });
@@ -54,6 +88,8 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
 Engine::~Engine() { shutdown(); }
 
 bool Engine::is_encoder() const { return model_->arch().is_encoder(); }
+
+int64_t Engine::embedding_n_ctx() const { return embed_ctx_ ? embed_ctx_->n_ctx() : n_ctx_; }
 
 bool Engine::submit(std::shared_ptr<Task> task) {
   {
@@ -101,7 +137,7 @@ uint64_t Engine::wait_cancelled(uint64_t n) const {
 }
 
 bool Engine::has_work_locked() const {
-  if (!embed_queue_.empty()) return true;
+  if (!embed_queue_.empty() || !commands_.empty()) return true;
   if (n_idle_ < static_cast<int>(slots_.size())) return true;
   return !queue_.empty();
 }
@@ -110,13 +146,17 @@ void Engine::publish() {
   std::lock_guard<std::mutex> lock(mu_);
   slot_info_.resize(slots_.size());
   int idle = 0;
+  int64_t cells = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     slot_info_[i] = {s.id, s.state, slot_ctx_, static_cast<int64_t>(s.cached.size()), s.timings, s.n_served};
+    cells += static_cast<int64_t>(s.cached.size());
     if (!s.active()) ++idle;
   }
   n_idle_ = idle;
   stats_.active = static_cast<int>(slots_.size()) - idle;
+  stats_.cached_cells = cells;
+  active_now_.store(stats_.active, std::memory_order_relaxed);
   stats_.queued = queue_.size() + embed_queue_.size();
 }
 
@@ -132,8 +172,18 @@ void Engine::loop() {
       assign_locked();
     }
     for (auto& t : embeds) run_embedding(*t);
+    run_slot_actions();
+    uint64_t steps_before = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      steps_before = stats_.steps;
+    }
     step();
     publish();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stats_.steps > steps_before) stats_.busy_slot_steps += static_cast<uint64_t>(stats_.active);
+    }
     if (opt_.after_step) opt_.after_step();
   }
   // Shutting down: nothing more will be served.
@@ -143,6 +193,15 @@ void Engine::loop() {
     left.swap(queue_);
     for (auto& t : embed_queue_) left.push_back(t);
     embed_queue_.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& c : commands_) {
+      SlotActionResult r;
+      r.error = "the server is shutting down";
+      c->done.set_value(r);
+    }
+    commands_.clear();
   }
   for (auto& t : left) {
     t->cancel();
@@ -230,6 +289,7 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
     ev.final = true;
     ev.finish = FinishReason::Error;
     ev.error = e.what();
+    ev.error_kind = dynamic_cast<const InvalidArgument*>(&e) ? ErrorKind::BadRequest : ErrorKind::Internal;
     ev.slot = slot.id;
     slot.task->push(std::move(ev));
     slot.task.reset();
@@ -248,6 +308,7 @@ void Engine::finish(Slot& slot, FinishReason reason, Event ev, const std::string
   ev.final = true;
   ev.finish = reason;
   ev.error = error;
+  if (reason == FinishReason::Error) ev.error_kind = error_kind_of_current_exception();
   ev.timings = slot.timings;
   ev.slot = slot.id;
   if (slot.gen && slot.gen->done()) {
@@ -263,6 +324,8 @@ void Engine::finish(Slot& slot, FinishReason reason, Event ev, const std::string
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.requests;
     if (reason == FinishReason::Cancelled) ++stats_.cancelled;
+    stats_.prompt_ms += slot.timings.prompt_ms;
+    stats_.generation_ms += slot.timings.generation_ms;
   }
   // Counts and slot states are visible before the client hears of the end.
   publish();
@@ -275,16 +338,19 @@ void Engine::run_embedding(Task& task) {
   Event ev;
   ev.final = true;
   try {
-    if (!is_encoder()) throw InvalidArgument("this model does not produce embeddings");
+    if (!serves_embeddings()) throw InvalidArgument("this model does not produce embeddings");
+    runtime::Context& ctx = is_encoder() ? ctx_ : *embed_ctx_;
     const auto& prompt = task.params().prompt;
-    if (static_cast<int64_t>(prompt.size()) > n_ctx_) {
+    if (task.cancelled()) throw Cancelled("the request was cancelled");
+    if (static_cast<int64_t>(prompt.size()) > ctx.n_ctx()) {
       throw InvalidArgument("input of " + std::to_string(prompt.size()) + " tokens exceeds the context size " +
-                            std::to_string(n_ctx_));
+                            std::to_string(ctx.n_ctx()));
     }
+    if (&ctx != &ctx_) ctx.clear();
     runtime::Batch b;
     for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, true);
-    ctx_.decode(b);
-    std::span<const float> e = ctx_.embeddings(0);
+    ctx.decode(b);
+    std::span<const float> e = ctx.embeddings(0);
     ev.embedding.assign(e.begin(), e.end());
     ev.finish = FinishReason::Stop;
     ev.timings.n_prompt = static_cast<int32_t>(prompt.size());
@@ -296,6 +362,104 @@ void Engine::run_embedding(Task& task) {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.requests;
   stats_.prompt_tokens += task.params().prompt.size();
+}
+
+namespace {
+
+// A saved slot must hold one token per cell (the slot's cache is its token
+// list) and fit the slot: checked from the file's header (context_state.h)
+// before anything is loaded.
+void check_slot_file(const std::string& path, int64_t slot_ctx) {
+  constexpr size_t kHeaderWords = 10;
+  constexpr size_t kTokensWord = 8, kCellsWord = 9;
+  uint32_t header[kHeaderWords] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw IoError(path, "cannot open the saved slot");
+  const size_t n = std::fread(header, sizeof(uint32_t), kHeaderWords, f);
+  std::fclose(f);
+  if (n != kHeaderWords || header[0] != runtime::kSequenceStateMagic) {
+    throw InvalidArgument(path + " is not a saved slot");
+  }
+  if (header[kTokensWord] != header[kCellsWord]) {
+    throw InvalidArgument(path + " holds " + std::to_string(header[kCellsWord]) + " cells but " +
+                          std::to_string(header[kTokensWord]) + " tokens: not a saved slot");
+  }
+  if (static_cast<int64_t>(header[kCellsWord]) >= slot_ctx) {
+    throw InvalidArgument("the saved slot holds " + std::to_string(header[kCellsWord]) +
+                          " tokens; a slot holds fewer than " + std::to_string(slot_ctx));
+  }
+}
+
+}  // namespace
+
+SlotActionResult Engine::slot_action(int slot, SlotAction action, const std::string& path) {
+  if (slot < 0 || slot >= n_parallel()) {
+    throw InvalidArgument("slot " + std::to_string(slot) + " does not exist (0.." + std::to_string(n_parallel() - 1) + ")");
+  }
+  auto cmd = std::make_shared<SlotCommand>();
+  cmd->slot = slot;
+  cmd->action = action;
+  cmd->path = path;
+  std::future<SlotActionResult> result = cmd->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      SlotActionResult r;
+      r.error = "the server is shutting down";
+      return r;
+    }
+    commands_.push_back(cmd);
+  }
+  cv_.notify_all();
+  return result.get();
+}
+
+void Engine::run_slot_actions() {
+  std::deque<std::shared_ptr<SlotCommand>> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    todo.swap(commands_);
+  }
+  for (auto& c : todo) {
+    SlotActionResult r;
+    Slot& s = slots_[static_cast<size_t>(c->slot)];
+    const auto t0 = std::chrono::steady_clock::now();
+    if (s.active()) {
+      r.busy = true;
+      r.error = "slot " + std::to_string(c->slot) + " is serving a request";
+      c->done.set_value(r);
+      continue;
+    }
+    try {
+      std::error_code ec;
+      switch (c->action) {
+        case SlotAction::Save:
+          ctx_.save_sequence(s.id, c->path, s.cached);
+          r.n_tokens = static_cast<int64_t>(s.cached.size());
+          r.n_bytes = std::filesystem::file_size(c->path, ec);
+          break;
+        case SlotAction::Restore: {
+          check_slot_file(c->path, slot_ctx_);
+          s.cached.clear();
+          s.cached = ctx_.load_sequence(s.id, c->path);
+          r.n_tokens = static_cast<int64_t>(s.cached.size());
+          r.n_bytes = std::filesystem::file_size(c->path, ec);
+          break;
+        }
+        case SlotAction::Erase:
+          r.n_tokens = static_cast<int64_t>(s.cached.size());
+          ctx_.cache().remove(s.id, 0, -1);
+          s.cached.clear();
+          break;
+      }
+      r.ok = true;
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    publish();
+    c->done.set_value(r);
+  }
 }
 
 }  // namespace ferrite::server

@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,6 +47,10 @@ struct EngineOptions {
   int n_gpu_layers = 0;                       // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool context_shift = true;                  // a full slot drops the oldest half of its tokens after n_keep
                                               // (false: the request ends with finish_reason "length")
+  // Embedding requests for a decoder model: they run in a context of their
+  // own (one slot's cells), so the slots' caches are untouched.
+  bool embeddings = false;
+  int pooling = -1;  // decoders' pooling: -1 the model's (mean when it has none), else runtime's codes
 };
 
 struct EngineStats {
@@ -59,6 +65,22 @@ struct EngineStats {
   double sample_ms = 0.0;         // time sampling and handing out tokens (all steps)
   size_t queued = 0;              // tasks waiting now
   int active = 0;                 // slots busy now
+  double prompt_ms = 0.0;         // requests' prompt time, summed when they end
+  double generation_ms = 0.0;     // requests' generation time, summed when they end
+  uint64_t busy_slot_steps = 0;   // busy slots summed over the steps (/ steps: slots per batch)
+  int64_t cached_cells = 0;       // tokens held in the slots' caches now
+};
+
+// An operation on one idle slot's cache, run on the engine thread between
+// steps: save to a file, restore from one, or erase.
+enum class SlotAction { Save, Restore, Erase };
+struct SlotActionResult {
+  bool ok = false;
+  bool busy = false;              // the slot was serving a request
+  std::string error;
+  int64_t n_tokens = 0;           // tokens saved, restored or erased
+  uint64_t n_bytes = 0;           // file size written or read
+  double ms = 0.0;
 };
 
 class Engine {
@@ -79,6 +101,16 @@ class Engine {
   EngineStats stats() const;
   // Blocks until at least `n` tasks have ended by cancellation; returns the count.
   uint64_t wait_cancelled(uint64_t n) const;
+  // Slots busy now, without waiting for the engine's lock (the /health route).
+  int active_now() const { return active_now_.load(std::memory_order_relaxed); }
+  size_t max_queue() const { return opt_.max_queue; }
+  // Runs `action` on slot `slot` (save/restore: the file `path`) on the
+  // engine thread and waits for it. Throws InvalidArgument for a bad slot.
+  SlotActionResult slot_action(int slot, SlotAction action, const std::string& path);
+  // Whether embedding requests are served (encoders, or --embeddings).
+  bool serves_embeddings() const { return is_encoder() || embed_ctx_ != nullptr; }
+  // The longest input an embedding request may have.
+  int64_t embedding_n_ctx() const;
 
   const model::Model& model() const { return *model_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
@@ -100,6 +132,7 @@ class Engine {
   bool make_room(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Event ev, const std::string& error = {});
   void run_embedding(Task& task);
+  void run_slot_actions();
   void publish();                        // refresh slot_info_
 
   std::shared_ptr<const model::Model> model_;
@@ -112,6 +145,16 @@ class Engine {
 
   std::vector<Slot> slots_;  // engine thread only
   runtime::Batch batch_;
+  std::unique_ptr<runtime::Context> embed_ctx_;  // decoders' embeddings (EngineOptions::embeddings)
+
+  struct SlotCommand {
+    int slot;
+    SlotAction action;
+    std::string path;
+    std::promise<SlotActionResult> done;
+  };
+  std::deque<std::shared_ptr<SlotCommand>> commands_;  // under mu_
+  std::atomic<int> active_now_{0};
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;     // work for the engine

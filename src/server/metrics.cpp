@@ -5,10 +5,36 @@
 namespace ferrite::server {
 namespace {
 
-void metric(std::ostringstream& out, const char* name, const char* type, const char* help, double value) {
-  out << "# HELP ferrite:" << name << ' ' << help << '\n'
-      << "# TYPE ferrite:" << name << ' ' << type << '\n'
-      << "ferrite:" << name << ' ' << value << '\n';
+void metric(std::ostringstream& out, const char* name, const char* type, const char* help, double value,
+            const char* prefix = "ferrite") {
+  out << "# HELP " << prefix << ':' << name << ' ' << help << '\n'
+      << "# TYPE " << prefix << ':' << name << ' ' << type << '\n'
+      << prefix << ':' << name << ' ' << value << '\n';
+}
+
+double per_second(double count, double ms) { return ms > 0 ? count / (ms / 1000.0) : 0.0; }
+
+// llama-server's names, for dashboards built on them.
+void llamacpp_aliases(std::ostringstream& out, const EngineStats& s, int64_t n_ctx) {
+  const char* p = "llamacpp";
+  metric(out, "prompt_tokens_total", "counter", "Number of prompt tokens processed.",
+         static_cast<double>(s.prompt_tokens), p);
+  metric(out, "prompt_seconds_total", "counter", "Prompt process time.", s.prompt_ms / 1000.0, p);
+  metric(out, "tokens_predicted_total", "counter", "Number of generation tokens processed.",
+         static_cast<double>(s.generated_tokens), p);
+  metric(out, "tokens_predicted_seconds_total", "counter", "Predict process time.", s.generation_ms / 1000.0, p);
+  metric(out, "n_decode_total", "counter", "Total number of llama_decode() calls.", static_cast<double>(s.steps), p);
+  metric(out, "n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call.",
+         s.steps > 0 ? static_cast<double>(s.busy_slot_steps) / static_cast<double>(s.steps) : 0.0, p);
+  metric(out, "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+         per_second(static_cast<double>(s.prompt_tokens), s.prompt_ms), p);
+  metric(out, "predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
+         per_second(static_cast<double>(s.generated_tokens), s.generation_ms), p);
+  metric(out, "kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+         n_ctx > 0 ? static_cast<double>(s.cached_cells) / static_cast<double>(n_ctx) : 0.0, p);
+  metric(out, "kv_cache_tokens", "gauge", "KV-cache tokens.", static_cast<double>(s.cached_cells), p);
+  metric(out, "requests_processing", "gauge", "Number of requests processing.", s.active, p);
+  metric(out, "requests_deferred", "gauge", "Number of requests deferred.", static_cast<double>(s.queued), p);
 }
 
 }  // namespace
@@ -34,6 +60,21 @@ std::string render_metrics(const ServerState& st) {
          static_cast<double>(st.counters.unauthorized.load()));
   metric(out, "client_disconnects_total", "counter", "Clients that hung up before their answer was complete.",
          static_cast<double>(st.counters.disconnects()));
+  metric(out, "http_forbidden_total", "counter", "Requests refused for their Host or Origin.",
+         static_cast<double>(st.counters.forbidden.load()));
+  metric(out, "http_rate_limited_total", "counter", "Requests refused by the rate limit (429).",
+         static_cast<double>(st.counters.rate_limited.load()));
+  if (st.front_stats) {
+    const http::FrontStats f = st.front_stats();
+    metric(out, "http_connections_open", "gauge", "Client connections open.", static_cast<double>(f.open));
+    metric(out, "http_connections_evicted_total", "counter",
+           "Connections closed to make room (the oldest still sending a request).", static_cast<double>(f.evicted));
+    metric(out, "http_timeouts_total", "counter", "Connections dropped by a read or write deadline.",
+           static_cast<double>(f.timed_out));
+    metric(out, "http_refused_total", "counter", "Requests refused by the HTTP front (malformed, over a limit, busy).",
+           static_cast<double>(f.refused));
+  }
+  llamacpp_aliases(out, s, st.engine.n_ctx());
   return out.str();
 }
 

@@ -28,8 +28,8 @@ Json tool_calls_json(const std::vector<chat::ToolCall>& calls) {
   return out;
 }
 
-ChatRequest parse_chat(ServerState& st, const Json& body) {
-  check_model(body, st.opt.model_id);
+ChatRequest parse_chat(ServerState& st, const Json& body, const Request& req) {
+  check_model_name(st, body);
   if (st.engine.is_encoder()) throw bad_request("this model is an encoder: it serves /v1/embeddings only", "model");
   if (!body.contains("messages")) throw bad_request("'messages' is required", "messages");
   ChatRequest c;
@@ -41,13 +41,12 @@ ChatRequest parse_chat(ServerState& st, const Json& body) {
   // A forced call is generated under its grammar (it takes the place of any response_format).
   if (choice.forced) {
     try {
-      c.ro.gen.grammar = forced_call_gbnf(c.tools, choice.function);
+      c.ro.gen.grammar = forced_call_gbnf(c.tools, choice.function, schema_limits(st, req));
     } catch (const InvalidArgument& e) {
       throw bad_request(std::string("a tool's 'parameters' schema cannot constrain a forced call: ") + e.what(), "tools");
     }
   }
-  const std::string prompt = st.chat.render(body["messages"], c.tools, /*add_generation_prompt=*/true);
-  c.ro.gen.prompt = prompt_tokens(st, Json(prompt), "messages");
+  c.ro.gen.prompt = chat_prompt_tokens(st, render_chat_prompt(st, req, body["messages"], c.tools));
   check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine, "messages");
   c.id = new_id("chatcmpl-");
   c.created = unix_time();
@@ -64,12 +63,12 @@ Json chunk(const ServerState& st, const ChatRequest& c, size_t index, Json delta
 }
 
 void respond_whole(ServerState& st, const ChatRequest& c, const std::vector<std::shared_ptr<Task>>& tasks,
-                   const httplib::Request& req, httplib::Response& res) {
-  auto guard = watch_client(st, req.local_port, req.remote_port, tasks);
+                   const Request& req, Response& res) {
+  auto guard = watch_client(st, req.client, tasks);
   Json choices = Json::array();
   int64_t completion = 0, prompt = 0, cached = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    Completion r = collect(*tasks[i]);
+    Completion r = collect_result(*tasks[i]);
     Json message = {{"role", "assistant"}};
     std::string finish = finish_reason_name(r.finish);
     const chat::ParsedReply parsed = r.reply ? *r.reply : chat::ParsedReply{r.text, {}};
@@ -96,7 +95,7 @@ void respond_whole(ServerState& st, const ChatRequest& c, const std::vector<std:
 
 // Streams every choice in turn (events of the others wait in their tasks).
 bool stream_all(ServerState& st, const ChatRequest& c, const std::vector<std::shared_ptr<Task>>& tasks,
-                httplib::DataSink& sink) {
+                StreamSink& sink) {
   int64_t completion = 0, prompt = 0, cached = 0;
   const bool tools = !c.tools.is_null();
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -106,11 +105,7 @@ bool stream_all(ServerState& st, const ChatRequest& c, const std::vector<std::sh
     bool ended = false;
     while (tasks[i]->next(ev)) {
       if (ev.final && (ev.finish == FinishReason::Error || ev.finish == FinishReason::Cancelled)) {
-        try {
-          throw_for(ev);
-        } catch (const ApiError& e) {
-          sse_send(sink, error_body(e));
-        }
+        sse_send(sink, error_body(event_error(ev)));
         return false;
       }
       if (tools) {
@@ -149,29 +144,23 @@ bool stream_all(ServerState& st, const ChatRequest& c, const std::vector<std::sh
 
 }  // namespace
 
-void add_chat_routes(httplib::Server& http, ServerState& st) {
-  auto handler = json_route(st, true, [&st](const Json& body, const httplib::Request& req, httplib::Response& res) {
-    ChatRequest c = parse_chat(st, body);
+void add_chat_routes(Routes& routes, ServerState& st) {
+  auto handler = json_route(st, true, [&st](const Json& body, const Request& req, Response& res) {
+    ChatRequest c = parse_chat(st, body, req);
     auto tasks = submit_tasks(st.engine, replicate(c.ro.gen, c.ro.n));
     if (!c.ro.stream) {
       respond_whole(st, c, tasks, req, res);
       return;
     }
     current_record().streamed = true;
-    const int local = req.local_port, remote = req.remote_port;
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [&st, c, tasks, local, remote](size_t, httplib::DataSink& sink) {
-          auto guard = watch_client(st, local, remote, tasks);
-          const bool ok = stream_all(st, c, tasks, sink);
-          if (!ok) cancel_all(tasks);
-          return ok;
-        },
-        [tasks](bool) { cancel_all(tasks); });
+    res.content_type = "text/event-stream";
+    res.stream = [&st, c, hold = hold_tasks(st, req.client, tasks)](StreamSink& sink) {
+      stream_all(st, c, hold->tasks, sink);
+    };
   });
-  http.Post("/v1/chat/completions", handler);
-  http.Post("/chat/completions", handler);
+  routes.post("/v1/chat/completions", handler);
+  routes.post("/chat/completions", handler);
 }
 
 }  // namespace ferrite::server

@@ -3,13 +3,32 @@
 #include <limits>
 #include <string>
 
+#include "chat/error.h"
 #include "server/api_error.h"
+#include "server/request_params.h"
 #include "server/routes.h"
 
 namespace ferrite::server {
 
 ServerState::ServerState(Engine& e, ServerOptions o)
-    : engine(e), opt(std::move(o)), chat(e.model().file(), opt.chat_template) {}
+    : engine(e),
+      opt(std::move(o)),
+      chat(e.model().file(), opt.chat_template),
+      guard(e.tokenizer().vocab()),
+      fim(find_fim_tokens(e.model().file(), e.tokenizer())) {}
+
+const Route* Routes::find(const std::string& method, const std::string& path, bool* path_known) const {
+  if (path_known) *path_known = false;
+  for (const Route& r : routes_) {
+    const bool prefix = !r.path.empty() && r.path.back() == '/';
+    const bool match = prefix ? path.size() > r.path.size() && path.compare(0, r.path.size(), r.path) == 0
+                              : path == r.path;
+    if (!match) continue;
+    if (path_known) *path_known = true;
+    if (r.method == method) return &r;
+  }
+  return nullptr;
+}
 
 void HttpCounters::note_disconnect() {
   {
@@ -36,12 +55,12 @@ RequestRecord& current_record() {
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-void set_json(httplib::Response& res, const Json& body, int status) {
+void set_json(Response& res, const Json& body, int status) {
   res.status = status;
   res.set_content(dump(body), "application/json");
 }
 
-void set_error(ServerState& st, httplib::Response& res, int status, const std::string& type,
+void set_error(ServerState& st, Response& res, int status, const std::string& type,
                const std::string& message, const std::string& param, const std::string& code) {
   if (status == kStatusUnavailable) {
     ++st.counters.busy;
@@ -71,17 +90,21 @@ Json parse_request_json(const std::string& text) {
 
 }  // namespace
 
-httplib::Server::Handler json_route(ServerState& st, bool parse_body, JsonRoute fn) {
-  return [&st, parse_body, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+Handler json_route(ServerState& st, bool parse_body, JsonRoute fn) {
+  return [&st, parse_body, fn = std::move(fn)](const Request& req, Response& res) {
     try {
       Json body;
       if (parse_body) {
-        body = parse_request_json(req.body);
+        body = req.body.empty() ? Json::object() : parse_request_json(req.body);
         if (!body.is_object()) throw bad_request("the request body must be a JSON object");
       }
       fn(body, req, res);
     } catch (const ApiError& e) {
       set_error(st, res, e.status(), e.type(), e.what(), e.param(), e.code());
+    } catch (const Cancelled& e) {
+      // The client went away (or the server is stopping) while its request
+      // was converted or rendered.
+      set_error(st, res, kStatusUnavailable, "server_error", e.what(), "", "cancelled");
     } catch (const InvalidField& e) {
       set_error(st, res, kStatusBadRequest, "invalid_request_error", e.what(), e.field());
     } catch (const InvalidArgument& e) {
@@ -94,15 +117,91 @@ httplib::Server::Handler json_route(ServerState& st, bool parse_body, JsonRoute 
   };
 }
 
-std::unique_ptr<WatchGuard> watch_client(ServerState& st, int local_port, int remote_port,
-                                         const std::vector<std::shared_ptr<Task>>& tasks) {
-  const int fd = DisconnectWatch::find_connection(local_port, remote_port);
+std::unique_ptr<http::GoneGuard> watch_client(ServerState& st, const std::shared_ptr<http::ClientLink>& client,
+                                              const std::vector<std::shared_ptr<Task>>& tasks) {
   HttpCounters* counters = &st.counters;
-  const uint64_t h = st.watch.watch(fd, [tasks, counters] {
+  return std::make_unique<http::GoneGuard>(client, [tasks, counters] {
     counters->note_disconnect();
     for (const auto& t : tasks) t->cancel();
   });
-  return std::make_unique<WatchGuard>(st.watch, h);
+}
+
+TaskHold::~TaskHold() {
+  guard.reset();
+  for (const auto& t : tasks) t->cancel();
+}
+
+std::shared_ptr<TaskHold> hold_tasks(ServerState& st, const std::shared_ptr<http::ClientLink>& client,
+                                     const std::vector<std::shared_ptr<Task>>& tasks) {
+  auto hold = std::make_shared<TaskHold>();
+  hold->tasks = tasks;
+  hold->guard = watch_client(st, client, tasks);
+  return hold;
+}
+
+chat::Limits template_limits(const ServerState& st, const Request& req) {
+  chat::Limits l = st.opt.template_limits;
+  l.cancel = req.client->flag();
+  return l;
+}
+
+grammar::SchemaLimits schema_limits(const ServerState& st, const Request& req) {
+  grammar::SchemaLimits l = st.opt.schema_limits;
+  l.cancel = req.client->flag();
+  return l;
+}
+
+ApiError event_error(const Event& ev) {
+  if (ev.finish == FinishReason::Error && ev.error_kind == ErrorKind::BadRequest) {
+    return bad_request(ev.error.empty() ? std::string("the request's grammar failed") : ev.error, "grammar",
+                       "grammar_failed");
+  }
+  try {
+    throw_for(ev);
+  } catch (const ApiError& e) {
+    return e;
+  }
+}
+
+Completion collect_result(Task& task) {
+  try {
+    return collect(task);
+  } catch (const ApiError& e) {
+    if (e.status() == kStatusInternal && task.error_kind() == ErrorKind::BadRequest) {
+      throw bad_request(e.what(), "grammar", "grammar_failed");
+    }
+    throw;
+  }
+}
+
+void check_model_name(const ServerState& st, const Json& body) {
+  const auto model = opt_string(body, "model");
+  if (st.opt.strict_model && model && !model->empty() && *model != st.opt.model_id) {
+    throw ApiError(kStatusNotFound, "invalid_request_error",
+                   "The model '" + *model + "' does not exist; this server serves '" + st.opt.model_id + "'", "model",
+                   "model_not_found");
+  }
+}
+
+runtime::PromptText render_chat_prompt(ServerState& st, const Request& req, const Json& messages, const Json& tools) {
+  try {
+    return st.chat.render_prompt(messages, tools, /*add_generation_prompt=*/true, st.guard, template_limits(st, req));
+  } catch (const chat::TemplateLimitError& e) {
+    throw bad_request(std::string("the chat template exceeded a limit rendering the messages: ") + e.what(), "messages",
+                      "template_limit");
+  }
+}
+
+std::vector<int32_t> chat_prompt_tokens(ServerState& st, const runtime::PromptText& prompt) {
+  const tokenizer::Tokenizer& tok = st.engine.tokenizer();
+  // Templates that write the BOS themselves must not get a second one.
+  const std::string& bos = st.chat.bos_text();
+  const bool has_bos = !bos.empty() && prompt.text.compare(0, bos.size(), bos) == 0 &&
+                       !prompt.touches_literal(0, bos.size());
+  std::vector<int32_t> ids;
+  tok.encode(prompt.text, !has_bos, /*parse_special=*/true, ids, prompt.literal);
+  if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());
+  return ids;
 }
 
 std::vector<int32_t> prompt_tokens(ServerState& st, const Json& prompt, const char* param) {

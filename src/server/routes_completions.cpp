@@ -33,7 +33,7 @@ std::vector<Json> split_prompts(const Json& prompt) {
 }
 
 CompletionRequest parse_completion(ServerState& st, const Json& body) {
-  check_model(body, st.opt.model_id);
+  check_model_name(st, body);
   if (st.engine.is_encoder()) throw bad_request("this model is an encoder: it serves /v1/embeddings only", "model");
   if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
   if (auto s = opt_string(body, "suffix"); s && !s->empty()) {
@@ -81,7 +81,7 @@ const std::string& echo_of(const CompletionRequest& c, size_t task) {
 }
 
 bool stream_all(ServerState& st, const CompletionRequest& c, const std::vector<std::shared_ptr<Task>>& tasks,
-                httplib::DataSink& sink) {
+                StreamSink& sink) {
   int64_t completion = 0, prompt = 0, cached = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::string& echo = echo_of(c, i);
@@ -93,11 +93,7 @@ bool stream_all(ServerState& st, const CompletionRequest& c, const std::vector<s
     bool ended = false;
     while (tasks[i]->next(ev)) {
       if (ev.final && (ev.finish == FinishReason::Error || ev.finish == FinishReason::Cancelled)) {
-        try {
-          throw_for(ev);
-        } catch (const ApiError& e) {
-          sse_send(sink, error_body(e));
-        }
+        sse_send(sink, error_body(event_error(ev)));
         return false;
       }
       Json ch = {{"index", i}, {"text", ev.text}};
@@ -126,29 +122,23 @@ bool stream_all(ServerState& st, const CompletionRequest& c, const std::vector<s
 
 }  // namespace
 
-void add_completion_routes(httplib::Server& http, ServerState& st) {
-  auto handler = json_route(st, true, [&st](const Json& body, const httplib::Request& req, httplib::Response& res) {
+void add_completion_routes(Routes& routes, ServerState& st) {
+  auto handler = json_route(st, true, [&st](const Json& body, const Request& req, Response& res) {
     CompletionRequest c = parse_completion(st, body);
     auto tasks = submit_tasks(st.engine, task_params(c));
     if (c.ro.stream) {
       current_record().streamed = true;
-      const int local = req.local_port, remote = req.remote_port;
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [&st, c, tasks, local, remote](size_t, httplib::DataSink& sink) {
-            auto guard = watch_client(st, local, remote, tasks);
-            const bool ok = stream_all(st, c, tasks, sink);
-            if (!ok) cancel_all(tasks);
-            return ok;
-          },
-          [tasks](bool) { cancel_all(tasks); });
+      res.content_type = "text/event-stream";
+      res.stream = [&st, c, hold = hold_tasks(st, req.client, tasks)](StreamSink& sink) {
+        stream_all(st, c, hold->tasks, sink);
+      };
       return;
     }
-    auto guard = watch_client(st, req.local_port, req.remote_port, tasks);
+    auto guard = watch_client(st, req.client, tasks);
     Json choices = Json::array();
     int64_t completion = 0, prompt = 0, cached = 0;
     for (size_t i = 0; i < tasks.size(); ++i) {
-      Completion r = collect(*tasks[i]);
+      Completion r = collect_result(*tasks[i]);
       const std::string& echo = echo_of(c, i);
       Json ch = {{"index", i}, {"text", echo + r.text}};
       ch["logprobs"] = c.ro.logprobs ? completion_logprobs(r.tokens, st.engine.tokenizer(), echo.size()) : Json(nullptr);
@@ -166,8 +156,8 @@ void add_completion_routes(httplib::Server& http, ServerState& st) {
     j["usage"] = usage_json(prompt, completion, cached);
     set_json(res, j);
   });
-  http.Post("/v1/completions", handler);
-  http.Post("/completions", handler);
+  routes.post("/v1/completions", handler);
+  routes.post("/completions", handler);
 }
 
 }  // namespace ferrite::server

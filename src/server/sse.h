@@ -4,22 +4,15 @@
 
 #include <string>
 
-#include <httplib.h>
-
+#include "server/http/message.h"
 #include "server/server_state.h"
 
 namespace ferrite::server {
 
-inline bool sse_send(httplib::DataSink& sink, const Json& event) {
-  const std::string s = "data: " + dump(event) + "\n\n";
-  return sink.write(s.data(), s.size());
+inline bool sse_send(http::StreamSink& sink, const Json& event) {
+  return sink.write("data: " + dump(event) + "\n\n");
 }
 
-inline bool sse_done(httplib::DataSink& sink) {
-  static const std::string kDone = "data: [DONE]\n\n";
-  const bool ok = sink.write(kDone.data(), kDone.size());
-  sink.done();
-  return ok;
-}
+inline bool sse_done(http::StreamSink& sink) { return sink.write("data: [DONE]\n\n"); }
 
 }  // namespace ferrite::server

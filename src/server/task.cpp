@@ -17,7 +17,10 @@ void Task::push(Event ev) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
-    if (ev.final) closed_ = true;
+    if (ev.final) {
+      closed_ = true;
+      error_kind_ = ev.error_kind;
+    }
     events_.push_back(std::move(ev));
   }
   cv_.notify_all();
@@ -44,6 +47,11 @@ void Task::cancel() {
     cancelled_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
+}
+
+ErrorKind Task::error_kind() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_kind_;
 }
 
 bool Task::finished() const {

@@ -45,6 +45,10 @@ struct TokenInfo {
 enum class FinishReason { None, Stop, Length, Cancelled, Error };
 const char* finish_reason_name(FinishReason r);
 
+// Whose fault an Error is: the request's (its grammar failed while
+// generating: a 400) or the server's (a 500).
+enum class ErrorKind { Internal, BadRequest };
+
 struct Timings {
   int32_t n_prompt = 0;        // prompt tokens of the request
   int32_t n_cached = 0;        // of those, reused from the slot's cache
@@ -65,6 +69,7 @@ struct Event {
   std::string stop_word;       // the stop string that ended generation
   std::optional<chat::ParsedReply> reply;  // the final event with parse_tool_calls: the reply's tool calls
   std::string error;           // with FinishReason::Error
+  ErrorKind error_kind = ErrorKind::Internal;
   Timings timings;
   int slot = -1;
   std::vector<float> embedding;  // embedding requests
@@ -87,6 +92,8 @@ class Task {
   void cancel();
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
   bool finished() const;
+  // The error kind of the final event (Internal until one is pushed).
+  ErrorKind error_kind() const;
 
  private:
   GenerationParams params_;
@@ -95,6 +102,7 @@ class Task {
   std::condition_variable cv_;
   std::deque<Event> events_;
   bool closed_ = false;     // the final event was pushed
+  ErrorKind error_kind_ = ErrorKind::Internal;
   bool delivered_ = false;  // the final event was taken
 };
 

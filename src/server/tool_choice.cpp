@@ -82,10 +82,10 @@ Json forced_call_schema(const Json& tools, const std::string& function) {
   return Json{{"anyOf", options}};
 }
 
-std::string forced_call_gbnf(const Json& tools, const std::string& function) {
+std::string forced_call_gbnf(const Json& tools, const std::string& function, const grammar::SchemaLimits& limits) {
   // The whitespace rule of grammar::json_schema_to_gbnf (see json_schema.h).
   static const std::string kWsRule = "ws ::= ";
-  std::istringstream in(grammar::json_schema_to_gbnf(forced_call_schema(tools, function)));
+  std::istringstream in(grammar::json_schema_to_gbnf(forced_call_schema(tools, function), limits));
   std::string out, line;
   while (std::getline(in, line)) {
     out += line.rfind(kWsRule, 0) == 0 ? kWsRule + "| \" \"" : line;

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/json_schema.h"
+
 namespace ferrite::server {
 
 struct ToolChoice {
@@ -34,6 +36,8 @@ nlohmann::ordered_json forced_call_schema(const nlohmann::ordered_json& tools, c
 // The GBNF of that schema with whitespace between JSON tokens cut to at most
 // one space, so a sampled call cannot spend its tokens on indentation.
 // Throws InvalidArgument for parameters outside the JSON schema subset.
-std::string forced_call_gbnf(const nlohmann::ordered_json& tools, const std::string& function);
+// `limits` bound the conversion (grammar::SchemaLimitError past them).
+std::string forced_call_gbnf(const nlohmann::ordered_json& tools, const std::string& function,
+                             const grammar::SchemaLimits& limits = {});
 
 }  // namespace ferrite::server

@@ -1,15 +1,26 @@
 #include "tokenizer/special_split.h"
 
+#include <algorithm>
 #include <array>
+
+#include "tokenizer/tokenizer.h"
 
 namespace ferrite::tokenizer {
 namespace {
 
 bool c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+// Whether [begin, end) overlaps a range of `sorted`.
+bool overlaps(std::span<const TextRange> sorted, size_t begin, size_t end) {
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), begin,
+                             [](size_t at, const TextRange& r) { return at < r.end; });
+  return it != sorted.end() && it->begin < end;
+}
+
 }  // namespace
 
-void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out) {
+void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out,
+                   std::span<const TextRange> literal) {
   out.clear();
   if (text.empty()) return;
   out.push_back(Fragment{kNoToken, 0, static_cast<uint32_t>(text.size())});
@@ -32,13 +43,16 @@ void split_special(const Vocab& v, std::string_view text, bool parse_special, st
         next.push_back(f);
         continue;
       }
-      uint32_t begin = f.begin;
-      uint32_t end = f.end;
-      while (begin < end) {
-        const size_t m = text.substr(0, end).find(tok, begin);
-        if (m == std::string_view::npos) {
-          next.push_back(Fragment{kNoToken, begin, end});
-          break;
+      uint32_t begin = f.begin;  // start of the text run not yet emitted
+      uint32_t from = f.begin;   // where the search goes on
+      const uint32_t end = f.end;
+      const bool guarded = !literal.empty() && (attr & (kAttrControl | kAttrUnknown));
+      while (from < end) {
+        const size_t m = text.substr(0, end).find(tok, from);
+        if (m == std::string_view::npos) break;
+        if (guarded && overlaps(literal, m, m + tok.size())) {
+          from = static_cast<uint32_t>(m + 1);
+          continue;
         }
         uint32_t left_end = static_cast<uint32_t>(m);
         if (attr & kAttrLstrip) {
@@ -50,7 +64,9 @@ void split_special(const Vocab& v, std::string_view text, bool parse_special, st
         if (attr & kAttrRstrip) {
           while (begin < end && c_space(text[begin])) ++begin;
         }
+        from = begin;
       }
+      if (begin < end) next.push_back(Fragment{kNoToken, begin, end});
     }
     out.swap(next);
   }

@@ -2,10 +2,13 @@
 // tried longest first; each one is found (leftmost, non-overlapping) in the
 // text fragments that remain. Control and unknown tokens take part only when
 // `parse_special` is set; user-defined tokens always do. LSTRIP/RSTRIP
-// attributes swallow the whitespace beside a match.
+// attributes swallow the whitespace beside a match. A control or unknown
+// token whose match would overlap one of the `literal` byte ranges (sorted,
+// disjoint) is not matched there: that text is read as plain text.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +22,9 @@ struct Fragment {
   uint32_t end;
 };
 
-void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out);
+struct TextRange;
+
+void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out,
+                   std::span<const TextRange> literal = {});
 
 }  // namespace ferrite::tokenizer

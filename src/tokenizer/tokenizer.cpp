@@ -123,11 +123,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 }
 
 void Tokenizer::encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out) const {
+  encode(text, add_special, parse_special, out, {});
+}
+
+void Tokenizer::encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out,
+                       std::span<const TextRange> literal) const {
   const Impl& m = *impl_;
   const Vocab& v = m.v;
   if (text.size() > UINT32_MAX) throw InvalidArgument("text too long to tokenize (over 4 GiB)");
   std::vector<Fragment> frags;
-  split_special(v, text, parse_special, frags);
+  split_special(v, text, parse_special, frags, literal);
 
   const bool bos_first = add_special && (v.kind == ModelKind::WPM ? v.bos != kNoToken : v.add_bos);
   if (bos_first) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,12 @@
 #include "tokenizer/vocab.h"
 
 namespace ferrite::tokenizer {
+
+// A byte range [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0;
+  size_t end = 0;
+};
 
 class Tokenizer {
  public:
@@ -32,6 +39,11 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
   // Same, appending to `out`.
   void encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out) const;
+  // Same, but no control or unknown token is matched where its text would
+  // overlap one of the `literal` ranges (sorted, disjoint): text that came
+  // from a user inside a prompt otherwise parsed for special tokens.
+  void encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out,
+              std::span<const TextRange> literal) const;
 
   // Bytes of one token. Control/unknown tokens give "" unless `special`.
   // Throws InvalidArgument for an id out of range.

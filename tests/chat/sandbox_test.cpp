@@ -1,5 +1,6 @@
 // Syntax errors carry line and column; hostile templates end in a typed
 // error (TemplateLimitError / TemplateRenderError), never a hang or crash.
+#include <atomic>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -113,6 +114,43 @@ TEST(ChatSandbox, OutputAndStringLimits) {
     render("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}");
   });
   expect_throw<TemplateLimitError>([&] { render("{% filter upper %}{% for i in range(2000) %}x{% endfor %}{% endfilter %}", {}, small); });
+}
+
+// Issue 24: limits counted list items, not bytes (a list item is a whole
+// Value), and printing or serializing a list of lists sharing their items
+// built the whole text before checking it.
+TEST(ChatSandbox, ListsCountInBytesAndOutputIsCheckedAsItGrows) {
+  expect_throw<TemplateLimitError>([] { render("{% set x = [1] * 16000000 %}"); });
+  expect_throw<TemplateLimitError>([] {
+    render("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}");
+  });
+  expect_throw<TemplateLimitError>([] {
+    render("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% do ns.l.extend(ns.l) %}{% endfor %}");
+  });
+  expect_throw<TemplateLimitError>([] { render("{{ ([[[1] * 4000] * 4000] * 4000) | tojson }}"); });
+  expect_throw<TemplateLimitError>([] { render("{{ [[[1] * 4000] * 4000] * 4000 }}"); });
+  expect_throw<TemplateLimitError>([] { render("{{ ([[[1] * 4000] * 4000] * 4000) ~ 'x' }}"); });
+  expect_throw<TemplateLimitError>([] { render("{{ ([[[1] * 4000] * 4000] * 4000) | join(',') }}"); });
+  // Every string built counts, even when each is dropped at once.
+  RenderOptions small;
+  small.limits.max_alloc_bytes = 1u << 20;
+  expect_throw<TemplateLimitError>([&] {
+    render("{% set ns = namespace(l=[]) %}{% for i in range(100) %}{% do ns.l.append('x' * 100000) %}{% endfor %}", {},
+           small);
+  });
+  EXPECT_EQ(render("{{ ([1] * 3) | tojson }}"), "[1, 1, 1]");
+}
+
+TEST(ChatSandbox, TimeAndCancellation) {
+  RenderOptions quick;
+  quick.limits.max_seconds = 1e-6;
+  expect_throw<TemplateLimitError>([&] { render("{% for i in range(900000) %}{{ i }}{% endfor %}", {}, quick); });
+  std::atomic<bool> gone{true};
+  RenderOptions cancel;
+  cancel.limits.cancel = &gone;
+  expect_throw<Cancelled>([&] { render("{% for i in range(900000) %}{{ i }}{% endfor %}", {}, cancel); });
+  gone = false;
+  EXPECT_EQ(render("{{ 1 + 1 }}", {}, cancel), "2");
 }
 
 TEST(ChatSandbox, WorkLimit) {

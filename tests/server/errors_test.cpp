@@ -44,11 +44,26 @@ TEST(ServerErrors, MalformedAndMistypedRequests) {
                400, "response_format");
 }
 
-TEST(ServerErrors, UnknownModelAndRoute) {
-  FERRITE_TEST_SERVER(srv, kDefault);
-  auto r = srv.post("/v1/chat/completions", {{"model", "gpt-9"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}});
+TEST(ServerErrors, AnyModelNameUnlessStrict) {
+  const Json req = {{"model", "gpt-9"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 2}};
+  {
+    // One model is served: llama-server's clients name any model.
+    FERRITE_TEST_SERVER(srv, kDefault);
+    EXPECT_EQ(srv.post("/v1/chat/completions", req).first, 200);
+  }
+  ServerConfig strict;
+  strict.server = [](ServerOptions& o) { o.strict_model = true; };
+  FERRITE_TEST_SERVER(srv, strict);
+  auto r = srv.post("/v1/chat/completions", req);
   expect_error(r, 404, "model");
   EXPECT_EQ(r.second["error"]["code"], "model_not_found");
+  Json same = req;
+  same["model"] = "stories260K";
+  EXPECT_EQ(srv.post("/v1/chat/completions", same).first, 200);
+}
+
+TEST(ServerErrors, UnknownRoute) {
+  FERRITE_TEST_SERVER(srv, kDefault);
   auto nf = srv.get("/v1/nothing-here");
   EXPECT_EQ(nf.first, 404);
   EXPECT_TRUE(nf.second.contains("error"));

@@ -1,10 +1,24 @@
 // The in-process test server (built into test_server; no tests here).
 #include "server_fixture.h"
 
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::server::test {
+
+namespace {
+// Debian's cpp-httplib client writes without MSG_NOSIGNAL: a server that
+// answers early and closes would kill the test process with SIGPIPE.
+const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+}  // namespace
 
 TestServer::TestServer(const std::string& model_path, const ServerConfig& cfg) {
   auto model = model::Model::load(model_path);
@@ -17,15 +31,17 @@ TestServer::TestServer(const std::string& model_path, const ServerConfig& cfg) {
   eo.max_queue = cfg.max_queue;
   eo.context_shift = cfg.context_shift;
   eo.after_step = [this] { gate_.pass(); };
+  if (cfg.engine) cfg.engine(eo);
   engine_ = std::make_unique<Engine>(model, tok, eo);
   ServerOptions so;
   so.host = "127.0.0.1";
   so.port = 0;
   so.model_id = "stories260K";
   so.model_path = model_path;
-  so.api_key = cfg.api_key;
+  if (!cfg.api_key.empty()) so.api_keys = {cfg.api_key};
   so.log_format = LogFormat::Off;
   so.max_body_bytes = cfg.max_body;
+  if (cfg.server) cfg.server(so);
   http_ = std::make_unique<HttpServer>(*engine_, so);
   port_ = http_->bind();
   thread_ = std::thread([this] { http_->serve(); });
@@ -88,6 +104,15 @@ std::vector<std::string> TestServer::stream(const std::string& path, const Json&
   httplib::Result r = c.Post(path.c_str(), body.dump(), "application/json");
   if (!r || r->status != 200) return {};
   return sse_payloads(r->body);
+}
+
+size_t resident_bytes() {
+  long pages_total = 0, pages_resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  const int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<size_t>(pages_resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 std::string golden_greedy_text() {

@@ -2,11 +2,6 @@
 // synth model each get what they get alone, and malformed, oversized or
 // never-finished requests are refused (or time out) while a running stream
 // and new clients keep being served, with bounded memory.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -15,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "raw_client.h"
 #include "server_fixture.h"
 
 namespace ferrite::server::test {
@@ -76,41 +72,6 @@ TEST(ServerConcurrency, ThirtyTwoStreamingClientsGetTheirSingleClientOutput) {
   for (int i = 0; i < kClients; ++i) EXPECT_EQ(together[i].get(), alone[i]) << "client " << i;
 }
 
-// Resident memory of this process (the server runs in it), in bytes.
-size_t resident_bytes() {
-  long pages_total = 0, pages_resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  const int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
-  std::fclose(f);
-  return n == 2 ? static_cast<size_t>(pages_resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
-// A raw loopback connection that sends `bytes` and leaves the request
-// unfinished (slowloris); closed by the destructor.
-class HalfRequest {
- public:
-  HalfRequest(int port, const std::string& bytes) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                 ::send(fd_, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size());
-  }
-  ~HalfRequest() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  HalfRequest(const HalfRequest&) = delete;
-  HalfRequest& operator=(const HalfRequest&) = delete;
-  bool connected() const { return connected_; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
 std::string nested_array(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 TEST(ServerRobustness, HostileRequestsAreRefusedWhileOthersAreServed) {
@@ -130,11 +91,11 @@ TEST(ServerRobustness, HostileRequestsAreRefusedWhileOthersAreServed) {
   });
 
   // Slow clients that never finish their request line or headers.
-  std::vector<std::unique_ptr<HalfRequest>> slow;
+  std::vector<std::unique_ptr<RawClient>> slow;
   for (const char* partial : {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le", "GET /hea",
                               "POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"prompt\": "}) {
-    slow.push_back(std::make_unique<HalfRequest>(srv.port(), partial));
-    EXPECT_TRUE(slow.back()->connected());
+    slow.push_back(std::make_unique<RawClient>(srv.port()));
+    EXPECT_TRUE(slow.back()->connected() && slow.back()->send(partial));
   }
 
   const size_t rss_before = resident_bytes();

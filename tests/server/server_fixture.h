@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,9 @@ struct ServerConfig {
   std::string api_key;
   size_t max_body = 1u << 20;
   bool context_shift = true;
+  // Changes to the server's and the engine's options after the above.
+  std::function<void(ServerOptions&)> server;
+  std::function<void(EngineOptions&)> engine;
 };
 
 class TestServer {
@@ -85,6 +89,9 @@ std::vector<std::string> sse_payloads(const std::string& body);
 
 // The greedy continuation of BOS (shared golden from llama2.c / llama.cpp).
 std::string golden_greedy_text();
+
+// Resident memory of this process (the server runs in it), in bytes.
+size_t resident_bytes();
 
 }  // namespace ferrite::server::test
 
