@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -84,11 +85,20 @@ PackedKernel packed_kernel_ref(TensorType type) {
   }
 }
 
+namespace {
+// configure_packed_kernels' choices (on until told otherwise).
+std::atomic<bool> g_amx_allowed{true};
+std::atomic<bool> g_q6k_packed{true};
+}  // namespace
+
+void configure_packed_kernels(bool amx, bool q6k) {
+  g_amx_allowed = amx;
+  g_q6k_packed = q6k;
+}
+
 bool amx_available() {
   static const bool available = [] {
 #if defined(__x86_64__) && defined(__linux__)
-    const char* env = std::getenv("FERRITE_AMX");
-    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid_count(kCpuidExtendedFeatures, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
     if ((edx & kCpuidAmxTile) == 0 || (edx & kCpuidAmxInt8) == 0) return false;
@@ -98,7 +108,7 @@ bool amx_available() {
     return false;
 #endif
   }();
-  return available;
+  return available && g_amx_allowed.load();
 }
 
 PackedKernel find_packed_kernel_amx(TensorType type) {
@@ -108,15 +118,11 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
   if (type == TensorType::Q6_K) {
-    // On unless FERRITE_REPACK_Q6K=0 (plain rows and the row-tile kernel).
+    // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).
     // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every
     // line of its super-blocks: 4096x4096 GEMV 308 vs 390 us, m=512 22 vs 37 ms;
     // llama-1b Q4_K_M tg128 67 vs 59 t/s, pp512 378 vs 353 t/s.
-    static const bool q6k = [] {
-      const char* env = std::getenv("FERRITE_REPACK_Q6K");
-      return env == nullptr || std::strcmp(env, "0") != 0;
-    }();
-    return isa >= Isa::Avx512 && q6k ? packed_q6_k_avx512 : nullptr;
+    return isa >= Isa::Avx512 && g_q6k_packed.load() ? packed_q6_k_avx512 : nullptr;
   }
   return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
 }

@@ -1,18 +1,20 @@
-// An architecture binds its weights at load (checking every shape) and runs
-// the forward pass of a batch. One small file per family (arch_*.cpp);
-// registry.cpp maps `general.architecture` to its factory.
+// An architecture binds its weights at load (checking every shape) and
+// describes the forward pass of a batch once, as operations of the backend
+// interface (backend/ops.h) that every backend runs: the CPU, CUDA. One
+// small file per family (arch_*.cpp); registry.cpp maps
+// `general.architecture` to its factory.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/error.h"
-#include "cpu/thread_pool.h"
 #include "gguf/file.h"
 #include "model/forward.h"
 #include "model/hparams.h"
-#include "model/workspace.h"
+#include "model/step.h"
 
 namespace ferrite::model {
 
@@ -20,10 +22,10 @@ class Architecture {
  public:
   virtual ~Architecture() = default;
 
-  // Computes the batch, writing its keys/values into the cache, and the
-  // logits of the batch's output rows: logits [n_out, n_vocab].
-  virtual void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-                       float* logits) const = 0;
+  // Computes the batch (s.batch), writing its keys/values into the cache,
+  // and the logits of the batch's output rows into host memory logits
+  // [n_out, n_vocab]. Encoders write hidden states [n_out, n_embd] instead.
+  virtual void forward(Step& s, float* logits) const = 0;
 
   // Encoders (bert) attend over whole sequences within one batch, use no KV
   // cache, and write hidden states [n_out, n_embd] instead of logits.
@@ -34,10 +36,13 @@ class Architecture {
   // forward_hidden(): forward() that also writes those states of the output
   // rows, hidden [n_out, n_embd], and skips the logits when logits is null.
   virtual bool has_hidden_states() const { return false; }
-  virtual void forward_hidden(const ForwardBatch& /*batch*/, const KvView& /*kv*/, cpu::ThreadPool& /*pool*/,
-                              Workspace& /*ws*/, float* /*logits*/, float* /*hidden*/) const {
+  virtual void forward_hidden(Step& /*s*/, float* /*logits*/, float* /*hidden*/) const {
     throw InvalidArgument("this architecture does not give its hidden states");
   }
+
+  // The model as a pre-norm decoder in data form (backend.h), for a backend
+  // that runs whole steps itself; null when the family is not one.
+  virtual const backend::DecoderDesc* decoder_desc() const { return nullptr; }
 };
 
 // Builds an architecture from an opened file and its common hparams (which

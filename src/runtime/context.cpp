@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "cpu/backend/cpu_backend.h"
 #include "runtime/offload.h"
 
 namespace ferrite::runtime {
@@ -46,14 +47,22 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
       params_(params),
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
              params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
-      pool_(thread_count(params.n_threads)) {
+      pool_(thread_count(params.n_threads)),
+      cpu_(std::make_unique<cpu::CpuBackend>(model_->dims(), pool_, ws_)) {
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
-  // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
   if (params_.n_gpu_layers != 0) {
-    gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type, params_.cache_type_v);
+    // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
+    Offload off = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type,
+                               params_.cache_type_v, params_.switches);
+    gpu_ = std::move(off.backend);
+    placement_ = std::make_unique<model::Placement>(*cpu_, *gpu_, off.first_layer);
+  } else {
+    placement_ = std::make_unique<model::Placement>(*cpu_);
   }
   if (params_.embeddings) set_embeddings(true);
 }
+
+const char* Context::backend_name() const { return (gpu_ ? gpu_ : cpu_)->name(); }
 
 std::span<const float> Context::logits(int64_t i) const {
   if (embeddings_) throw InvalidArgument("the context is in embeddings mode: it keeps hidden states, not logits");

@@ -14,9 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/switches.h"
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_type.h"
 #include "model/model.h"
+#include "model/step.h"
 #include "model/workspace.h"
 #include "runtime/batch.h"
 #include "runtime/kv_cache.h"
@@ -32,6 +35,8 @@ struct ContextParams {
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)
   int pooling_type = -1;   // embeddings' pooling: -1 the model's (<arch>.pooling_type), 0 none, 1 mean, 2 cls, 3 last
+  // The backends' run-time switches (backend/switches.h; the GPU ones apply here).
+  backend::Switches switches = backend::env_switches();
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -44,6 +49,8 @@ class Context {
   int64_t n_ctx() const { return cache_.size(); }
   int64_t n_vocab() const { return model_->hparams().n_vocab; }
   int n_threads() const { return pool_.size(); }
+  // The backend that runs the last layers and the output: "CPU" or "CUDA".
+  const char* backend_name() const;
   KvCache& cache() { return cache_; }
 
   // Evaluates a batch (split into passes of n_batch tokens). Afterwards
@@ -75,8 +82,7 @@ class Context {
   // logits() throws while the mode is on.
   std::span<const float> embeddings(int seq) const;
   std::span<const float> token_embeddings(int64_t i) const;
-  // Throws InvalidArgument when the architecture cannot give hidden states
-  // (or with GPU offload).
+  // Throws InvalidArgument when the architecture cannot give hidden states.
   void set_embeddings(bool on);
   bool embeddings_enabled() const { return embeddings_; }
   // The pooling in effect: ContextParams::pooling_type, else the model's.
@@ -113,11 +119,13 @@ class Context {
   void pool_sequences(const Batch& batch);
 
   std::shared_ptr<const model::Model> model_;
-  std::unique_ptr<model::Architecture> gpu_;  // the offloaded model (-ngl), or null
   ContextParams params_;
   KvCache cache_;
   cpu::ThreadPool pool_;
   model::Workspace ws_;
+  std::unique_ptr<backend::Backend> cpu_;     // the CPU backend (pool_, ws_)
+  std::unique_ptr<backend::Backend> gpu_;     // the GPU backend of an offload (-ngl), or null
+  std::unique_ptr<model::Placement> placement_;  // which of them runs which layers
   std::vector<float> logits_;  // [n_out_, n_vocab]
   int64_t n_out_ = 0;
   Batch scratch_batch_;

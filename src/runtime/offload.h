@@ -7,7 +7,8 @@
 #include <string>
 
 #include "gguf/tensor_type.h"
-#include "model/architecture.h"
+#include "backend/backend.h"
+#include "backend/switches.h"
 #include "model/model.h"
 
 namespace ferrite::runtime {
@@ -15,14 +16,20 @@ namespace ferrite::runtime {
 // Layers to offload meaning "all" (the -ngl all of the tools).
 constexpr int kAllLayers = -1;
 
-// The GPU architecture for `m` with a cache of n_cells cells (K and V of
-// types type_k, type_v) and its last n_gpu_layers layers (kAllLayers: all)
-// on the GPU, or throws InvalidArgument when this build has no CUDA backend,
-// the model cannot be offloaded or the GPU has no cache of those types
-// (ModelError, with the numbers, when it does not fit).
-std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers,
-                                                  TensorType type_k = TensorType::F16,
-                                                  TensorType type_v = TensorType::F16);
+// The GPU backend of an offload, and the first layer it runs (the layers
+// below run on the CPU; the output runs on the GPU).
+struct Offload {
+  std::unique_ptr<backend::Backend> backend;
+  int64_t first_layer = 0;
+};
+
+// The GPU backend for `m` with a cache of n_cells cells (K and V of types
+// type_k, type_v) for its last n_gpu_layers layers (kAllLayers: all), or
+// throws InvalidArgument when this build has no CUDA backend, the count is
+// not one of layers or the GPU has no cache of those types (ModelError, with
+// the numbers, when it does not fit).
+Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, TensorType type_k = TensorType::F16,
+                     TensorType type_v = TensorType::F16, const backend::Switches& sw = backend::env_switches());
 
 struct GpuFit {
   int n_layers = 0;    // the largest -ngl that fits (0: none)

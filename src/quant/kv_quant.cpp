@@ -1,4 +1,4 @@
-#include "model/kv_quant.h"
+#include "quant/kv_quant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "quant/quantize_ref.h"
 #include "quant/type_traits.h"
 
-namespace ferrite::model {
+namespace ferrite::quant {
 namespace {
 
 static_assert(quant::kQK == kKvQuantBlock);
@@ -148,4 +148,4 @@ void kv_row_to_f16(TensorType type, const uint8_t* row, int64_t n, uint16_t* out
   for (int64_t i = 0; i < n; ++i) out[i * stride] = fp32_to_fp16(tmp[i]);
 }
 
-}  // namespace ferrite::model
+}  // namespace ferrite::quant
