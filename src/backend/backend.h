@@ -57,8 +57,12 @@ class Backend : public Ops {
   // The step's host inputs; before any operation of the step. kv.layers of
   // the layers this backend runs point into its memory or are ignored.
   virtual void begin_step(const ForwardBatch& batch, const KvView& kv) = 0;
-  // After the step's last operation: waits for them; the outputs are then in host memory.
-  virtual void end_step() = 0;
+  // After the step's last operation: waits for them; the outputs are then in
+  // host memory. False (rare): the backend recorded the step instead of
+  // running it and found the record unusable (a replayed graph whose buffers
+  // moved); the caller runs the step again, which this backend then runs
+  // directly (the cache writes of the first attempt are rewritten alike).
+  virtual bool end_step() = 0;
   // Instead of end_step when the step failed (an operation threw): drops
   // what the step left half done (a graph being captured).
   virtual void cancel_step() {}

@@ -63,26 +63,32 @@ backend::ModelDims dims_of(const HParams& hp) {
 void run_step(const Architecture& arch, const Placement& p, const ForwardBatch& batch, const KvView& kv,
               float* logits, float* hidden) {
   const std::vector<backend::Backend*>& bs = p.backends();
-  for (backend::Backend* b : bs) b->begin_step(batch, kv);
-  try {
-    bool done = false;
-    if (bs.size() == 1 && hidden == nullptr && arch.decoder_desc() != nullptr) {
-      const backend::WholeStep whole{&batch, &kv, arch.decoder_desc(), logits};
-      done = bs[0]->run_whole_step(whole);
-    }
-    if (!done) {
-      Step s(p, batch, kv);
-      if (hidden != nullptr) {
-        arch.forward_hidden(s, logits, hidden);
-      } else {
-        arch.forward(s, logits);
+  // A second attempt only where a backend asks for it (Backend::end_step).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    for (backend::Backend* b : bs) b->begin_step(batch, kv);
+    try {
+      bool done = false;
+      if (bs.size() == 1 && hidden == nullptr && arch.decoder_desc() != nullptr) {
+        const backend::WholeStep whole{&batch, &kv, arch.decoder_desc(), logits};
+        done = bs[0]->run_whole_step(whole);
       }
+      if (!done) {
+        Step s(p, batch, kv);
+        if (hidden != nullptr) {
+          arch.forward_hidden(s, logits, hidden);
+        } else {
+          arch.forward(s, logits);
+        }
+      }
+    } catch (...) {
+      for (backend::Backend* b : bs) b->cancel_step();
+      throw;
     }
-  } catch (...) {
-    for (backend::Backend* b : bs) b->cancel_step();
-    throw;
+    bool complete = true;
+    for (backend::Backend* b : bs) complete = b->end_step() && complete;
+    if (complete) return;
   }
-  for (backend::Backend* b : bs) b->end_step();
+  throw Error("a backend could not complete a step in two attempts");
 }
 
 }  // namespace ferrite::model

@@ -108,6 +108,8 @@ class Context {
 
  private:
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);
+  // A first step on a GPU offload, at creation (context.cpp).
+  void warm_up();
   // kv_begin_ / kv_len_ of the pass's tokens: the cells their sequences occupy.
   void token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv);
   void encode(const Batch& batch);  // context_encode.cpp

@@ -65,4 +65,20 @@ GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, T
 #endif
 }
 
+GpuLimits gpu_limits(TensorType main_type) {
+#ifdef FERRITE_HAVE_CUDA
+  const cuda::DeviceLimits d = cuda::device_limits(0);
+  GpuLimits g;
+  g.name = d.name;
+  g.read_bytes_per_s = d.read_bytes_per_s;
+  const bool f32 = main_type == TensorType::F32;
+  g.peak_ops_per_s = f32 ? d.f32_ops_per_s : d.f16_tensor_ops_per_s;
+  g.peak_kind = f32 ? "f32" : "f16-tensor";
+  return g;
+#else
+  (void)main_type;
+  throw InvalidArgument("GPU limits need a build with CUDA (cmake -DFERRITE_CUDA=ON)");
+#endif
+}
+
 }  // namespace ferrite::runtime

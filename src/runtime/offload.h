@@ -43,4 +43,16 @@ struct GpuFit {
 GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k = TensorType::F16,
                       TensorType type_v = TensorType::F16);
 
+// The GPU's limits for reports (`ferrite bench`: its fraction of the limit):
+// memory bandwidth and the peak of the arithmetic the GPU's prefill runs on
+// for weights of type t (f16 tensor cores; f32 units for F32 weights).
+// Throws InvalidArgument without a CUDA build or device.
+struct GpuLimits {
+  std::string name;
+  double read_bytes_per_s = 0.0;
+  double peak_ops_per_s = 0.0;
+  std::string peak_kind;  // "f16-tensor", "f32"
+};
+GpuLimits gpu_limits(TensorType main_type);
+
 }  // namespace ferrite::runtime

@@ -30,7 +30,7 @@ class CpuBackend final : public backend::Backend {
 
   const char* name() const override { return "CPU"; }
   void begin_step(const backend::ForwardBatch& batch, const backend::KvView& kv) override;
-  void end_step() override {}
+  bool end_step() override { return true; }
 
   backend::Act buffer(backend::Buf b, int64_t rows, int64_t cols) override;
   backend::Act output(backend::Buf b, float* host, int64_t rows, int64_t cols) override;

@@ -1,10 +1,10 @@
-// The mixture-of-experts feed-forward of the GPU decoder's expert layers
-// (model/blocks.cpp mixture_of_experts on the device):
+// The mixture-of-experts feed-forward of the CUDA backend (backend/ops.h
+// moe; the CPU's is cpu/backend/cpu_ffn.cpp):
 //   logits = h · router^T [n, n_expert]; ids, weights = top-k of softmax (moe_route)
 //   x += sum_j weights[j] * down_e(silu(gate_e h) * up_e h), e = ids[j]
 //        (+ sigmoid(h · g) * shared_ffn(h) where the layer has a shared expert)
-// Expert tensors [k, n, n_expert] are uploaded whole as matrices of n *
-// n_expert rows; an expert is a row slice. Gate and up experts of one type
+// Expert tensors [k, n, n_expert] are uploaded whole (weights.h, on first
+// use) as matrices of n * n_expert rows; an expert is a row slice. Gate and up experts of one type
 // are stacked expert by expert (gate_e rows, then up_e rows), so that one
 // launch makes both for every chosen expert.
 // Two ways through the experts:
@@ -20,40 +20,32 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <cuda_runtime.h>
 
-#include "cuda/device_buffer.h"
-#include "cuda/gpu_matrix.h"
-#include "cuda/linear.h"
-#include "model/model.h"
+#include "cuda/kernels/device_buffer.h"
+#include "cuda/kernels/gpu_matrix.h"
+#include "backend/ops.h"
+#include "cuda/backend/linear.h"
+#include "cuda/backend/weights.h"
 
 namespace ferrite::cuda {
 
 class GpuMoe {
  public:
-  // Uploads the expert tensors of the model's layers [first_layer, n_layer)
-  // that have a router (ffn_gate_inp). Throws InvalidArgument for shapes or
-  // counts the kernels do not take, ModelError for missing tensors.
-  GpuMoe(const model::Model& m, int64_t first_layer);
+  GpuMoe(const backend::ModelDims& dims, WeightStore& weights);
   GpuMoe(const GpuMoe&) = delete;
   GpuMoe& operator=(const GpuMoe&) = delete;
 
-  // True when model layer il is an expert layer.
-  bool has(int64_t il) const;
-  // The weight type of the first product that reads the normed input (the
-  // experts' gate): for the norm's fused conversion.
-  TensorType input_type(int64_t il) const;
-  // True when a pass of n tokens runs entirely on the device (no host
-  // round trip: it may be captured into a CUDA graph).
-  bool device_only(int64_t n) const;
+  // True when a pass of n tokens through the layer of w runs entirely on
+  // the device (no host round trip: it may be captured into a CUDA graph).
+  bool device_only(const backend::MoeWeights& w, int64_t n);
 
-  // x [n, n_embd] += the expert layer il of h (act: the normed input [n, n_embd]).
-  void run(int64_t il, Activation& act, float* x, LinearRunner& lin);
-
-  uint64_t weight_bytes() const { return weight_bytes_; }
+  // x [n, n_embd] += the experts of w for the normed input (act [n, n_embd]).
+  // Throws InvalidArgument for counts or shapes the kernels do not take.
+  void run(const backend::MoeWeights& w, Activation& act, float* x, LinearRunner& lin);
 
  private:
   struct Layer {
@@ -66,12 +58,9 @@ class GpuMoe {
     int64_t n_ff = 0, n_ff_sh = 0;
     bool renorm = true;
     bool on_device = false;                 // every expert matrix has an indirect GEMV
-    bool present = false;
   };
-  GpuMatrix upload(const std::string& name, bool required, int64_t rows_per_item = 0);
-  // gate|up stacked per expert when both tensors have one type (else null).
-  GpuMatrix upload_gate_up(const std::string& gate, const std::string& up);
-  const Layer& layer(int64_t il) const;
+  // The device form of w's layer (uploaded and checked at the first call).
+  const Layer& layer(const backend::MoeWeights& w);
   // Expert e's gate and up matrices [n_ff, n_embd].
   static GpuMatrix expert_gate(const Layer& L, int64_t e);
   static GpuMatrix expert_up(const Layer& L, int64_t e);
@@ -82,15 +71,12 @@ class GpuMoe {
   void shared_expert(const Layer& L, Activation& act, int64_t n, LinearRunner& lin);
   void reserve(int64_t n, const Layer& L);
 
-  const model::Model& model_;
-  model::HParams hp_;
-  int64_t first_layer_ = 0;
-  std::vector<Layer> layers_;       // [n_layer - first_layer]
-  std::vector<DeviceBuffer> buffers_;
-  uint64_t weight_bytes_ = 0;
+  backend::ModelDims dims_;
+  WeightStore& weights_;
+  std::unordered_map<const gguf::TensorInfo*, Layer> layers_;  // by the router tensor
 
   // Scratch (grown on demand).
-  DeviceBuffer logits_, ids_, weights_, rows_, in_, gate_, up_, ys_, sh_, sh_gate_;
+  DeviceBuffer logits_, ids_, weights_buf_, rows_, in_, gate_, up_, ys_, sh_, sh_gate_;
   PinnedBuffer host_ids_, host_rows_;
   Activation act_in_, act_mid_, act_sh_;
   bool use_rows_ = false;  // the grouped path's combine reads rows_

@@ -1,13 +1,12 @@
-#include "cuda/linear.h"
+#include "cuda/backend/linear.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
+#include "backend/switches.h"
+#include "cuda/kernels/check.h"
 
 namespace ferrite::cuda {
 namespace {
@@ -15,44 +14,64 @@ namespace {
 constexpr int64_t kChunk = 32;
 // Dequantized f16 values the prefill scratch holds at most (128 MiB).
 constexpr int64_t kMaxScratchElems = int64_t{1} << 26;
-// cuBLAS (when enabled) takes float products of more rows than this.
-constexpr int64_t kCublasMinRows = 8;
 // Programmatic dependent launch needs sm_90.
 constexpr int kPdlMinMajor = 9;
 
 int64_t format_block(ActFormat f) { return f == ActFormat::Q8_K ? 256 : 32; }
 
-bool exact_from_env() {
-  const char* env = std::getenv("FERRITE_CUDA_EXACT");
-  return env != nullptr && std::string(env) == "1";
-}
-
-std::atomic<bool> g_exact{exact_from_env()};
-
-bool env_off(const char* name) {
-  const char* env = std::getenv(name);
-  return env != nullptr && std::string(env) == "0";
-}
+std::atomic<bool> g_exact{backend::env_switches().cuda_exact};
 
 }  // namespace
 
 // 0: no programmatic dependent launches; 1: the GEMVs; 2: every decode kernel.
 int pdl_level() {
   static const int level = [] {
-    const char* env = std::getenv("FERRITE_CUDA_PDL");
-    const std::string v = env != nullptr ? env : "";
-    if (v == "0") return 0;
+    const int wanted = backend::env_switches().cuda_pdl;
+    if (wanted == 0) return 0;
     int device = 0, major = 0;
     if (cudaGetDevice(&device) != cudaSuccess) return 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return 0;
     if (major < kPdlMinMajor) return 0;
-    return v == "gemv" ? 1 : 2;
+    return wanted;
   }();
   return level;
 }
 
 bool pdl_enabled() { return pdl_level() >= 1; }
 bool pdl_chain_enabled() { return pdl_level() >= 2; }
+
+bool fused_out(TensorType t, Activation& act, ActOut& out) {
+  switch (t) {
+    case TensorType::Q4_0:
+    case TensorType::Q5_0:
+    case TensorType::Q8_0:
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K: {
+      // (Q4_1/Q5_1 read Q8_1 blocks, which the fused kernels do not write.)
+      out.format = act_format_for(t);
+      if (act.k() % format_block(out.format) != 0) return false;
+      out.quant = act.quant_buffers(out.format);
+      break;
+    }
+    case TensorType::F16:
+      out.f16 = act.f16_buffer();
+      break;
+    default:
+      return false;
+  }
+  return act_out_supports(out, act.k());
+}
+
+void mark_made(Activation& act, const ActOut& out) {
+  if (out.f16 != nullptr) {
+    act.mark_f16();
+  } else {
+    act.mark_quantized(out.format);
+  }
+}
 
 void set_exact_products(bool exact) { g_exact = exact; }
 bool exact_products() { return g_exact; }
@@ -109,18 +128,7 @@ const uint16_t* Activation::f16_via(ActFormat f, cudaStream_t s) {
 }
 
 LinearRunner::LinearRunner(cudaStream_t stream) : stream_(stream), scratch_limit_(kMaxScratchElems) {
-  const char* env = std::getenv("FERRITE_CUDA_CUBLAS");
-  use_cublas_ = env != nullptr && std::string(env) == "1";
-  gemv_ = !env_off("FERRITE_CUDA_GEMV");
   pdl_ = pdl_enabled();
-  if (const char* rows = std::getenv("FERRITE_CUDA_MMA_ROWS")) {
-    long lo = 0, hi = 0;
-    if (std::sscanf(rows, "%ld:%ld", &lo, &hi) != 2 || lo < 1 || hi < lo) {
-      throw InvalidArgument(std::string("FERRITE_CUDA_MMA_ROWS: expected LO:HI (1 <= LO <= HI), got '") + rows + "'");
-    }
-    mma_min_rows_ = lo;
-    mma_max_rows_ = hi;
-  }
   FERRITE_CUBLAS_CHECK(cublasCreate(&handle_));
   FERRITE_CUBLAS_CHECK(cublasSetStream(handle_, stream_));
   FERRITE_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
@@ -162,15 +170,15 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   if (gemm && w.type == TensorType::F16) {
     gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
   } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
-    gemv_f16(w, a.f16(stream_), m, y, accumulate, pdl_ && gemv_, !gemv_, stream_);
+    gemv_f16(w, a.f16(stream_), m, y, accumulate, pdl_, stream_);
   } else if (fast && m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) {
     matmul_mma(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, mma_scratch_, stream_);
-  } else if (fast && gemv_ && gemv_quant_supports(w, m)) {
+  } else if (fast && gemv_quant_supports(w, m)) {
     gemv_quant(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, pdl_, stream_);
-  } else if (fast && gemv_ && m <= kGemmMinRows && !matmul_mma_supports(w) && gemv_quant_supports(w, kGemvMaxRows)) {
+  } else if (fast && m <= kGemmMinRows && !matmul_mma_supports(w) && gemv_quant_supports(w, kGemvMaxRows)) {
     // Types the int8 mma does not take: the GEMV, a group of rows at a time.
     gemv_groups(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate);
-  } else if (fast && gemv_ && m <= kGemmMinRows && gemv_iq_supports(w)) {
+  } else if (fast && m <= kGemmMinRows && gemv_iq_supports(w)) {
     // IQ/TQ types: their own GEMV (gemv_iq.cu), groups of kGemvMaxRows rows.
     gemv_iq(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
@@ -197,17 +205,7 @@ void LinearRunner::run_exact(const GpuMatrix& w, Activation& a, float* y, bool a
     case TensorType::F16: {
       const bool f16 = w.type == TensorType::F16;
       const void* x = f16 ? static_cast<const void*>(a.f16(stream_)) : static_cast<const void*>(a.x());
-      if (use_cublas_ && m > kCublasMinRows) {
-        // Column-major view: Y^T [n, m] = W [n, k] (stored as W^T [k, n]) · X^T [k, m].
-        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-        const cudaDataType_t t = f16 ? CUDA_R_16F : CUDA_R_32F;
-        FERRITE_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.n),
-                                          static_cast<int>(m), static_cast<int>(w.k), &alpha, w.data, t,
-                                          static_cast<int>(w.k), x, t, static_cast<int>(w.k), &beta, y, CUDA_R_32F,
-                                          static_cast<int>(w.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-      } else {
-        matmul_float(w, x, m, y, accumulate, stream_);
-      }
+      matmul_float(w, x, m, y, accumulate, stream_);
       break;
     }
     default: {
@@ -224,7 +222,7 @@ void LinearRunner::run_exact(const GpuMatrix& w, Activation& a, float* y, bool a
 
 bool LinearRunner::takes_gemv(const GpuMatrix& w, int64_t m) const {
   // The branches of run() before the GEMV's.
-  if (exact_products() || !gemv_ || w.type == TensorType::F16 || w.type == TensorType::F32) return false;
+  if (exact_products() || w.type == TensorType::F16 || w.type == TensorType::F32) return false;
   if (m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) return false;
   return gemv_quant_supports(w, m);
 }

@@ -9,17 +9,16 @@
 // the CPU's quantized products use, then to f16 (quantized weights). set_exact_products(true) (or FERRITE_CUDA_EXACT=1) keeps
 // the CPU's arithmetic for every batch; outside it, F16 weights of smaller
 // batches take a warp-per-row product in any order (matmul_f16_fast.cu).
-// F32 weights take cuBLAS only with FERRITE_CUDA_CUBLAS=1. Outside the exact
+// F32 weights take the CPU's product (matmul_float). Outside the exact
 // mode, quantized weights of batches of kMmaMinRows..kMmaMaxRows rows take
 // the int8 tensor-core product (matmul_mma.cu) instead of both, on devices
-// that have it; FERRITE_CUDA_MMA_ROWS=LO:HI sets that range.
+// that have it; set_mma_rows (the switch FERRITE_CUDA_MMA_ROWS=LO:HI) sets that range.
 // Outside the exact mode, quantized weights of 1..kGemvMaxRows rows (decode)
 // take the bandwidth GEMV (gemv_quant.cu), F16 weights its F16 counterpart;
 // weight types matmul_mma does not take (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) take
 // it in groups of kGemvMaxRows rows up to kGemmMinRows rows too; the IQ
 // and TQ types take their own GEMV (gemv_iq.cu) for 1..kGemmMinRows rows.
-// FERRITE_CUDA_GEMV=0 (or set_gemv(false)) keeps the earlier kernels
-// (matmul_quant, the first gemv_f16) for comparisons. Both are launched as
+// (The earlier kernels, for comparisons: bench/cuda.) Both are launched as
 // programmatic dependents of the kernel before them (pdl.cuh) where
 // pdl_enabled().
 // In the exact mode Q4_1/Q5_0/Q5_1 and the IQ/TQ types take the CPU's dequantized product
@@ -36,9 +35,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "cuda/device_buffer.h"
-#include "cuda/gpu_matrix.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/device_buffer.h"
+#include "cuda/kernels/gpu_matrix.h"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 
@@ -92,6 +91,13 @@ class Activation {
   DeviceBuffer qs_[kActFormats], d_[kActFormats], sums_[kActFormats], s_, f16_, via_[kActFormats];
 };
 
+// Sets out to the input form a product with weights of type t reads from
+// act (8-bit blocks or f16), for a row kernel to write beside its output
+// (kernels/fused_ops.cu); false where there is none or the row length does
+// not fit it. After such a kernel, mark_made(act, out).
+bool fused_out(TensorType t, Activation& act, ActOut& out);
+void mark_made(Activation& act, const ActOut& out);
+
 class LinearRunner {
  public:
   explicit LinearRunner(cudaStream_t stream);
@@ -117,18 +123,14 @@ class LinearRunner {
   void set_scratch_limit(int64_t elems) { scratch_limit_ = elems > 0 ? elems : 1; }
 
   // Batches of lo..hi rows take matmul_mma (lo > hi: none); the default is
-  // kMmaMinRows..kMmaMaxRows or FERRITE_CUDA_MMA_ROWS.
+  // kMmaMinRows..kMmaMaxRows.
   void set_mma_rows(int64_t lo, int64_t hi) {
     mma_min_rows_ = lo;
     mma_max_rows_ = hi;
   }
-  // false: batches of 1..kGemvMaxRows rows take the earlier kernels
-  // (matmul_quant, the first gemv_f16); the default is true unless
-  // FERRITE_CUDA_GEMV=0.
-  void set_gemv(bool on) { gemv_ = on; }
 
  private:
-  // The CPU's arithmetic (matmul_quant / matmul_float, or cuBLAS for F32 with FERRITE_CUDA_CUBLAS=1).
+  // The CPU's arithmetic (matmul_quant / matmul_float).
   void run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
   // The CPU's dequantized product of Q4_1/Q5_0/Q5_1 weights (exact_dequantized),
   // in row blocks of at most scratch_limit_ values.
@@ -142,12 +144,10 @@ class LinearRunner {
 
   cudaStream_t stream_;
   cublasHandle_t handle_ = nullptr;
-  bool use_cublas_ = false;  // FERRITE_CUDA_CUBLAS=1: cuBLAS for F32 prefill too (see bench/cuda/NOTES.md)
   DeviceBuffer w16_;         // dequantized weights of the current row block [rows, k] f16
   DeviceBuffer mma_scratch_;  // split-k partial sums of matmul_mma
   DeviceBuffer w32_, x32_, y32_;  // run_dequantized: f32 rows, activations, the row block's outputs
   int64_t mma_min_rows_ = kMmaMinRows, mma_max_rows_ = kMmaMaxRows;
-  bool gemv_ = true;
   bool pdl_ = false;
   int64_t scratch_limit_;
 };

@@ -16,11 +16,11 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/cpu_order.cuh"
-#include "cuda/device_math.cuh"
-#include "cuda/kv_blocks.cuh"
-#include "cuda/ops.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/cpu_order.cuh"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/kv_blocks.cuh"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 namespace {

@@ -24,11 +24,12 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/kv_blocks.cuh"
-#include "cuda/ops.h"
-#include "cuda/pdl.cuh"
+#include "backend/switches.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/kv_blocks.cuh"
+#include "cuda/kernels/ops.h"
+#include "cuda/kernels/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {
@@ -256,11 +257,7 @@ int sm_count() {
 }
 
 int warps_per_block(int64_t blocks) {
-  static const int forced = [] {
-    const char* env = std::getenv("FERRITE_CUDA_ATTN_WARPS");
-    const int v = env != nullptr ? std::atoi(env) : 0;
-    return v == 4 || v == 8 || v == 16 ? v : 0;
-  }();
+  static const int forced = backend::env_switches().cuda_attn_warps;  // FERRITE_CUDA_ATTN_WARPS
   if (forced != 0) return forced;
   int w = kMaxWarps;
   while (w > kMinWarps && blocks * w > kWarpsPerSm * sm_count()) w /= 2;

@@ -18,7 +18,7 @@
 
 #include <cuda_fp16.h>
 
-#include "cuda/device_math.cuh"
+#include "cuda/kernels/device_math.cuh"
 
 namespace ferrite::cuda {
 

@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
-#include "cuda/dequant_iq.cuh"
-#include "cuda/gpu_matrix.h"
+#include "cuda/kernels/dequant_iq.cuh"
+#include "cuda/kernels/gpu_matrix.h"
 
 namespace ferrite::cuda::dq {
 

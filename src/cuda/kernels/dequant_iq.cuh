@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/gpu_matrix.h"
+#include "cuda/kernels/gpu_matrix.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "cuda/check.h"
+#include "cuda/kernels/check.h"
 
 namespace ferrite::cuda {
 

@@ -19,10 +19,10 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/ops.h"
-#include "cuda/pdl.cuh"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/ops.h"
+#include "cuda/kernels/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {

@@ -16,11 +16,11 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/dequant_iq.cuh"
-#include "cuda/device_math.cuh"
-#include "cuda/iq_tables.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/dequant_iq.cuh"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/iq_tables.h"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 namespace {

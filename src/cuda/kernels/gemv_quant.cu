@@ -26,13 +26,13 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/moe_ops.h"
-#include "cuda/ops.h"
-#include "cuda/pdl.cuh"
-#include "cuda/gemv_task.cuh"
-#include "cuda/gemv_tasks_more.cuh"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/moe_ops.h"
+#include "cuda/kernels/ops.h"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/gemv_task.cuh"
+#include "cuda/kernels/gemv_tasks_more.cuh"
 
 namespace ferrite::cuda {
 namespace gemv {

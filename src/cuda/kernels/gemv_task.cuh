@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "cuda/device_math.cuh"
-#include "cuda/gpu_matrix.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/gpu_matrix.h"
 
 namespace ferrite::cuda::gemv {
 

@@ -9,7 +9,7 @@
 //   Q2_K: d_a (d sum_sb sc_sb sum_16(q a) - dmin sum_sb m_sb sum_16(a))
 #pragma once
 
-#include "cuda/gemv_task.cuh"
+#include "cuda/kernels/gemv_task.cuh"
 
 namespace ferrite::cuda::gemv {
 

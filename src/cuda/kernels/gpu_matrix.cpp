@@ -1,11 +1,11 @@
-#include "cuda/gpu_matrix.h"
+#include "cuda/kernels/gpu_matrix.h"
 
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
-#include "cuda/iq_tables.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/iq_tables.h"
+#include "cuda/kernels/ops.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cuda {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cuda/device_buffer.h"
+#include "cuda/kernels/device_buffer.h"
 #include "gguf/tensor_type.h"
 
 namespace ferrite::cuda {

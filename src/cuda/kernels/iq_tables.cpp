@@ -1,4 +1,4 @@
-#include "cuda/iq_tables.h"
+#include "cuda/kernels/iq_tables.h"
 
 #include <cuda_runtime.h>
 
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "cuda/check.h"
+#include "cuda/kernels/check.h"
 #include "quant/iq_grids.h"
 
 namespace ferrite::cuda {

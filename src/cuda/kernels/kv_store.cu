@@ -6,11 +6,11 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/kv_blocks.cuh"
-#include "cuda/ops.h"
-#include "cuda/pdl.cuh"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/kv_blocks.cuh"
+#include "cuda/kernels/ops.h"
+#include "cuda/kernels/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {

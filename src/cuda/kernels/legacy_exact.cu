@@ -10,9 +10,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/iq_tables.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/iq_tables.h"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 namespace {

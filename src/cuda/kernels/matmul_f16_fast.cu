@@ -7,22 +7,20 @@
 // The default kernel (gemv_f16_round_kernel) issues kRound loads per lane
 // (128 bytes) before it uses any, without L1 allocation, and reads the
 // activations (L1) only after the wait for the previous kernel (pdl.cuh), so
-// that its first loads overlap that kernel's tail; legacy = true keeps the
-// first version (two loads in flight per lane) for comparisons.
+// that its first loads overlap that kernel's tail. Its first version (two
+// loads in flight per lane) lives in bench/cuda/legacy_kernels.cu for comparisons.
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/ops.h"
-#include "cuda/pdl.cuh"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/ops.h"
+#include "cuda/kernels/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {
 
-constexpr int kRowsPerBlock = 4;  // warps per block, one row each
 constexpr int kPerLoad = 8;       // halves per 16-byte load
-constexpr int kMaxCols = 8;
 constexpr int kRound = 8;          // 16-byte weight loads in flight per lane
 constexpr int kRoundWarps = 8;     // rows per block of the round kernel
 
@@ -33,45 +31,6 @@ __device__ __forceinline__ void unpack8(const int4& raw, float* out) {
     const float2 f = __half22float2(h[i]);
     out[2 * i] = f.x;
     out[2 * i + 1] = f.y;
-  }
-}
-
-template <int kCols>
-__global__ void __launch_bounds__(kWarp * kRowsPerBlock)
-    gemv_f16_kernel(const GpuMatrix w, const half* __restrict__ x, int64_t m, int64_t n_col_chunks,
-                    float* __restrict__ y, bool accumulate) {
-  const int64_t col_chunk = blockIdx.x % n_col_chunks;
-  const int64_t row = (blockIdx.x / n_col_chunks) * kRowsPerBlock + threadIdx.y;
-  if (row >= w.n) return;
-  const int64_t col0 = col_chunk * kCols;
-  const int n_cols = static_cast<int>(min(static_cast<int64_t>(kCols), m - col0));
-  const int64_t k = w.k;
-  const int lane = threadIdx.x;
-  const int4* wr = reinterpret_cast<const int4*>(w.data + row * w.row_bytes);
-  float acc[kCols];
-#pragma unroll
-  for (int t = 0; t < kCols; ++t) acc[t] = 0.0f;
-#pragma unroll 2
-  for (int64_t v = lane; v < k / kPerLoad; v += kWarp) {
-    float wv[kPerLoad];
-    unpack8(wr[v], wv);
-#pragma unroll
-    for (int t = 0; t < kCols; ++t) {
-      if (t < n_cols) {
-        float xv[kPerLoad];
-        unpack8(reinterpret_cast<const int4*>(x + (col0 + t) * k)[v], xv);
-#pragma unroll
-        for (int e = 0; e < kPerLoad; ++e) acc[t] = __fmaf_rn(wv[e], xv[e], acc[t]);
-      }
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < kCols; ++t) {
-    const float s = warp_sum(acc[t]);
-    if (lane == 0 && t < n_cols) {
-      float* out = y + (col0 + t) * w.n + row;
-      *out = accumulate ? *out + s : s;
-    }
   }
 }
 
@@ -144,16 +103,6 @@ void launch_round(const GpuMatrix& w, const half* x, int64_t m, float* y, bool a
                 pdl, w, x, n_col_chunks, y, accumulate);
 }
 
-template <int kCols>
-void launch(const GpuMatrix& w, const half* x, int64_t m, float* y, bool accumulate, cudaStream_t s) {
-  const int64_t n_col_chunks = (m + kCols - 1) / kCols;
-  const int64_t blocks = n_col_chunks * ((w.n + kRowsPerBlock - 1) / kRowsPerBlock);
-  if (blocks > 0x7FFFFFFF) throw InvalidArgument("gemv_f16: matrix too large for one launch");
-  gemv_f16_kernel<kCols><<<static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, s>>>(w, x, m, n_col_chunks,
-                                                                                             y, accumulate);
-  FERRITE_CUDA_LAUNCHED();
-}
-
 }  // namespace
 
 bool gemv_f16_supports(const GpuMatrix& w, const void* x) {
@@ -161,33 +110,22 @@ bool gemv_f16_supports(const GpuMatrix& w, const void* x) {
          reinterpret_cast<uintptr_t>(w.data) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
-void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, bool pdl, bool legacy,
-              cudaStream_t s) {
+void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, bool pdl, cudaStream_t s) {
   if (m <= 0 || w.n == 0) return;
   if (!gemv_f16_supports(w, x)) throw InvalidArgument("gemv_f16: unsupported matrix or alignment");
   const auto* xh = static_cast<const half*>(x);
-  if (!legacy) {
-    // Whole groups of 4 rows, then 2, then 1 (each kernel reads only its own rows of x and y).
-    int64_t done = 0;
-    if (m - done >= 4) {
-      const int64_t rows = (m - done) / 4 * 4;
-      launch_round<4>(w, xh + done * w.k, rows, y + done * w.n, accumulate, pdl, s);
-      done += rows;
-    }
-    if (m - done >= 2) {
-      launch_round<2>(w, xh + done * w.k, 2, y + done * w.n, accumulate, pdl, s);
-      done += 2;
-    }
-    if (m - done == 1) launch_round<1>(w, xh + done * w.k, 1, y + done * w.n, accumulate, pdl, s);
-    return;
+  // Whole groups of 4 rows, then 2, then 1 (each kernel reads only its own rows of x and y).
+  int64_t done = 0;
+  if (m - done >= 4) {
+    const int64_t rows = (m - done) / 4 * 4;
+    launch_round<4>(w, xh + done * w.k, rows, y + done * w.n, accumulate, pdl, s);
+    done += rows;
   }
-  if (m == 1) {
-    launch<1>(w, xh, m, y, accumulate, s);
-  } else if (m <= 4) {
-    launch<4>(w, xh, m, y, accumulate, s);
-  } else {
-    launch<kMaxCols>(w, xh, m, y, accumulate, s);
+  if (m - done >= 2) {
+    launch_round<2>(w, xh + done * w.k, 2, y + done * w.n, accumulate, pdl, s);
+    done += 2;
   }
+  if (m - done == 1) launch_round<1>(w, xh + done * w.k, 1, y + done * w.n, accumulate, pdl, s);
 }
 
 }  // namespace ferrite::cuda

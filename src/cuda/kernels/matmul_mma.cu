@@ -16,9 +16,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/matmul_mma_tile.cuh"
-#include "cuda/ops.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/matmul_mma_tile.cuh"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 namespace {

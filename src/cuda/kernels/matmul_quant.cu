@@ -15,9 +15,9 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/ops.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 namespace {

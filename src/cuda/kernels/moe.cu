@@ -10,9 +10,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/device_math.cuh"
-#include "cuda/moe_ops.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/moe_ops.h"
 
 namespace ferrite::cuda {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/gpu_matrix.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/gpu_matrix.h"
+#include "cuda/kernels/ops.h"
 
 namespace ferrite::cuda {
 

@@ -8,7 +8,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/gpu_matrix.h"
+#include "cuda/kernels/gpu_matrix.h"
 
 namespace ferrite::cuda {
 
@@ -90,19 +90,18 @@ void store_columns(const float* src, int64_t m, int64_t cols, float* y, int64_t 
 
 // Process-wide: true makes every product and attention use the CPU's
 // arithmetic (the golden tests' bit-for-bit path); false (the default unless
-// FERRITE_CUDA_EXACT=1) lets prefill take cuBLAS (linear.h) and the tiled
-// attention kernel.
+// the switch FERRITE_CUDA_EXACT=1, backend/switches.h) lets prefill take
+// cuBLAS (linear.h) and the tiled attention kernel.
 void set_exact_products(bool exact);
 bool exact_products();
 
 // y [m, w.n] = x · W^T for F16 W and f16 x [m, k] in any summation order
 // (matmul_f16_fast.cu: small batches outside the exact mode); supports():
 // k a multiple of 8, 16-byte aligned rows and x. pdl: launched as a
-// programmatic dependent of the previous kernel (pdl.cuh); legacy: the first
-// version of the kernel (for comparisons).
+// programmatic dependent of the previous kernel (pdl.cuh). (Its first
+// version, for comparisons: bench/cuda/legacy_kernels.cu.)
 bool gemv_f16_supports(const GpuMatrix& w, const void* x);
-void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, bool pdl, bool legacy,
-              cudaStream_t s);
+void gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, bool pdl, cudaStream_t s);
 
 // Activation rows the bandwidth GEMV for quantized weights takes.
 constexpr int64_t kGemvMaxRows = 4;
@@ -147,7 +146,8 @@ void gemv_iq(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool ac
 // True where the decode GEMVs (pdl_enabled) and the other decode kernels
 // (pdl_chain_enabled: norms, quantizers, rope, store_kv, attention_decode)
 // are launched as programmatic dependents (pdl.cuh): sm_90 and later, and
-// FERRITE_CUDA_PDL neither 0 (none) nor, for the chain, gemv (GEMVs only).
+// the switch FERRITE_CUDA_PDL (backend/switches.h) neither 0 (none) nor,
+// for the chain, gemv (GEMVs only).
 bool pdl_enabled();
 bool pdl_chain_enabled();
 
@@ -211,6 +211,30 @@ void gather_rows(const float* src, const int32_t* idx, int64_t n, int64_t cols, 
 // k_cache, v_cache [n_cells, n_embd_kv].
 void store_kv(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
               uint16_t* k_cache, uint16_t* v_cache, cudaStream_t s);
+
+// ---- other families (family_ops.cu) -------------------------------------------
+
+// y = (x - mean) / sqrt(var + eps) * w + b per row of n (w, b may be null; x, y may alias).
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t rows, int64_t n, float* y,
+                cudaStream_t s);
+// x *= c; x = cap * tanh(x / cap) (as x * (1 / cap) like the CPU backend), n elements.
+void scale(float* x, float c, int64_t n, cudaStream_t s);
+void softcap(float* x, float cap, int64_t n, cudaStream_t s);
+// y = gelu(gate) * up, or gelu(gate) when up is null, through the CPU's f16
+// table (cpu/gelu_f16.h, copied to the device once): the CPU's values.
+void geglu_f16(const float* gate, const float* up, int64_t n, float* y, cudaStream_t s);
+const uint16_t* gelu_table_device();
+// x [rows, n] = silu(x) (the row kernels' exp, as swiglu).
+void silu(float* x, int64_t rows, int64_t n, cudaStream_t s);
+// y [rows, n] = silu(gu[:, :n]) * gu[:, n:] of a fused gate|up product gu [rows, 2n].
+void swiglu_fused(const float* gu, int64_t rows, int64_t n, float* y, cudaStream_t s);
+// dst [rows, cols] = columns [col0, col0 + cols) of src (rows ld apart).
+void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, int64_t cols, float* dst,
+                    cudaStream_t s);
+// The encoders' attention (no cache): out [n, n_head * head_dim] = softmax(q k^T * scale) v per head
+// over the tokens u with seq[u] == seq[t] (seq null: all), q, k, v [n, n_head * head_dim] f32; n at most 4096.
+void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, int64_t n, int64_t n_head,
+                   int64_t head_dim, float scale, float* out, cudaStream_t s);
 
 // ---- the KV cache's types (kv_store.cu, kv_blocks.cuh) ---------------------
 

@@ -33,7 +33,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/check.h"
+#include "cuda/kernels/check.h"
 
 namespace ferrite::cuda {
 

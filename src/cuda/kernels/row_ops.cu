@@ -5,11 +5,11 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/dequant_chunk.cuh"
-#include "cuda/device_math.cuh"
-#include "cuda/ops.h"
-#include "cuda/pdl.cuh"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/dequant_chunk.cuh"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/ops.h"
+#include "cuda/kernels/pdl.cuh"
 
 namespace ferrite::cuda {
 namespace {
