@@ -81,7 +81,7 @@ void print_limits(const cpu::HwLimits& h, bool csv) {
   std::fprintf(csv ? stderr : stdout,
                "limits (%d thread%s, %s): read %.1f GB/s, clock %.2f GHz, peak f32-fma %.0f / bf16-dot %.0f / "
                "int8-dot %.0f Gop/s\n",
-               h.threads, h.threads == 1 ? "" : "s", cpu::isa_name(cpu::active_isa()).c_str(),
+               h.threads, h.threads == 1 ? "" : "s", cpu::isa_summary().c_str(),
                h.read_bytes_per_s / kGiga, h.clock_hz / kGiga, h.peak_ops_per_s(cpu::PeakKind::F32Fma) / kGiga,
                h.peak_ops_per_s(cpu::PeakKind::Bf16Dot) / kGiga, h.peak_ops_per_s(cpu::PeakKind::Int8Dot) / kGiga);
 }
@@ -89,6 +89,8 @@ void print_limits(const cpu::HwLimits& h, bool csv) {
 int run(Options& opt) {
   if (opt.threads == 0) opt.threads = cpu::ThreadPool::default_threads();
   check_options(opt);
+  cpu::apply_isa_env();
+  if (!opt.isa.empty()) cpu::set_isa_cap(cpu::parse_isa_cap(opt.isa));
   const bool csv = opt.output == "csv";
   cpu::ThreadPool pool(opt.threads);
   const cpu::HwLimits limits_n = cpu::measure_hw_limits(pool, opt.probe_mib * kMiB);
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
   app.add_flag("--hot", opt.hot, "One copy of the operands (cache-resident after the first call)");
   app.add_option("--probe-mib", opt.probe_mib, "Bandwidth probe buffer, MiB (default: 8 x LLC, >= 256)");
   app.add_option("-o,--output", opt.output, "Output format: md or csv");
+  app.add_option("--isa", opt.isa, "Highest instruction-set level (scalar, avx2, avx512, avx512vnni, amx, neon)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

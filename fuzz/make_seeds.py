@@ -3,7 +3,8 @@
 shared data folder, plus hand-made malformed files (bad magic, wrong version,
 huge counts, truncations, bad tensor infos) for gguf_fuzz; the chat templates
 of the shared tokenizer configs for chat_fuzz; chat request bodies and model
-replies with tool calls for server_fuzz."""
+replies with tool calls for server_fuzz; safetensors files and SentencePiece
+models (good and broken) for safetensors_fuzz."""
 import json
 import os
 import struct
@@ -67,6 +68,48 @@ def chat_and_server():
                             b"{% if add_generation_prompt %}assistant:{% endif %}")
 
 
+def safetensors(entries, metadata=None):
+    header = {"__metadata__": metadata} if metadata else {}
+    at, data = 0, b""
+    for name, dtype, shape, raw in entries:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(raw)]}
+        at += len(raw)
+        data += raw
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+
+
+def pb_bytes(field, b):
+    return varint(field << 3 | 2) + varint(len(b)) + b
+
+
+def checkpoint_files():
+    f32 = struct.pack("<6f", 1, -2, 3.5, 0.25, 8, -0.5)
+    good = safetensors([("a", "F32", [2, 3], f32), ("h", "F16", [2], b"\x00\x3c\x00\xc0"),
+                        ("b", "BF16", [2], b"\x80\x3f\x00\xc0")], {"format": "pt"})
+    yield "st_good", good
+    yield "st_truncated", good[: len(good) - 5]
+    h = b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}'
+    yield "st_overlap", struct.pack("<Q", len(h)) + h + f32[:8]
+    yield "st_bad_dtype", safetensors([("a", "Q4", [2], f32[:8])])
+    yield "st_huge_shape", safetensors([("a", "F32", [1 << 40, 1 << 40], f32[:8])])
+    piece = pb_bytes(1, b"\xe2\x96\x81the") + varint(2 << 3 | 5) + struct.pack("<f", -1.5)
+    model = pb_bytes(1, piece + varint(3 << 3) + varint(1)) + pb_bytes(1, pb_bytes(1, b"<unk>") + varint(3 << 3) + varint(2))
+    model += pb_bytes(2, varint(3 << 3) + varint(2) + varint(35 << 3) + varint(1))
+    yield "spm_good", model
+    yield "spm_truncated", model[:-3]
+
+
 def main():
     out, shared = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -90,6 +133,10 @@ def main():
                 n += 1
     for name, data in chat_and_server():
         with open(os.path.join(out, "text-" + name), "wb") as f:
+            f.write(data)
+        n += 1
+    for name, data in checkpoint_files():
+        with open(os.path.join(out, "ckpt-" + name), "wb") as f:
             f.write(data)
         n += 1
     for name, data in handmade():

@@ -11,8 +11,8 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "grammar/grammar.h"
-#include "server/chat_format.h"
-#include "server/tool_calls.h"
+#include "runtime/chat_format.h"
+#include "chat/tool_calls.h"
 #include "server/tool_choice.h"
 
 namespace {
@@ -36,7 +36,7 @@ void request(const Json& body) {
   }
   if (!body.contains("messages")) return;
   try {
-    const Json messages = ferrite::server::normalize_messages(body["messages"]);
+    const Json messages = ferrite::runtime::normalize_messages(body["messages"]);
     ferrite::chat::ChatOptions options;
     options.add_generation_prompt = true;
     options.tools = tools;
@@ -55,8 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > kMaxInput) return 0;
   const std::string input(reinterpret_cast<const char*>(data), size);
   // The input as a model's reply.
-  const ferrite::server::ParsedReply reply = ferrite::server::parse_tool_calls(input);
-  for (const ferrite::server::ToolCall& call : reply.calls) {
+  const ferrite::chat::ParsedReply reply = ferrite::chat::parse_tool_calls(input);
+  for (const ferrite::chat::ToolCall& call : reply.calls) {
     if (!Json::accept(call.arguments)) __builtin_trap();  // a parsed call's arguments are JSON text
   }
   // The input as a request body.

@@ -18,9 +18,9 @@
 
 #include "command.h"
 #include "core/error.h"
-#include "gpu_layers.h"
+#include "model_options.h"
+#include "runtime/kv_cache.h"
 #include "load_bar.h"
-#include "model_path.h"
 #include "server/engine.h"
 #include "server/task.h"
 #include "tokenizer/tokenizer.h"
@@ -31,12 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BatchedOptions {
-  std::string model;
-  std::string n_gpu_layers = "0";
-  bool fit = false;
-  int64_t n_ctx = 0;
-  int64_t n_batch = 512;
-  int threads = 0;
+  ModelOptions model;
   int npp = 128;
   int ntg = 128;
   std::string npl = "1,8,32";
@@ -86,20 +81,25 @@ int run_batched(const BatchedOptions& opt) {
   if (opt.npp < 1 || opt.ntg < 2) throw InvalidArgument("-npp must be at least 1 and -ntg at least 2");
   const std::vector<int> counts = parse_counts(opt.npl);
   const int max_npl = *std::max_element(counts.begin(), counts.end());
-  const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
+  const std::string path = model_path(opt.model);
+  std::shared_ptr<const model::Model> model = load_model_file(opt.model, path);
   auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model->file()));
   const int64_t need = static_cast<int64_t>(max_npl) * (opt.npp + opt.ntg + 1);  // +1: the engine keeps a cell spare per slot
-  const int64_t n_ctx = opt.n_ctx > 0 ? opt.n_ctx : need;
+  const int64_t n_ctx = opt.model.n_ctx > 0 ? opt.model.n_ctx : need;
   if (n_ctx < need) {
     throw InvalidArgument("-c " + std::to_string(n_ctx) + " is too small: " + std::to_string(max_npl) + " x (" +
                           std::to_string(opt.npp) + " + " + std::to_string(opt.ntg) + " + 1) = " + std::to_string(need) +
                           " cells");
   }
-  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, n_ctx);
+  const TensorType type_k = runtime::cache_type_from_name(opt.model.cache_type_k, "--cache-type-k");
+  const TensorType type_v = runtime::cache_type_from_name(opt.model.cache_type_v, "--cache-type-v");
+  ModelOptions sized = opt.model;
+  sized.n_ctx = n_ctx;
+  const int ngl = gpu_layers(sized, *model, type_k, type_v);
   server::Engine engine(model, tok,
-                        {.n_parallel = max_npl, .n_ctx = n_ctx, .n_batch = opt.n_batch, .n_threads = opt.threads,
-                         .max_queue = static_cast<size_t>(max_npl), .after_step = {}, .n_gpu_layers = ngl});
+                        {.n_parallel = max_npl, .n_ctx = n_ctx, .n_batch = opt.model.n_batch,
+                         .n_threads = opt.model.n_threads, .max_queue = static_cast<size_t>(max_npl), .after_step = {},
+                         .cache_type_k = type_k, .cache_type_v = type_v, .n_gpu_layers = ngl});
   std::printf("| %6s | %6s | %4s | %6s | %8s | %9s | %8s | %9s | %8s | %9s |\n", "PP", "TG", "B", "N_KV", "T_PP s",
               "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s");
   std::printf("|--------|--------|------|--------|----------|-----------|----------|-----------|----------|-----------|\n");
@@ -165,24 +165,19 @@ int run_batched(const BatchedOptions& opt) {
   return 0;
 }
 
-const OptionAliasRegistrar kNglAlias({"batched-bench", "-ngl", "--ngl"});
-const OptionAliasRegistrar kNppAlias({"batched-bench", "-npp", "--npp"});
-const OptionAliasRegistrar kNtgAlias({"batched-bench", "-ntg", "--ntg"});
-const OptionAliasRegistrar kNplAlias({"batched-bench", "-npl", "--npl"});
 
 const CommandRegistrar kBatchedBench(
     {"batched-bench", "Aggregate throughput of many concurrent requests (the server's engine, no HTTP)",
      [](CLI::App& sub) -> std::function<int()> {
        auto opt = std::make_shared<BatchedOptions>();
-       sub.add_option("-m,--model", opt->model, "Model file or name")->required();
-       sub.add_option("--ngl,--n-gpu-layers", opt->n_gpu_layers, "Layers on the GPU: a number or all (needs a CUDA build)");
-       sub.add_flag("--fit", opt->fit, "Offload the most layers that fit in the GPU's free memory");
-       sub.add_option("-c,--ctx-size", opt->n_ctx, "Cache cells shared by the requests (0: exactly what the largest -npl needs)");
-       sub.add_option("-b,--batch-size", opt->n_batch, "Tokens per engine step");
-       sub.add_option("-t,--threads", opt->threads, "Threads (0: all CPUs)");
-       sub.add_option("--npp", opt->npp, "Prompt tokens per request");
-       sub.add_option("--ntg", opt->ntg, "Tokens generated per request");
-       sub.add_option("--npl", opt->npl, "Concurrent requests, comma-separated (e.g. 1,8,32)");
+       add_model_options(sub, opt->model, kModelArgument | kGpuOptions | kCacheOptions | kMemoryOptions);
+       sub.add_option("-c,--ctx-size", opt->model.n_ctx,
+                      "Cache cells shared by the requests (0: exactly what the largest -npl needs)");
+       sub.add_option("-b,--batch-size", opt->model.n_batch, "Tokens per engine step");
+       sub.add_option("-t,--threads", opt->model.n_threads, "Threads (0: all CPUs)");
+       sub.add_option("--npp", opt->npp, "Prompt tokens per request (also -npp)");
+       sub.add_option("--ntg", opt->ntg, "Tokens generated per request (also -ntg)");
+       sub.add_option("--npl", opt->npl, "Concurrent requests, comma-separated, e.g. 1,8,32 (also -npl)");
        return [opt] { return run_batched(*opt); };
      }});
 

@@ -1,4 +1,4 @@
-// `ferrite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--depth D] [-o md|json|csv]`:
+// `ferrite bench MODEL [-p 512] [-n 128] [-t N] [-r 5] [--depth D] [--isa L] [-o md|json|csv]`:
 // prompt processing (ppP: P random tokens in one batch) and generation
 // (tgN: N tokens one at a time) speed, as llama-bench measures them, with
 // the fraction of the hardware limit reached: tg against the weight bytes
@@ -25,7 +25,9 @@
 #include "gguf/metadata.h"
 #include "model/model.h"
 #include "quant/mix.h"
+#include "model_path.h"
 #include "runtime/context.h"
+#include "runtime/kv_cache.h"
 #include "runtime/offload.h"
 
 namespace ferrite::tools {
@@ -41,8 +43,12 @@ struct BenchOptions {
   int n_batch = 512;
   std::string ngl = "0";  // layers on the GPU: a number or "all"
   int n_gpu_layers = 0;   // parsed from ngl
+  std::string cache_type_k = "f16", cache_type_v = "f16";
+  std::vector<int> flash_attn{0};  // llama-bench's -fa 0|1: accepted, one attention path here
+  std::vector<int> mmap{1};        // llama-bench's -mmp 0|1: accepted, the file is always mapped
   std::string output = "md";
   size_t probe_mib = 0;  // bandwidth probe buffer (0: sized from the LLC)
+  std::string isa;       // dispatch cap (empty: FERRITE_ISA or the host's)
 };
 
 // Context cells beyond the tokens of a test (the cache rounds its size).
@@ -78,11 +84,6 @@ void check_options(const BenchOptions& o) {
   }
   if (o.repetitions < 1) throw InvalidArgument("-r must be at least 1");
   if (o.n_batch < 1) throw InvalidArgument("-b must be at least 1");
-#ifndef FERRITE_HAVE_CUDA
-  if (o.n_gpu_layers != 0) {
-    throw InvalidArgument("-ngl " + o.ngl + ": this ferrite was built without CUDA (cmake -DFERRITE_CUDA=ON); use -ngl 0");
-  }
-#endif
 }
 
 // Name, sizes and per-token costs of a loaded model.
@@ -165,9 +166,9 @@ void warm_up(runtime::Context& ctx, int n_prompt, std::mt19937& rng) {
 void print_limits(const cpu::HwLimits& h, BenchFormat fmt) {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "hardware (%d threads, %s): read %.1f GB/s, clock %.2f GHz, peak f32-fma %.0f / bf16-dot %.0f / "
+                "hardware (%d threads, isa %s): read %.1f GB/s, clock %.2f GHz, peak f32-fma %.0f / bf16-dot %.0f / "
                 "int8-dot %.0f Gop/s\n",
-                h.threads, cpu::isa_name(cpu::active_isa()).c_str(), h.read_bytes_per_s / kGiga, h.clock_hz / kGiga,
+                h.threads, cpu::isa_summary().c_str(), h.read_bytes_per_s / kGiga, h.clock_hz / kGiga,
                 h.peak_ops_per_s(cpu::PeakKind::F32Fma) / kGiga, h.peak_ops_per_s(cpu::PeakKind::Bf16Dot) / kGiga,
                 h.peak_ops_per_s(cpu::PeakKind::Int8Dot) / kGiga);
   // The table formats keep stdout parseable: the probe goes to stderr there.
@@ -203,6 +204,8 @@ int run_bench(BenchOptions& opt) {
   }
   check_options(opt);
   const BenchFormat fmt = parse_format(opt.output);
+  // Before the models load: their repacking depends on the level.
+  if (!opt.isa.empty()) cpu::set_isa_cap(cpu::parse_isa_cap(opt.isa));
   if (opt.threads.empty()) opt.threads.push_back(cpu::ThreadPool::default_threads());
 
   std::map<int, cpu::HwLimits> limits;
@@ -219,13 +222,21 @@ int run_bench(BenchOptions& opt) {
   std::vector<std::unique_ptr<BenchModel>> described;
   std::vector<BenchRow> rows;
   std::mt19937 rng(kTokenSeed);
-  for (const std::string& path : opt.models) {
+  const TensorType type_k = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k");
+  const TensorType type_v = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v");
+  int ngl = opt.n_gpu_layers;
+  if (ngl != 0 && !runtime::gpu_offload_available()) {
+    std::fprintf(stderr, "ferrite: warning: -ngl ignored: this build has no GPU backend; running on the CPU\n");
+    ngl = 0;
+  }
+  for (const std::string& name : opt.models) {
+    const std::string path = resolve_model_argument(name);
     std::shared_ptr<const model::Model> m = model::Model::load(path);
     described.push_back(std::make_unique<BenchModel>(describe(path, *m)));
     const BenchModel* bm = described.back().get();
     // Every layer on the GPU: the fraction is of the GPU's limits (a partial
     // offload runs on both: no single limit).
-    const bool whole_gpu = opt.n_gpu_layers == runtime::kAllLayers || opt.n_gpu_layers >= m->hparams().n_layer;
+    const bool whole_gpu = ngl == runtime::kAllLayers || (ngl > 0 && ngl >= m->hparams().n_layer);
     runtime::GpuLimits gpu;
     if (whole_gpu) {
       gpu = runtime::gpu_limits(bm->main_type);
@@ -245,11 +256,13 @@ int run_bench(BenchOptions& opt) {
           runtime::Context ctx(m, {.n_ctx = d + std::max(p, n) + kCtxSlack,
                                    .n_batch = opt.n_batch,
                                    .n_threads = t,
-                                   .n_gpu_layers = opt.n_gpu_layers});
+                                   .cache_type = type_k,
+                                   .cache_type_v = type_v,
+                                   .n_gpu_layers = ngl});
           BenchRow row;
           row.model = bm;
           row.backend = ctx.backend_name();
-          row.ngl = opt.ngl;
+          row.ngl = ngl == 0 ? "0" : opt.ngl;
           row.threads = t;
           row.n_prompt = p;
           row.n_gen = n;
@@ -257,7 +270,7 @@ int run_bench(BenchOptions& opt) {
           if (whole_gpu) {
             row.read_bytes_per_s = gpu.read_bytes_per_s;
             row.peak_ops_per_s = gpu.peak_ops_per_s;
-          } else if (opt.n_gpu_layers == 0) {
+          } else if (ngl == 0) {
             row.read_bytes_per_s = limits[t].read_bytes_per_s;
             row.peak_ops_per_s = limits[t].peak_ops_per_s(peak_kind_from_name(bm->peak_kind));
           }
@@ -275,13 +288,11 @@ int run_bench(BenchOptions& opt) {
   return 0;
 }
 
-// llama-bench spells these -ngl and -r; CLI11 cannot declare -ngl.
-const OptionAliasRegistrar kNglAlias({"bench", "-ngl", "--ngl"});
-
 const CommandRegistrar kBench({"bench", "Measure prompt and generation speed (llama-bench's tests)",
                                [](CLI::App& sub) -> std::function<int()> {
                                  auto opt = std::make_shared<BenchOptions>();
-                                 sub.add_option("-m,--model", opt->models, "Model file(s), repeatable or comma list")
+                                 sub.add_option("-m,--model,model", opt->models,
+                                                "Model files or names, repeatable or a comma list (also as arguments)")
                                      ->required()
                                      ->delimiter(',');
                                  sub.add_option("-p,--n-prompt", opt->n_prompt, "Prompt lengths (0: no pp test)")
@@ -294,10 +305,25 @@ const CommandRegistrar kBench({"bench", "Measure prompt and generation speed (ll
                                      ->delimiter(',');
                                  sub.add_option("-r,--repetitions", opt->repetitions, "Timed repetitions per test");
                                  sub.add_option("-b,--batch-size", opt->n_batch, "Tokens per forward pass");
-                                 sub.add_option("--ngl,--n-gpu-layers", opt->ngl, "Layers on the GPU (a number or all)");
+                                 sub.add_option("--n-gpu-layers", opt->ngl,
+                                                "Layers on the GPU: a number or all (also -ngl; a build without a GPU "
+                                                "backend warns and runs on the CPU)");
+                                 sub.add_option("--cache-type-k", opt->cache_type_k,
+                                                std::string("K cache type (also -ctk): ") + runtime::kCacheTypeNames);
+                                 sub.add_option("--cache-type-v", opt->cache_type_v,
+                                                std::string("V cache type (also -ctv): ") + runtime::kCacheTypeNames);
+                                 sub.add_option("--flash-attn", opt->flash_attn,
+                                                "llama-bench's -fa 0|1: accepted; ferrite has one attention path")
+                                     ->delimiter(',');
+                                 sub.add_option("--mmap", opt->mmap,
+                                                "llama-bench's -mmp 0|1: accepted; the file is always mapped")
+                                     ->delimiter(',');
                                  sub.add_option("-o,--output", opt->output, "Output format: md, json or csv");
                                  sub.add_option("--probe-mib", opt->probe_mib,
                                                 "Bandwidth probe buffer in MiB (default: 8 x LLC, >= 256)");
+                                 sub.add_option("--isa", opt->isa,
+                                                "Highest instruction-set level: scalar, avx2, avx512, avx512vnni, "
+                                                "amx, neon or neon_i8mm (clamped to the CPU; default: FERRITE_ISA or the CPU's)");
                                  return [opt] { return run_bench(*opt); };
                                }});
 

@@ -1,10 +1,12 @@
-// `ferrite chat -m MODEL [-sys TEXT] [--chat-template NAME|FILE] [-n N] [-c CTX] [-b BATCH] [-t THREADS]
-//  [--temp T --seed S ...] [--verbose]`
+// `ferrite chat MODEL [-sys TEXT] [--chat-template NAME|FILE] [-n N] [-c CTX] [--keep N] [--temp T --seed S ...]`
 // An interactive conversation: each turn is rendered with the model's chat
 // template and only the tokens not already in the KV cache are evaluated.
 // With a terminal, input goes through a line editor (history, multi-line);
 // otherwise messages are read line by line from stdin, so chats can be
-// scripted. Answers stream to stdout; speed goes to stderr.
+// scripted. Answers stream to stdout; speed goes to stderr. A conversation
+// longer than the context goes on: the oldest half of it (after the first
+// --keep tokens) is dropped (--no-context-shift: an error instead). The
+// options are llama-cli's (cli_options.h); -p gives the first message.
 #include <unistd.h>
 
 #include <atomic>
@@ -16,16 +18,13 @@
 
 #include "chat/chat_template.h"
 #include "chat_input.h"
+#include "cli_options.h"
 #include "command.h"
 #include "core/error.h"
 #include "gguf/file.h"
 #include "model/model.h"
-#include "load_bar.h"
-#include "model_path.h"
 #include "runtime/chat_session.h"
 #include "runtime/context.h"
-#include "sampling/sampler.h"
-#include "sampling_options.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::tools {
@@ -41,19 +40,6 @@ constexpr const char* kCommandsHelp =
     "  /help         this list\n"
     "  /quit         leave (also Ctrl-D on an empty line, or Ctrl-C twice)\n"
     "a line ending in \\ continues on the next; \"\"\" on its own line opens and closes a block\n";
-
-struct ChatOptions {
-  std::string model;
-  std::string chat_template;
-  std::string system_prompt;
-  int n_predict = -1;
-  int64_t n_ctx = 0;
-  int64_t n_batch = 512;
-  int n_threads = 0;
-  bool ignore_eos = false;
-  bool verbose = false;
-  sampling::SamplerParams sampling;
-};
 
 std::atomic<bool> g_interrupted{false};
 
@@ -85,7 +71,7 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 
   return buf;
 }
 
-std::string template_source(const ChatOptions& opt, const gguf::File& file) {
+std::string template_source(const CliOptions& opt, const gguf::File& file) {
   if (!opt.chat_template.empty()) return chat::load_chat_template(opt.chat_template);
   const gguf::Value* t = file.find("tokenizer.chat_template");
   if (t != nullptr && t->is_string()) return t->as_string();
@@ -99,8 +85,7 @@ void print_prefill(const runtime::PrefillStats& p) {
 }
 
 // Runs a /command; returns false to leave the chat.
-bool run_command(const std::string& line, runtime::ChatSession& session, sampling::Sampler& sampler,
-                 const ChatOptions& opt) {
+bool run_command(const std::string& line, runtime::ChatSession& session, const CliOptions& opt) {
   const size_t sp = line.find(' ');
   const std::string name = line.substr(0, sp);
   std::string arg = sp == std::string::npos ? "" : line.substr(sp + 1);
@@ -111,7 +96,6 @@ bool run_command(const std::string& line, runtime::ChatSession& session, samplin
     std::fputs(kCommandsHelp, stderr);
   } else if (name == "/reset") {
     session.reset();
-    sampler.reset();
     note("[conversation reset]");
   } else if (name == "/save" || name == "/load") {
     if (arg.empty()) {
@@ -122,11 +106,9 @@ bool run_command(const std::string& line, runtime::ChatSession& session, samplin
       if (name == "/save") {
         const bool with_kv = session.save(arg);
         note("[saved " + std::to_string(session.messages().size()) + " messages to " + arg +
-             (with_kv ? "" : " (without the KV state: this context cannot save it)") + "]");
+             (with_kv ? "" : " (without the KV state: a GPU cache or a shifted context is not saved; /load evaluates again)") + "]");
       } else {
         const runtime::PrefillStats p = session.load(arg);
-        sampler.reset();
-        for (int32_t t : session.cached_tokens()) sampler.accept(t, /*advance_constraint=*/false);
         if (opt.verbose) print_prefill(p);
         note("[loaded " + std::to_string(session.messages().size()) + " messages from " + arg + "; " + p.kv_note +
              "]");
@@ -140,17 +122,20 @@ bool run_command(const std::string& line, runtime::ChatSession& session, samplin
   return true;
 }
 
-int run_chat(ChatOptions& opt) {
-  const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
+int chat_impl(CliOptions& opt) {
+  apply_escapes(opt);
+  runtime::GenerationParams gen = generation_params(opt);
+  LoadedModel lm = load_model(opt.model);
+  const std::shared_ptr<const model::Model>& model = lm.model;
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
-  runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
+  runtime::Context ctx(model, lm.context);
   runtime::ChatSession session(ctx, tok,
                                {.template_source = template_source(opt, model->file()),
                                 .system_prompt = opt.system_prompt,
-                                .prefill_chunk = opt.n_batch});
-  sampling::Sampler sampler(opt.sampling, sampling_model_info(tok, static_cast<int32_t>(ctx.n_ctx()),
-                                                               static_cast<int32_t>(model->hparams().n_ctx_train)));
+                                .prefill_chunk = lm.context.n_batch,
+                                .n_keep = std::max<int64_t>(opt.n_keep, 0),
+                                .context_shift = !opt.no_context_shift});
+  const std::string& path = lm.path;
 
   ChatInput input(g_interrupted);
   if (input.interactive()) {
@@ -158,13 +143,17 @@ int run_chat(ChatOptions& opt) {
          " tokens. /help for commands, Ctrl-D to quit.");
   }
   SigintGuard sigint;
-  const runtime::GenerateParams gen{.n_predict = opt.n_predict, .ignore_eos = opt.ignore_eos,
-                                    .interrupt = &g_interrupted};
+  gen.interrupt = &g_interrupted;
+  bool first = opt.prompt_set;  // -p: the first message
   bool after_interrupt = false;  // a Ctrl-C at the prompt right after one leaves
   for (;;) {
     g_interrupted.store(false);
     std::string msg;
-    const ChatInput::Result r = input.read_message(msg);
+    const ChatInput::Result r = first ? ChatInput::Result::kMessage : input.read_message(msg);
+    if (first) {
+      msg = opt.prompt;
+      first = false;
+    }
     if (r == ChatInput::Result::kEof) break;
     if (r == ChatInput::Result::kInterrupt) {
       if (after_interrupt) break;
@@ -175,13 +164,14 @@ int run_chat(ChatOptions& opt) {
     after_interrupt = false;
     if (msg.find_first_not_of(" \t\n\r") == std::string::npos) continue;
     if (msg.front() == '/') {
-      if (!run_command(msg, session, sampler, opt)) break;
+      if (!run_command(msg, session, opt)) break;
       continue;
     }
 
     runtime::ChatAnswer ans;
+    const int64_t dropped_before = session.sequence().n_dropped();
     try {
-      ans = session.respond(msg, sampler, gen, [](std::string_view s) {
+      ans = session.respond(msg, gen, [](std::string_view s) {
         std::fwrite(s.data(), 1, s.size(), stdout);
         std::fflush(stdout);
       });
@@ -196,40 +186,34 @@ int run_chat(ChatOptions& opt) {
     std::string stats = fmt("[%.0f tokens, %.2f tokens/s; prompt %.0f new tokens, %.2f tokens/s]",
                             static_cast<double>(ans.n_tokens), gen_tps,
                             static_cast<double>(ans.prefill.n_evaluated), prompt_tps);
-    if (ans.stop == runtime::StopReason::kInterrupted) {
+    if (ans.stop == runtime::FinishReason::kInterrupted) {
       stats += " [interrupted]";
       after_interrupt = true;
-    } else if (ans.stop == runtime::StopReason::kContextFull) {
+    } else if (ans.stop == runtime::FinishReason::kContextFull) {
       stats += " [context full: /reset to start over, or restart with a larger -c]";
+    }
+    if (session.sequence().n_dropped() > dropped_before) {
+      stats += " [context shifted: the oldest " + std::to_string(session.sequence().n_dropped() - dropped_before) +
+               " tokens dropped]";
     }
     note(stats);
   }
   return 0;
 }
 
-const OptionAliasRegistrar kSysAlias({"chat", "-sys", "--system-prompt"});
-
-const CommandRegistrar kChat(
-    {"chat", "Chat with a model interactively",
-     [](CLI::App& sub) -> std::function<int()> {
-       auto opt = std::make_shared<ChatOptions>();
-       sub.footer(std::string(kCommandsHelp) +
-                  "/load restores the saved KV state (no re-evaluation) when FILE.kv exists and comes from the same "
-                  "model;\notherwise the conversation is evaluated again. Each turn evaluates only the tokens the "
-                  "KV cache lacks.");
-       sub.add_option("-m,--model", opt->model, "Model file or name")->required();
-       sub.add_option("--system-prompt", opt->system_prompt, "System prompt (also -sys TEXT)");
-       sub.add_option("--chat-template", opt->chat_template,
-                      "Built-in template name or Jinja file (default: the model's, else chatml)");
-       sub.add_option("-n,--n-predict", opt->n_predict, "Tokens per answer at most (-1: until the end of turn)");
-       sub.add_option("-c,--ctx-size", opt->n_ctx, "Context size (0: the model's, up to 4096)");
-       sub.add_option("-b,--batch-size", opt->n_batch, "Prompt tokens per forward pass");
-       sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
-       sub.add_flag("--ignore-eos", opt->ignore_eos, "Do not stop at end-of-generation tokens");
-       sub.add_flag("--verbose", opt->verbose, "Print how many prompt tokens each turn evaluates");
-       add_sampling_options(sub, opt->sampling);
-       return [opt] { return run_chat(*opt); };
-     }});
+const CommandRegistrar kChat({"chat", "Chat with a model interactively (llama-cli's options)",
+                              [](CLI::App& sub) -> std::function<int()> {
+                                auto opt = std::make_shared<CliOptions>();
+                                sub.footer(std::string(kCommandsHelp) +
+                                           "/load restores the saved KV state (no re-evaluation) when FILE.kv exists "
+                                           "and comes from the same model;\notherwise the conversation is evaluated "
+                                           "again. Each turn evaluates only the tokens the KV cache lacks.");
+                                add_cli_options(sub, *opt, /*chat=*/true);
+                                return [opt] { return run_chat(*opt); };
+                              }});
 
 }  // namespace
+
+int run_chat(CliOptions& o) { return chat_impl(o); }
+
 }  // namespace ferrite::tools

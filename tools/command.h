@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/error.h"
+
 namespace ferrite::tools {
 
 struct Command {
@@ -21,23 +23,15 @@ struct Command {
 
 std::vector<Command>& command_registry();
 
+// A command line that names too little or contradicts itself (no model, two
+// models): `ferrite` reports it as a usage error (exit status 2).
+class UsageError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
 struct CommandRegistrar {
   explicit CommandRegistrar(Command c) { command_registry().push_back(std::move(c)); }
-};
-
-// Single-dash option names longer than one letter (llama.cpp's `-sys`), which
-// CLI11 cannot declare: main() rewrites an argument equal to `from` that
-// follows the subcommand `command` into `to` before parsing.
-struct OptionAlias {
-  std::string command;
-  std::string from;
-  std::string to;
-};
-
-std::vector<OptionAlias>& option_aliases();
-
-struct OptionAliasRegistrar {
-  explicit OptionAliasRegistrar(OptionAlias a) { option_aliases().push_back(std::move(a)); }
 };
 
 }  // namespace ferrite::tools

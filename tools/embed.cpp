@@ -18,10 +18,9 @@
 #include "command.h"
 #include "core/error.h"
 #include "embed_output.h"
-#include "load_bar.h"
 #include "model/model.h"
 #include "model/pooling.h"
-#include "model_path.h"
+#include "model_options.h"
 #include "runtime/batch.h"
 #include "runtime/context.h"
 #include "tokenizer/tokenizer.h"
@@ -30,16 +29,13 @@ namespace ferrite::tools {
 namespace {
 
 struct EmbedOptions {
-  std::string model;
+  ModelOptions model;
   std::vector<std::string> prompts;
   std::string file;
   std::string separator = "\n";
   std::string pooling;  // empty: the model's
   int normalize = kNormEuclidean;
   std::string format = "text";
-  int64_t n_ctx = 0;
-  int64_t n_batch = 2048;
-  int n_threads = 0;
 };
 
 std::vector<std::string> split(const std::string& s, const std::string& sep) {
@@ -111,11 +107,11 @@ int run_embed(const EmbedOptions& opt) {
   if (opt.format != "text" && opt.format != "json" && opt.format != "array") {
     throw InvalidArgument("unknown --embd-output-format '" + opt.format + "' (text, json or array)");
   }
-  if (opt.n_ctx < 0) throw InvalidArgument("-c must not be negative");
+  if (opt.model.n_ctx < 0) throw InvalidArgument("-c must not be negative");
   const std::vector<std::string> prompts = gather_prompts(opt);
 
-  const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
+  const LoadedModel lm = load_model(opt.model);
+  const std::shared_ptr<const model::Model>& model = lm.model;
   const model::HParams& hp = model->hparams();
   const model::Pooling pooling = parse_pooling(opt.pooling, hp.pooling);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
@@ -132,11 +128,11 @@ int run_embed(const EmbedOptions& opt) {
     throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the model's context of " +
                           std::to_string(hp.n_ctx_train));
   }
-  if (longest > opt.n_batch) {
+  if (longest > opt.model.n_batch) {
     throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the batch size " +
-                          std::to_string(opt.n_batch) + " (-b)");
+                          std::to_string(opt.model.n_batch) + " (-b)");
   }
-  runtime::Context ctx(model, {.n_ctx = opt.n_ctx, .n_batch = opt.n_batch, .n_threads = opt.n_threads});
+  runtime::Context ctx(model, lm.context);
   if (!encoder) ctx.set_embeddings(true);  // decoders: hidden states (InvalidArgument where the arch has none)
   if (!encoder && longest > ctx.n_ctx()) {
     throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the context size " +
@@ -186,7 +182,9 @@ int run_embed(const EmbedOptions& opt) {
 const CommandRegistrar kEmbed({"embed", "Embeddings of prompts (llama.cpp's llama-embedding)",
                                [](CLI::App& sub) -> std::function<int()> {
                                  auto opt = std::make_shared<EmbedOptions>();
-                                 sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                                 opt->model.n_batch = 2048;
+                                 add_model_options(sub, opt->model,
+                                                   kModelArgument | kGpuOptions | kCacheOptions | kMemoryOptions);
                                  sub.add_option("-p,--prompt", opt->prompts, "Prompt text (repeatable)");
                                  sub.add_option("-f,--file", opt->file, "File of prompts");
                                  sub.add_option("--embd-separator", opt->separator,
@@ -195,9 +193,9 @@ const CommandRegistrar kEmbed({"embed", "Embeddings of prompts (llama.cpp's llam
                                  sub.add_option("--embd-normalize", opt->normalize,
                                                 "-1 none, 0 max-abs int16, 1 taxicab, 2 euclidean, >2 p-norm");
                                  sub.add_option("--embd-output-format", opt->format, "text, json or array");
-                                 sub.add_option("-c,--ctx-size", opt->n_ctx, "Context size (decoders; 0: the model's)");
-                                 sub.add_option("-b,--batch-size", opt->n_batch, "Most tokens of one prompt");
-                                 sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
+                                 sub.add_option("-c,--ctx-size", opt->model.n_ctx, "Context size (decoders; 0: the model's)");
+                                 sub.add_option("-b,--batch-size", opt->model.n_batch, "Most tokens of one prompt");
+                                 sub.add_option("-t,--threads", opt->model.n_threads, "Threads (0: all CPUs)");
                                  return [opt] { return run_embed(*opt); };
                                }});
 

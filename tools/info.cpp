@@ -149,7 +149,7 @@ int run_info(const InfoOptions& opt) {
 const CommandRegistrar kInfo({"info", "Print a GGUF model's architecture, hyperparameters, tokenizer and tensors",
                               [](CLI::App& sub) -> std::function<int()> {
                                 auto opt = std::make_shared<InfoOptions>();
-                                sub.add_option("model", opt->model, "Model file or name")->required();
+                                sub.add_option("-m,--model,model", opt->model, "Model file or name (also as the first argument)")->required();
                                 sub.add_flag("--json", opt->json, "Print JSON");
                                 sub.add_flag("--metadata", opt->show_metadata, "Also print every metadata key");
                                 return [opt] { return run_info(*opt); };

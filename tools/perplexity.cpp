@@ -25,15 +25,17 @@
 #include "kl_stats.h"
 #include "load_bar.h"
 #include "model/model.h"
-#include "model_path.h"
+#include "model_options.h"
+#include "runtime/kv_cache.h"
 #include "runtime/context.h"
+#include "text_scoring.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::tools {
 namespace {
 
 struct PerplexityOptions {
-  std::string model;
+  ModelOptions model;  // -m, -ngl, -ctk/-ctv, --mlock (the context options are perplexity's own)
   std::string file;
   int64_t n_ctx = 512;
   bool n_ctx_given = false;
@@ -43,23 +45,6 @@ struct PerplexityOptions {
   std::string kl_base;        // --kl-divergence-base FILE
   bool kl_divergence = false; // compare with the base file instead of writing it
 };
-
-// -log p(target) from one position's logits, in double.
-double negative_log_prob(std::span<const float> logits, int32_t target) {
-  float max = logits[0];
-  for (float v : logits) max = std::max(max, v);
-  double sum = 0.0;
-  for (float v : logits) sum += std::exp(v - max);  // f32 exp, f64 sum (as llama.cpp)
-  return -(static_cast<double>(logits[static_cast<size_t>(target)] - max) - std::log(sum));
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int run_perplexity(PerplexityOptions opt) {
   if (opt.kl_divergence && opt.kl_base.empty()) {
@@ -79,11 +64,11 @@ int run_perplexity(PerplexityOptions opt) {
   }
   if (opt.n_ctx < 4) throw InvalidArgument("-c must be at least 4");
 
-  const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
+  const std::string path = model_path(opt.model);
+  std::shared_ptr<const model::Model> model = load_model_file(opt.model, path);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
   std::vector<int32_t> tokens;
-  if (!opt.file.empty()) tokens = tok.encode(read_text(opt.file), /*add_special=*/true, /*parse_special=*/false);
+  if (!opt.file.empty()) tokens = tok.encode(read_text_file(opt.file), /*add_special=*/true, /*parse_special=*/false);
   const auto n_vocab = static_cast<uint64_t>(model->hparams().n_vocab);
   if (base) {
     const KlBaseHeader& h = base->header();
@@ -110,7 +95,16 @@ int run_perplexity(PerplexityOptions opt) {
     writer = std::make_unique<KlBaseWriter>(
         opt.kl_base, KlBaseHeader{n_vocab, static_cast<uint64_t>(n_ctx), static_cast<uint64_t>(n_chunks), tokens});
   }
-  runtime::Context ctx(model, {.n_ctx = n_ctx, .n_batch = std::max(opt.n_batch, n_ctx), .n_threads = opt.n_threads});
+  const TensorType type_k = runtime::cache_type_from_name(opt.model.cache_type_k, "--cache-type-k");
+  const TensorType type_v = runtime::cache_type_from_name(opt.model.cache_type_v, "--cache-type-v");
+  ModelOptions sized = opt.model;
+  sized.n_ctx = n_ctx;
+  runtime::Context ctx(model, {.n_ctx = n_ctx,
+                               .n_batch = std::max(opt.n_batch, n_ctx),
+                               .n_threads = opt.n_threads,
+                               .cache_type = type_k,
+                               .cache_type_v = type_v,
+                               .n_gpu_layers = gpu_layers(sized, *model, type_k, type_v)});
   std::fprintf(stderr, "perplexity: %zu tokens, %lld chunks of %lld, scoring the second half of each\n",
                tokens.size(), static_cast<long long>(n_chunks), static_cast<long long>(n_ctx));
 
@@ -165,7 +159,8 @@ int run_perplexity(PerplexityOptions opt) {
 const CommandRegistrar kPerplexity({"perplexity", "Perplexity of a text file (llama.cpp's method)",
                                     [](CLI::App& sub) -> std::function<int()> {
                                       auto opt = std::make_shared<PerplexityOptions>();
-                                      sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                                      add_model_options(sub, opt->model,
+                                                        kModelArgument | kGpuOptions | kCacheOptions | kMemoryOptions);
                                       sub.add_option("-f,--file", opt->file,
                                                      "Text file (with --kl-divergence: optional, checked "
                                                      "against the base file's tokens)");

@@ -1,5 +1,7 @@
-// `ferrite pull NAME_OR_HF_REPO[:FILE]`: downloads a model into the cache
-// (resumable, size and SHA-256 checked) and prints its path.
+// `ferrite pull NAME | OWNER/REPO[:QUANT] | OWNER/REPO:FILE.gguf`: downloads a
+// model into the cache (resumable, size and SHA-256 checked) and prints its
+// path. OWNER/REPO[:QUANT] picks the repository's GGUF file of that quant
+// type from the hub's file listing (default Q4_K_M, as llama.cpp's -hf).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +12,7 @@
 #include "hub/known_models.h"
 #include "hub/progress.h"
 #include "hub/pull.h"
+#include "hub/resolve.h"
 
 namespace ferrite::tools {
 namespace {
@@ -32,9 +35,11 @@ int list_known() {
 
 int run_pull(const PullCommandOptions& opt) {
   if (opt.list) return list_known();
-  if (opt.model.empty()) throw InvalidArgument("pull: give a model name or owner/repo:file.gguf (or --list)");
+  if (opt.model.empty()) {
+    throw InvalidArgument("pull: give a model name, owner/repo[:QUANT] or owner/repo:file.gguf (or --list)");
+  }
   const hub::HubConfig config = hub::HubConfig::from_environment();
-  const hub::PullTarget target = hub::pull_target(opt.model);
+  const hub::PullTarget target = hub::resolve_pull_target(opt.model, config);
   hub::PullOptions po;
   po.force = opt.force;
   po.expected_sha256 = opt.sha256;
@@ -58,10 +63,12 @@ int run_pull(const PullCommandOptions& opt) {
   return 0;
 }
 
-const CommandRegistrar kPull({"pull", "Download a model (known name or owner/repo:file.gguf) into the cache",
+const CommandRegistrar kPull({"pull", "Download a model (known name, owner/repo[:QUANT] or owner/repo:file.gguf) into the cache",
                               [](CLI::App& sub) -> std::function<int()> {
                                 auto opt = std::make_shared<PullCommandOptions>();
-                                sub.add_option("model", opt->model, "Known name (stories260K) or owner/repo:file.gguf");
+                                sub.add_option("model", opt->model,
+                                               "Known name (stories260K), owner/repo[:QUANT] (default Q4_K_M) or "
+                                               "owner/repo:file.gguf");
                                 sub.add_option("--sha256", opt->sha256, "Expected SHA-256 of the file (hex)");
                                 sub.add_flag("-f,--force", opt->force, "Download again even if already cached");
                                 sub.add_flag("-q,--quiet", opt->quiet, "No progress or notices; print only the path");

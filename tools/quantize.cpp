@@ -21,6 +21,7 @@
 #include "quant/imatrix.h"
 #include "quant/mix.h"
 #include "quant/type_traits.h"
+#include "model_path.h"
 #include "quant_progress.h"
 
 namespace ferrite::tools {
@@ -103,7 +104,7 @@ int run_quantize(const QuantizeOptions& opt) {
     for (const auto& p : quant::presets()) names += std::string(" ") + p.name;
     throw InvalidArgument("unknown quantization type '" + opt.type + "'; known:" + names);
   }
-  const gguf::File in = gguf::File::open(opt.input);
+  const gguf::File in = gguf::File::open(resolve_model_argument(opt.input));
   std::unique_ptr<quant::Imatrix> imatrix;
   if (!opt.imatrix.empty()) imatrix = std::make_unique<quant::Imatrix>(quant::Imatrix::read(opt.imatrix));
 
@@ -184,7 +185,7 @@ const CommandRegistrar kQuantize(
     {"quantize", "Re-encode a GGUF model with a quantization preset (Q4_K_M, Q8_0, IQ4_XS, ...)",
      [](CLI::App& sub) -> std::function<int()> {
        auto opt = std::make_shared<QuantizeOptions>();
-       sub.add_option("input", opt->input, "Input GGUF")->required();
+       sub.add_option("input", opt->input, "Input GGUF: a file or a model name")->required();
        sub.add_option("output", opt->output, "Output GGUF")->required();
        sub.add_option("type", opt->type, "Preset, any case: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S/M/L Q4_K_S/M Q5_K_S/M Q6_K IQ1_S IQ1_M IQ2_XXS/XS/S/M IQ3_XXS/XS/S/M IQ4_NL IQ4_XS TQ1_0 TQ2_0 F16 BF16 (IQ1/IQ2 need --imatrix); Q3_K/Q4_K/Q5_K mean the _M mixes; llama.cpp's numeric file types work too")
            ->required();

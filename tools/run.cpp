@@ -1,9 +1,12 @@
-// `ferrite run -m MODEL -p PROMPT [-n N] [-c CTX] [-b BATCH] [-t THREADS]
-//  [--temp T --seed S ...] [--echo] [--stop STR]... [-f FILE]`
+// `ferrite run MODEL -p PROMPT [-n N] [-c CTX] [--keep N] [--temp T --seed S ...] [--echo] [--stop STR]...`
 // Generates text from a prompt (from -p, -f FILE, or stdin), streaming it to
-// stdout as it is produced. Load time and prompt/generation speed go to
-// stderr. Stops after N tokens, at an end-of-generation token, at a --stop
-// string, or on Ctrl-C.
+// stdout as it is produced; llama-cli's options (cli_options.h). Load time
+// and prompt/generation speed go to stderr. Stops after N tokens, at an
+// end-of-generation token, at a --stop string, or on Ctrl-C; a full context
+// shifts (the first --keep tokens stay, the oldest half of the rest goes)
+// unless --no-context-shift. With -cnv, -i, -if or -sys it chats instead.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -17,73 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "command.h"
 #include "core/error.h"
-#include "gpu_layers.h"
-#include "grammar/grammar.h"
-#include "grammar/json_schema.h"
-#include "load_bar.h"
-#include "model/model.h"
-#include "model_path.h"
 #include "runtime/context.h"
-#include "runtime/offload.h"
-#include "sampling/sampler.h"
-#include "sampling_options.h"
-#include "server/grammar_constraint.h"
-#include "tokenizer/stream_decoder.h"
+#include "runtime/generation.h"
+#include "runtime/sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::tools {
 namespace {
-
-struct RunOptions {
-  std::string model;
-  std::string prompt;
-  bool prompt_set = false;
-  std::string file;
-  int n_predict = 128;
-  int64_t n_ctx = 0;
-  int64_t n_batch = 512;
-  int n_threads = 0;
-  std::string n_gpu_layers = "0";  // -ngl: layers on the GPU, a number or "all"
-  bool fit = false;                // --fit: the largest -ngl that fits in the GPU's free memory
-  bool echo = false;
-  bool no_bos = false;
-  std::vector<std::string> stops;
-  std::string cache_type_k = "f16";
-  std::string cache_type_v = "f16";
-  std::string grammar;       // GBNF text
-  std::string grammar_file;  // GBNF file
-  std::string json_schema;   // JSON schema text
-  sampling::SamplerParams sampling;
-};
-
-TensorType cache_type(const std::string& name, const char* option) {
-  return runtime::cache_type_from_name(name, option);
-}
-
-// The GBNF of --grammar / --grammar-file / --json-schema (at most one), or "".
-std::string grammar_text(const RunOptions& opt) {
-  const int given = !opt.grammar.empty() + !opt.grammar_file.empty() + !opt.json_schema.empty();
-  if (given > 1) throw InvalidArgument("give only one of --grammar, --grammar-file and --json-schema");
-  if (!opt.grammar_file.empty()) {
-    // Refuse oversized files before reading them into memory.
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(opt.grammar_file, ec);
-    if (ec) throw IoError(opt.grammar_file, "cannot read the grammar file: " + ec.message());
-    if (size > grammar::Limits{}.max_text_bytes) {
-      throw InvalidArgument(opt.grammar_file + ": grammar file of " + std::to_string(size) + " bytes exceeds the " +
-                            std::to_string(grammar::Limits{}.max_text_bytes) + "-byte limit");
-    }
-    std::ifstream in(opt.grammar_file, std::ios::binary);
-    if (!in) throw IoError(opt.grammar_file, "cannot read the grammar file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  if (!opt.json_schema.empty()) return grammar::json_schema_to_gbnf(std::string_view(opt.json_schema));
-  return opt.grammar;
-}
 
 std::atomic<bool> g_interrupted{false};
 
@@ -92,7 +38,7 @@ extern "C" void on_sigint(int) { g_interrupted.store(true); }
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string read_prompt(const RunOptions& opt) {
+std::string read_prompt(const CliOptions& opt) {
   if (!opt.file.empty()) {
     std::ifstream in(opt.file, std::ios::binary);
     if (!in) throw IoError(opt.file, "cannot open");
@@ -104,69 +50,58 @@ std::string read_prompt(const RunOptions& opt) {
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 }
 
-// Streams text to stdout while holding back any tail that could begin a stop
-// string; reports when a stop string has appeared (printing up to it).
-class StopFilter {
- public:
-  explicit StopFilter(const std::vector<std::string>& stops) : stops_(stops) {}
+void write_out(const std::string& s) {
+  if (s.empty()) return;
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
 
-  // Returns true when generation must stop.
-  bool push(const std::string& text) {
-    pending_ += text;
-    for (const std::string& s : stops_) {
-      if (s.empty()) continue;
-      const size_t at = pending_.find(s);
-      if (at != std::string::npos) {
-        emit(pending_.substr(0, at));
-        pending_.clear();
-        return true;
-      }
+// The tokens a context shift keeps: --keep N prompt tokens after the BOS
+// (-1 or more than the prompt: all of it), as llama-cli counts them.
+int64_t tokens_to_keep(const CliOptions& opt, const std::vector<int32_t>& tokens, const tokenizer::Tokenizer& tok) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (opt.n_keep < 0 || opt.n_keep > n) return n;
+  const bool bos = !tokens.empty() && tok.bos() >= 0 && tokens.front() == tok.bos();
+  return std::min(n, opt.n_keep + (bos ? 1 : 0));
+}
+
+// --prompt-cache: the saved state when it comes from this model (the
+// sequence then continues from it: prefill() keeps what it shares with the
+// prompt).
+void restore_prompt_cache(const CliOptions& opt, runtime::Context& ctx, runtime::Sequence& seq) {
+  if (opt.prompt_cache.empty() || !std::filesystem::exists(opt.prompt_cache)) return;
+  try {
+    std::vector<int32_t> tokens = ctx.load_sequence(seq.seq(), opt.prompt_cache);
+    if (static_cast<int64_t>(tokens.size()) != ctx.cache().max_pos(seq.seq()) + 1) {
+      throw InvalidArgument("it holds no tokens for its cells");
     }
-    size_t keep = 0;  // longest suffix of pending_ that is a proper prefix of a stop string
-    for (const std::string& s : stops_) {
-      for (size_t len = std::min(s.size() - (s.empty() ? 0 : 1), pending_.size()); len > keep; --len) {
-        if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
-          keep = len;
-          break;
-        }
-      }
-    }
-    emit(pending_.substr(0, pending_.size() - keep));
-    pending_.erase(0, pending_.size() - keep);
-    return false;
+    std::fprintf(stderr, "prompt cache: %zu tokens restored from %s\n", tokens.size(), opt.prompt_cache.c_str());
+    seq.assume(std::move(tokens));
+  } catch (const Error& e) {
+    seq.clear();
+    std::fprintf(stderr, "prompt cache: %s not used (%s)\n", opt.prompt_cache.c_str(), e.what());
   }
-  void finish() {
-    emit(pending_);
-    pending_.clear();
-  }
+}
 
- private:
-  static void emit(const std::string& s) {
-    if (s.empty()) return;
-    std::fwrite(s.data(), 1, s.size(), stdout);
-    std::fflush(stdout);
+void save_prompt_cache(const CliOptions& opt, runtime::Context& ctx, const runtime::Sequence& seq) {
+  if (opt.prompt_cache.empty() || opt.prompt_cache_ro || seq.n_dropped() > 0) return;
+  try {
+    ctx.save_sequence(seq.seq(), opt.prompt_cache, seq.cached());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "prompt cache: not written (%s)\n", e.what());
   }
-  const std::vector<std::string>& stops_;
-  std::string pending_;
-};
+}
 
-int run_generate(RunOptions& opt) {
-  if (opt.n_predict < 0) throw InvalidArgument("-n must not be negative");
+int run_generate_impl(CliOptions& opt) {
+  if (opt.n_predict < -2) throw InvalidArgument("-n must be -1 (no limit), -2 (until the context is full) or more");
+  apply_escapes(opt);
   const std::string prompt = read_prompt(opt);
+  runtime::GenerationParams gp = generation_params(opt);
 
   const auto t_load = Clock::now();
-  const std::string path = resolve_model_argument(opt.model);
-  std::shared_ptr<const model::Model> model = load_model_with_bar(path);
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->file());
-  const TensorType type_k = cache_type(opt.cache_type_k, "--cache-type-k");
-  const TensorType type_v = cache_type(opt.cache_type_v, "--cache-type-v");
-  const int ngl = gpu_layers_from_options(opt.n_gpu_layers, opt.fit, *model, opt.n_ctx, type_k, type_v);
-  runtime::Context ctx(model, {.n_ctx = opt.n_ctx,
-                               .n_batch = opt.n_batch,
-                               .n_threads = opt.n_threads,
-                               .cache_type = type_k,
-                               .cache_type_v = type_v,
-                               .n_gpu_layers = ngl});
+  LoadedModel lm = load_model(opt.model);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(lm.model->file());
+  runtime::Context ctx(lm.model, lm.context);
   const double load_s = seconds_since(t_load);
 
   std::vector<int32_t> tokens = tok.encode(prompt, !opt.no_bos, /*parse_special=*/true);
@@ -174,92 +109,78 @@ int run_generate(RunOptions& opt) {
     if (tok.bos() < 0) throw InvalidArgument("empty prompt and the model has no BOS token");
     tokens.push_back(tok.bos());
   }
-  if (static_cast<int64_t>(tokens.size()) + opt.n_predict > ctx.n_ctx()) {
-    throw InvalidArgument("prompt (" + std::to_string(tokens.size()) + " tokens) plus -n " +
-                          std::to_string(opt.n_predict) + " exceeds the context size " + std::to_string(ctx.n_ctx()) +
-                          " (raise -c)");
+  const int64_t n_prompt = static_cast<int64_t>(tokens.size());
+  bool shift = !opt.no_context_shift;
+  if (opt.n_predict == -2) {
+    gp.n_predict = std::max<int64_t>(0, ctx.n_ctx() - n_prompt);
+    shift = false;
   }
-  sampling::Sampler sampler(opt.sampling, sampling_model_info(tok, static_cast<int32_t>(ctx.n_ctx()),
-                                                               static_cast<int32_t>(model->hparams().n_ctx_train)));
-  std::shared_ptr<server::GrammarConstraint> constraint;
-  if (const std::string gbnf = grammar_text(opt); !gbnf.empty()) {
-    constraint = std::make_shared<server::GrammarConstraint>(gbnf, server::build_vocab_pieces(tok));
-    sampler.set_constraint(constraint);
+  if (!shift && n_prompt + std::max<int64_t>(gp.n_predict, 0) > ctx.n_ctx()) {
+    throw InvalidArgument("prompt (" + std::to_string(n_prompt) + " tokens) plus -n " + std::to_string(gp.n_predict) +
+                          " exceeds the context size " + std::to_string(ctx.n_ctx()) +
+                          " (raise -c, or drop --no-context-shift)");
   }
-  for (int32_t t : tokens) sampler.accept(t, /*advance_constraint=*/false);
-
-  if (opt.echo) {
-    const std::string text = tok.decode(tokens);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  }
-
+  runtime::Sequence seq(ctx, {.n_keep = tokens_to_keep(opt, tokens, tok),
+                              .context_shift = shift,
+                              .prefill_chunk = lm.context.n_batch});
+  runtime::GenerationVocab vocab(tok);
   g_interrupted.store(false);
-  auto previous = std::signal(SIGINT, on_sigint);
+  gp.interrupt = &g_interrupted;
+  runtime::Generation gen(vocab, gp,
+                          {.n_ctx = static_cast<int32_t>(ctx.n_ctx()),
+                           .n_ctx_train = static_cast<int32_t>(lm.model->hparams().n_ctx_train)},
+                          tokens);
+  restore_prompt_cache(opt, ctx, seq);
 
-  const auto t_prompt = Clock::now();
-  std::span<const float> logits = ctx.eval(tokens);
-  const double prompt_s = seconds_since(t_prompt);
-
-  tokenizer::StreamDecoder decoder(tok);
-  StopFilter filter(opt.stops);
-  int n_generated = 0;
-  const auto t_gen = Clock::now();
-  while (n_generated < opt.n_predict && !g_interrupted.load()) {
-    const int32_t next = sampler.sample(logits);
-    if (tok.is_eog(next)) break;
-    ++n_generated;
-    if (filter.push(decoder.push(next))) break;
-    if (n_generated == opt.n_predict) break;
-    if (constraint && constraint->finished()) break;  // the grammar admits nothing more
-    const int32_t one[1] = {next};
-    logits = ctx.eval(one);
+  const bool color = opt.color && ::isatty(STDOUT_FILENO);
+  if (opt.echo) {
+    // Exactly the prompt: the generated text continues it.
+    if (color) write_out("\x1b[32m");
+    write_out(prompt);
+    if (color) write_out("\x1b[0m");
   }
-  filter.push(decoder.flush());
-  filter.finish();
+
+  auto previous = std::signal(SIGINT, on_sigint);
+  const auto t_prompt = Clock::now();
+  runtime::PrefillStats ps;
+  std::span<const float> logits = seq.prefill(tokens, &ps);
+  const double prompt_s = seconds_since(t_prompt);
+  if (!opt.prompt_cache_all) save_prompt_cache(opt, ctx, seq);
+
+  const auto t_gen = Clock::now();
+  while (!gen.done()) write_out(seq.step(gen, logits).text);
   const double gen_s = seconds_since(t_gen);
   std::signal(SIGINT, previous);
+  if (opt.prompt_cache_all) save_prompt_cache(opt, ctx, seq);
 
+  const int64_t n_gen = gen.n_generated();
   std::fprintf(stderr, "\nload: %.2f s\n", load_s);
-  std::fprintf(stderr, "prompt: %zu tokens in %.3f s, %.2f tokens/s\n", tokens.size(), prompt_s,
-               prompt_s > 0 ? static_cast<double>(tokens.size()) / prompt_s : 0.0);
-  std::fprintf(stderr, "generation: %d tokens in %.3f s, %.2f tokens/s%s\n", n_generated, gen_s,
-               gen_s > 0 ? n_generated / gen_s : 0.0, g_interrupted.load() ? " (interrupted)" : "");
-  return g_interrupted.load() ? 130 : 0;
+  std::fprintf(stderr, "prompt: %lld tokens (%lld evaluated) in %.3f s, %.2f tokens/s\n",
+               static_cast<long long>(n_prompt), static_cast<long long>(ps.n_evaluated), prompt_s,
+               prompt_s > 0 ? static_cast<double>(ps.n_evaluated) / prompt_s : 0.0);
+  std::fprintf(stderr, "generation: %lld tokens in %.3f s, %.2f tokens/s%s", static_cast<long long>(n_gen), gen_s,
+               gen_s > 0 ? static_cast<double>(n_gen) / gen_s : 0.0,
+               gen.finish() == runtime::FinishReason::kInterrupted ? " (interrupted)" : "");
+  if (seq.n_dropped() > 0) {
+    std::fprintf(stderr, " (context shifted: %lld tokens dropped)", static_cast<long long>(seq.n_dropped()));
+  }
+  std::fprintf(stderr, "\n");
+  return gen.finish() == runtime::FinishReason::kInterrupted ? 130 : 0;
 }
 
-// llama.cpp spells it -ngl, which CLI11 cannot declare.
-const OptionAliasRegistrar kNglAlias({"run", "-ngl", "--ngl"});
-const OptionAliasRegistrar kCtkAlias({"run", "-ctk", "--cache-type-k"});
-const OptionAliasRegistrar kCtvAlias({"run", "-ctv", "--cache-type-v"});
-
-const CommandRegistrar kRun({"run", "Generate text from a prompt",
+const CommandRegistrar kRun({"run", "Generate text from a prompt (llama-cli's options)",
                              [](CLI::App& sub) -> std::function<int()> {
-                               auto opt = std::make_shared<RunOptions>();
-                               sub.add_option("-m,--model,model", opt->model, "Model file or name (also as the first argument)")->required();
-                               sub.add_option("-p,--prompt", opt->prompt, "Prompt text")
-                                   ->each([opt](const std::string&) { opt->prompt_set = true; });
-                               sub.add_option("-f,--file", opt->file, "Read the prompt from a file");
-                               sub.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate");
-                               sub.add_option("-c,--ctx-size", opt->n_ctx, "Context size (0: the model's, up to 4096)");
-                               sub.add_option("-b,--batch-size", opt->n_batch, "Prompt tokens per forward pass");
-                               sub.add_option("-t,--threads", opt->n_threads, "Threads (0: all CPUs)");
-                               sub.add_option("--ngl,--n-gpu-layers", opt->n_gpu_layers,
-                                              "Layers on the GPU: a number or all (needs a CUDA build)");
-                               sub.add_flag("--fit", opt->fit,
-                                            "Offload the most layers that fit in the GPU's free memory (prints the numbers)");
-                               sub.add_flag("--echo", opt->echo, "Print the prompt too");
-                               sub.add_flag("--no-bos", opt->no_bos, "Do not add the BOS token");
-                               sub.add_option("--stop", opt->stops, "Stop when this text is generated (repeatable)");
-                               sub.add_option("--cache-type-k", opt->cache_type_k, std::string("K cache type: ") + runtime::kCacheTypeNames);
-                               sub.add_option("--cache-type-v", opt->cache_type_v, std::string("V cache type: ") + runtime::kCacheTypeNames);
-                               sub.add_option("--grammar", opt->grammar, "Constrain the output to this GBNF grammar");
-                               sub.add_option("--grammar-file", opt->grammar_file, "Read the GBNF grammar from a file");
-                               sub.add_option("-j,--json-schema", opt->json_schema,
-                                              "Constrain the output to JSON valid under this schema");
-                               add_sampling_options(sub, opt->sampling);
-                               return [opt] { return run_generate(*opt); };
+                               auto opt = std::make_shared<CliOptions>();
+                               add_cli_options(sub, *opt, /*chat=*/false);
+                               return [opt] {
+                                 const bool chat = (opt->conversation || !opt->system_prompt.empty()) &&
+                                                   !opt->no_conversation;
+                                 return chat ? run_chat(*opt) : run_generate(*opt);
+                               };
                              }});
 
 }  // namespace
+
+int run_generate(CliOptions& o) { return run_generate_impl(o); }
+
 }  // namespace ferrite::tools

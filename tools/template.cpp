@@ -107,7 +107,7 @@ const CommandRegistrar kTemplate(
     {"template", "Render a conversation with a chat template and print the prompt",
      [](CLI::App& sub) -> std::function<int()> {
        auto opt = std::make_shared<TemplateOptions>();
-       sub.add_option("-m,--model", opt->model, "Model file or name (its tokenizer.chat_template, BOS and EOS)");
+       sub.add_option("-m,--model,model", opt->model, "Model file or name (its tokenizer.chat_template, BOS and EOS)");
        sub.add_option("--template,--chat-template", opt->tmpl, "Built-in template name or Jinja file");
        sub.add_option("--messages", opt->messages, "JSON file: array of messages or {messages, tools}")->required();
        sub.add_option("--tools", opt->tools, "JSON file: array of tool schemas");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "text_scoring.h"
 #include "core/error.h"
 #include "model_path.h"
 #include "tokenizer/tokenizer.h"
@@ -28,15 +29,6 @@ struct TokenizeOptions {
   bool no_bos = false;
   bool special = false;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw IoError(path, "read failed");
-  return ss.str();
-}
 
 // Piece with control characters and quotes escaped, for one-line display.
 std::string printable(std::string_view s) {
@@ -132,7 +124,7 @@ int run_detokenize(const DetokenizeOptions& opt) {
 const CommandRegistrar kTokenize({"tokenize", "Print the tokens of a text",
                                   [](CLI::App& sub) -> std::function<int()> {
                                     auto opt = std::make_shared<TokenizeOptions>();
-                                    sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                                    sub.add_option("-m,--model,model", opt->model, "Model file or name (also as the first argument)")->required();
                                     sub.add_option("-p,--prompt", opt->prompt, "Text to tokenize");
                                     sub.add_option("-f,--file", opt->file, "File whose contents to tokenize");
                                     sub.add_flag("--ids", opt->ids, "Print only the ids, as [a, b, ...]");
@@ -144,7 +136,7 @@ const CommandRegistrar kTokenize({"tokenize", "Print the tokens of a text",
 const CommandRegistrar kDetokenize({"detokenize", "Print the text of token ids",
                                     [](CLI::App& sub) -> std::function<int()> {
                                       auto opt = std::make_shared<DetokenizeOptions>();
-                                      sub.add_option("-m,--model", opt->model, "Model file or name")->required();
+                                      sub.add_option("-m,--model,model", opt->model, "Model file or name (also as the first argument)")->required();
                                       sub.add_option("ids", opt->ids, "Token ids")->required();
                                       sub.add_flag("--special", opt->special, "Render control tokens");
                                       return [opt] { return run_detokenize(*opt); };

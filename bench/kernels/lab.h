@@ -41,6 +41,7 @@ struct Options {
   bool repack = true;                    // matmul: repack weights as the runtime does at load (packed.h)
   size_t probe_mib = 0;                  // bandwidth probe buffer (0: hw_limits' default)
   std::string output = "md";
+  std::string isa;                       // dispatch cap (empty: FERRITE_ISA or the host's)
 };
 
 // Random values of N(0, sigma).

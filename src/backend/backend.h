@@ -16,10 +16,15 @@
 // boundaries; the model hands it the declarative form of its layers.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "backend/ops.h"
 #include "backend/step.h"
+#include "core/error.h"
 
 namespace ferrite::backend {
 
@@ -69,6 +74,14 @@ class Backend : public Ops {
   // Runs the whole step and returns true, or returns false (the default) to
   // have it run as operations. Called only when this backend runs every layer.
   virtual bool run_whole_step(const WholeStep& /*step*/) { return false; }
+  // A backend that keeps its layers' KV cache itself (CUDA) lets a context
+  // shift re-rotate cached keys: calls rotate(row) on a host copy of the K
+  // row (bytes of the cache's K type) of each of `cells` in layer `layer`,
+  // and writes the rows back. Between steps only.
+  virtual void rotate_cached_keys(int64_t layer, std::span<const int32_t> /*cells*/,
+                                  const std::function<void(uint8_t* row)>& /*rotate*/) {
+    throw InvalidArgument("layer " + std::to_string(layer) + " keeps no key cache on this backend");
+  }
 };
 
 }  // namespace ferrite::backend

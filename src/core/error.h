@@ -21,6 +21,17 @@ class InvalidArgument : public Error {
   explicit InvalidArgument(const std::string& what) : Error(what) {}
 };
 
+// An InvalidArgument about one named field of a request (a JSON key, a
+// message of a chat), so that an API can say which one.
+class InvalidField : public InvalidArgument {
+ public:
+  InvalidField(const std::string& field, const std::string& what) : InvalidArgument(what), field_(field) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
 // The operating system refused an operation on a file or socket.
 class IoError : public Error {
  public:

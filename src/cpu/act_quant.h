@@ -39,8 +39,19 @@ void act_quant_q8_1_sum_correction(const float* x, const float* y, float* corr, 
 // this AVX-512 version (act_quant_avx512.cpp) is bit-identical to it.
 void quantize_q8_k_avx512(const float* x, void* dst, int64_t k);
 
+// AVX2 versions (act_quant_avx2.cpp), bit-identical to the references of
+// quant_dot_ref.cpp: Q8_K; Q8_0 (BlockQ8_0 rows), optionally with each
+// block's scale as f32 (d_out) and the sum of its values (sum_out), the
+// operands of the packed products (packed_matmul.h), or nullptr.
+void quantize_q8_k_avx2(const float* x, void* dst, int64_t k);
+void quantize_q8_0_avx2(const float* x, void* dst, int64_t k);
+void quantize_q8_0_avx2(const float* x, void* dst, float* d_out, int32_t* sum_out, int64_t k);
+
 // The same, in NEON (act_quant_neon.cpp, aarch64 builds only; bit-identical
 // to the reference too). The NEON K-quant table (quant_dot_k_neon.cpp) uses it.
 void quantize_q8_k_neon(const float* x, void* dst, int64_t k);
+// Q8_0 rows (BlockQ8_0), in NEON (act_quant_neon.cpp, aarch64 builds only;
+// bit-identical to the reference): the Q4_0/Q8_0 tables of quant_dot_neon.cpp.
+void quantize_q8_0_neon(const float* x, void* dst, int64_t k);
 
 }  // namespace ferrite::cpu

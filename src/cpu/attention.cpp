@@ -6,6 +6,7 @@
 
 #include "core/fp16.h"
 #include "cpu/activations.h"
+#include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/features.h"
 #include "cpu/vec_ops.h"
@@ -53,6 +54,7 @@ TokenRange token_range(const AttentionArgs& a, int64_t t) {
 
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
   if (active_isa() == Isa::Avx512 && attention_avx512_applies(a)) return attention_avx512(a, pool, scratch);
+  if (active_isa() == Isa::Avx2 && attention_avx2_applies(a)) return attention_avx2(a, pool, scratch);
   attention_generic(a, pool, scratch);
 }
 

@@ -52,13 +52,14 @@ struct AttentionScratch {
   std::vector<std::vector<float>> scores;   // per thread [n_kv]
   std::vector<std::vector<uint16_t>> q16;   // per thread [head_dim]
   std::vector<std::vector<uint16_t>> p16;   // per thread [n_kv]
-  // The AVX-512 kernel (attention_avx512.h): per thread q, K tile, scores.
+  // The AVX2 and AVX-512 kernels (attention_avx2.h, attention_avx512.h): per thread q, K tile, scores.
   std::vector<std::vector<float>> block;
   std::vector<std::vector<int32_t>> live;   // per thread: query indices
   std::vector<int64_t> token_blocks;        // first token of each block, then n_tokens
 };
 
-// Dispatches to the AVX-512 kernel when active and applicable (same bits).
+// Dispatches to the AVX2 or AVX-512 kernel of the active level when it
+// applies (same bits as attention_generic() at that level).
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);
 
 // One dot_f16 per (token, head, cell) and per output element: the generic path.

@@ -52,11 +52,13 @@ const uint16_t* gelu_f16_table() { return table().data(); }
 
 void gelu_f16_inplace(float* x, int64_t n) {
   if (active_isa() >= Isa::Avx512) return geglu_f16_avx512(gelu_f16_table(), x, nullptr, n, x);
+  if (active_isa() == Isa::Avx2) return geglu_f16_avx2(gelu_f16_table(), x, nullptr, n, x);
   for (int64_t i = 0; i < n; ++i) x[i] = gelu_f16(x[i]);
 }
 
 void geglu_f16(const float* gate, const float* up, int64_t n, float* y) {
   if (active_isa() >= Isa::Avx512) return geglu_f16_avx512(gelu_f16_table(), gate, up, n, y);
+  if (active_isa() == Isa::Avx2) return geglu_f16_avx2(gelu_f16_table(), gate, up, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = gelu_f16(gate[i]) * up[i];
 }
 

@@ -24,5 +24,7 @@ const uint16_t* gelu_f16_table();
 // AVX-512 versions (gelu_f16_avx512.cpp), bit for bit the scalar ones:
 // y[i] = gelu_f16(x[i]) * up[i], or gelu_f16(x[i]) when up is nullptr.
 void geglu_f16_avx512(const uint16_t* table, const float* x, const float* up, int64_t n, float* y);
+// AVX2 (gelu_f16_avx2.cpp), the same.
+void geglu_f16_avx2(const uint16_t* table, const float* x, const float* up, int64_t n, float* y);
 
 }  // namespace ferrite::cpu

@@ -67,6 +67,7 @@ double peak_loop(PeakKind k, long iters) {
     case Isa::Avx2:
       return peak_loop_avx2(k, iters);
     case Isa::Neon:  // no peak loop for ARM yet
+    case Isa::NeonI8mm:
     case Isa::Scalar:
       break;
   }
@@ -110,6 +111,7 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int passes) {
       case Isa::Avx2:
         return read_sum_avx2(p, n);
       case Isa::Neon:
+      case Isa::NeonI8mm:
       case Isa::Scalar:
         break;
     }

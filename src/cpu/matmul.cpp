@@ -1,6 +1,7 @@
 #include "cpu/matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -101,7 +102,7 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
 // the rest in tiles of up to kPackTokens.
 template <typename Acts, typename Kernel>
 void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, ThreadPool& pool, Kernel kernel,
-                       Kernel amx) {
+                       Kernel amx, int64_t call_tokens = kPackTokens) {
   const int64_t n_groups = w.n / kPackRows;
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
   pool.run([&](int ith, int nth) {
@@ -115,8 +116,8 @@ void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, Thr
           if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
           t += n_amx;
         }
-        for (; t < t1; t += kPackTokens) {
-          kernel(w.packed + g * group_bytes, a, t, std::min(kPackTokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
+        for (; t < t1; t += call_tokens) {
+          kernel(w.packed + g * group_bytes, a, t, std::min(call_tokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
         }
       }
     }
@@ -136,8 +137,13 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
   scratch.act_d.resize(static_cast<size_t>(m * nb));
   scratch.act_sum.resize(static_cast<size_t>(m * nb));
+  const bool fused = active_isa() == Isa::Avx2;  // the quantizer gives the scales and sums
   for (int64_t t = 0; t < m; ++t) {
     uint8_t* row = scratch.act.data() + t * a.row_bytes;
+    if (fused) {
+      quantize_q8_0_avx2(x + t * k, row, scratch.act_d.data() + t * nb, scratch.act_sum.data() + t * nb, k);
+      continue;
+    }
     qd.quantize(x + t * k, row, k);
     const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
     for (int64_t b = 0; b < nb; ++b) {
@@ -150,6 +156,20 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   a.q8 = scratch.act.data();
   a.d = scratch.act_d.data();
   a.sum = scratch.act_sum.data();
+  if (act_quant_for(w.type) == ActQuant::Q8_1) {
+    // llama.cpp's Q8_1 sum term: f16(d * sum q) with d = amax / 127 unrounded.
+    scratch.corr.resize(static_cast<size_t>(m * nb));
+    for (int64_t t = 0; t < m; ++t) {
+      for (int64_t b = 0; b < nb; ++b) {
+        float amax = 0.0f;
+        for (int64_t i = 0; i < quant::kQK; ++i) amax = std::max(amax, std::fabs(x[t * k + b * quant::kQK + i]));
+        const float d = amax / 127.0f;
+        const auto sum = static_cast<float>(scratch.act_sum[static_cast<size_t>(t * nb + b)]);
+        scratch.corr[static_cast<size_t>(t * nb + b)] = fp16_to_fp32(fp32_to_fp16(d * sum));
+      }
+    }
+    a.s = scratch.corr.data();
+  }
   const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, amx);
 }
@@ -182,9 +202,18 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   PackedFloatActs a;
   a.k = k;
   if (bf16) {
-    scratch.act.resize(static_cast<size_t>(m * k) * sizeof(uint16_t));
+    // The AVX2 kernel multiplies the bf16 values widened to f32.
+    const bool wide = active_isa() == Isa::Avx2;
+    scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(uint16_t) + (wide ? sizeof(float) : 0)));
     auto* dst = reinterpret_cast<uint16_t*>(scratch.act.data());
-    for (int64_t t = 0; t < m; ++t) ops.f32_to_bf16(x + t * k, dst + t * k, k);
+    auto* widened = reinterpret_cast<float*>(dst + m * k);
+    for (int64_t t = 0; t < m; ++t) {
+      ops.f32_to_bf16(x + t * k, dst + t * k, k);
+      if (wide) {
+        for (int64_t i = t * k; i < (t + 1) * k; ++i) widened[i] = bf16_to_fp32(dst[i]);
+      }
+    }
+    if (wide) a.wide = widened;
   } else {
     scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(float) + sizeof(uint16_t)));
     auto* rounded = reinterpret_cast<float*>(scratch.act.data());
@@ -196,7 +225,9 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   }
   a.data = scratch.act.data();
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
-  run_packed_groups(w, a, m, y, pool, kernel, amx);
+  // The AVX2 kernels widen a block of weights once for all the tokens of a call.
+  const int64_t call_tokens = active_isa() == Isa::Avx2 ? kPackFloatTokensAvx2 : kPackTokens;
+  run_packed_groups(w, a, m, y, pool, kernel, amx, call_tokens);
 }
 
 }  // namespace
@@ -222,8 +253,14 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     }
   }
   if (w.packed != nullptr && packable(w)) {
+    // The activations in the weight type's 8-bit format, quantized as the
+    // level's Q4_0 (Q8_0 format) or Q4_K (Q8_K format) products do.
     const PackedKernel kernel = find_packed_kernel(w.type, active_isa());
-    const QuantDot* qd = find_quant_dot(w.type, active_isa());
+    const ActQuant aq = act_quant_for(w.type);
+    // (Q8_1: Q8_0's values plus each block's sum term, packed_product's s.)
+    const QuantDot* qd = aq == ActQuant::Q8_0 || aq == ActQuant::Q8_1 ? find_quant_dot(TensorType::Q4_0, active_isa())
+                         : aq == ActQuant::Q8_K                       ? find_quant_dot(TensorType::Q4_K, active_isa())
+                                                                      : nullptr;
     if (kernel != nullptr && qd != nullptr && qd->act == ActQuant::Q8_0) {
       packed_product(w, kernel, *qd, x, m, y, pool, scratch);
       return;
@@ -319,8 +356,8 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
           if (qd->tile != nullptr) {
             for (int64_t rt = rows.begin; rt < rows.end; rt += kRowTile) {
               const int64_t rend = std::min(rt + kRowTile, rows.end);
-              for (int64_t t = t0; t < t1; t += kTileTokens) {
-                const int64_t nt = std::min(kTileTokens, t1 - t);
+              for (int64_t t = t0; t < t1; t += qd->tile_tokens) {
+                const int64_t nt = std::min(qd->tile_tokens, t1 - t);
                 for (int64_t r = rt; r < rend; r += kTileRows) {
                   qd->tile(w.row(r), w.row_bytes, std::min(kTileRows, rend - r), act + t * act_row_bytes,
                            act_row_bytes, nt, k, y + t * w.n + r, w.n);

@@ -4,7 +4,7 @@
 // The activations are first converted once to the operand format the
 // weight type's dot product wants (f16 for F16 weights, bf16 for BF16, f32
 // for F32; quantized types get their 8-bit activation format, see
-// act_quant.h, multiplied with dequantized rows), then the n rows of
+// act_quant.h, and integer dot products, quant_dot.h), then the n rows of
 // W are split between the pool's threads and each row is dotted with every
 // activation row while it is hot in cache. Decode (m = 1) streams W once.
 #pragma once

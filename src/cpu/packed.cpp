@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "cpu/packed_k.h"
+#include "cpu/packed_legacy.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -83,7 +84,8 @@ void convert_float_group(const uint8_t* plain_group, size_t row_bytes, uint8_t* 
 
 bool packable(TensorType type) {
   return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K ||
-         type == TensorType::Q6_K || is_float16(type);
+         type == TensorType::Q5_K || type == TensorType::Q6_K || type == TensorType::IQ4_XS || is_float16(type) ||
+         packed_legacy_type(type);
 }
 
 bool packable(const MatView& w) {
@@ -94,6 +96,16 @@ bool packable(const MatView& w) {
   }
   if (w.type == TensorType::Q4_K) {
     return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ4_K);
+  }
+  if (w.type == TensorType::Q5_K) {
+    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ5_K);
+  }
+  if (w.type == TensorType::IQ4_XS) {
+    return w.k % quant::kQKK == 0 &&
+           w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockIQ4_XS);
+  }
+  if (packed_legacy_type(w.type)) {
+    return w.row_bytes == static_cast<uint64_t>(w.k / kQK * packed_legacy_block_bytes(w.type) / kPackRows);
   }
   return w.row_bytes == static_cast<uint64_t>(w.k / kQK) * block_bytes(w.type);
 }
@@ -112,6 +124,18 @@ void pack_rows(const MatView& w, uint8_t* dst) {
     }
     if (w.type == TensorType::Q4_K) {
       pack_q4_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::Q5_K) {
+      pack_q5_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::IQ4_XS) {
+      pack_iq4_xs_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (packed_legacy_type(w.type)) {
+      pack_legacy_group(w.type, w.row(g * kPackRows), w.row_bytes, w.k / kQK, dst + g * group_bytes);
       continue;
     }
     convert_group<true>(w.type, w.row(g * kPackRows), w.row_bytes, w.k / kQK, dst + g * group_bytes, nullptr,
@@ -133,6 +157,18 @@ void unpack_rows(const MatView& w, const uint8_t* packed, uint8_t* dst) {
     }
     if (w.type == TensorType::Q4_K) {
       unpack_q4_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::Q5_K) {
+      unpack_q5_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::IQ4_XS) {
+      unpack_iq4_xs_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (packed_legacy_type(w.type)) {
+      unpack_legacy_group(w.type, packed + g * group_bytes, w.row_bytes, w.k / kQK, dst + g * group_bytes);
       continue;
     }
     convert_group<false>(w.type, nullptr, w.row_bytes, w.k / kQK, nullptr, packed + g * group_bytes,

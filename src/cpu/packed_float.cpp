@@ -49,7 +49,8 @@ PackedFloatKernel packed_float_kernel_ref(TensorType type) {
 }
 
 PackedFloatKernel find_packed_float_kernel(TensorType type) {
-  return active_isa() >= Isa::Avx512 ? packed_float_kernel_avx512(type) : nullptr;
+  if (active_isa() >= Isa::Avx512) return packed_float_kernel_avx512(type);
+  return active_isa() >= Isa::Avx2 ? packed_float_kernel_avx2(type) : nullptr;  // Neon sorts below Avx2
 }
 
 PackedFloatKernel find_packed_float_kernel_amx(TensorType type) {

@@ -4,6 +4,7 @@
 //         multiplied exactly and summed in f32 (vdpbf16ps; AMX tdpbf16ps for
 //         tiles of 16 tokens).
 //   F16:  activations rounded to f16 and held as f32, products and sums in f32.
+//   AVX2 (both types): the widened weights times f32 activations with FMA.
 #pragma once
 
 #include <cstdint>
@@ -13,19 +14,28 @@
 
 namespace ferrite::cpu {
 
+// Tokens per call of the AVX2 kernels (matmul.cpp's token tile): each block
+// of widened weights serves them all.
+constexpr int64_t kPackFloatTokensAvx2 = 64;
+
 // The activations of a float product: [m, k] rows of bf16 (BF16 weights) or
 // of f32 values already rounded to f16 (F16 weights).
 struct PackedFloatActs {
   const void* data = nullptr;
   int64_t k = 0;  // row length (elements)
+  // BF16 weights, for the AVX2 kernel: the same bf16 activations widened to
+  // f32 (exactly), [m, k]; nullptr where the level's kernel reads `data`.
+  const float* wide = nullptr;
 };
 
 // y[t * y_stride + r] = row r of `group` · activation row t0 + t, t < nt, r < 16.
-// nt <= kPackTokens for the AVX-512 kernels, a multiple of 16 for AMX.
+// nt <= kPackTokens for the AVX-512 kernels, <= kPackFloatTokensAvx2 for the
+// AVX2 ones, a multiple of 16 for AMX.
 using PackedFloatKernel = void (*)(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y,
                                    int64_t y_stride);
 
 PackedFloatKernel packed_float_kernel_ref(TensorType type);
+PackedFloatKernel packed_float_kernel_avx2(TensorType type);  // BF16 reads PackedFloatActs::wide
 PackedFloatKernel packed_float_kernel_avx512(TensorType type);
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType type);  // BF16 only
 

@@ -1,5 +1,5 @@
-// Packed (16-row interleaved) layout of Q4_K weights and its products with
-// Q8_K activations (packed.h describes the Q4_0/Q8_0 layouts).
+// Packed (16-row interleaved) layouts of Q4_K, Q5_K and Q6_K weights and
+// their products with Q8_K activations (packed.h describes the Q4_0/Q8_0 layouts).
 //
 // Group super-block b of 16 rows (16 * 144 bytes, the same bytes as the 16
 // plain blocks in another order; the 6-bit scales re-encoded losslessly):
@@ -34,6 +34,17 @@ constexpr int64_t kPackedQ4KQsOffset = 256;
 void pack_q4_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
 void unpack_q4_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 
+// Q5_K group super-block (16 * 176 bytes): the Q4_K layout above in
+// [0, 2304), then [2304, 2816) for j = 0..7, r = 0..15: qh[r][4j .. 4j+3]
+// (bit sb of qh byte l: the fifth bit, 16, of element l of sub-block sb).
+// Product: the Q4_K one with the values plus their fifth bit.
+constexpr int64_t kPackedQ5KBlockBytes = 16 * 176;
+constexpr int64_t kPackedQ5KQhOffset = 2304;
+void pack_q5_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_q5_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+void packed_q5_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q5_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+
 // Q6_K group super-block (16 * 210 bytes): [0,32) 16 x f16 d; [32,288) for
 // sb = 0..15, r = 0..15: int8 scale; [288,2336) for j = 0..31, r: ql[r][4j..4j+3];
 // [2336,3360) for j = 0..15, r: qh[r][4j..4j+3]. Product per super-block:
@@ -46,11 +57,29 @@ void pack_q6_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, u
 void unpack_q6_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 void packed_q6_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q6_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+
+// IQ4_XS group super-block (16 * 136 bytes): [0,32) 16 x f16 d; [32,64) 16 x
+// u16 scales_h; [64,128) for i = 0..3, r = 0..15: scales_l[r][i]; [128,2176)
+// for j = 0..31, r: qs[r][4j..4j+3]. Sub-block ib (32 values) of a row has
+// the 6-bit scale ls = scales_l nibble ib | (2 bits ib of scales_h) << 4 and
+// the values kIq4nlValues[nibble] of qs[16ib .. 16ib+15] (low nibbles: values
+// 0..15, high: 16..31). Product per super-block, as llama.cpp's vec_dot:
+//   sumi = sum_ib (ls_ib - 32) * (sum_l v_l a_l),  y += (d * d_a) * f32(sumi)
+constexpr int64_t kPackedIq4XsBlockBytes = 16 * 136;
+constexpr int64_t kPackedIq4XsScalesHOffset = 32;
+constexpr int64_t kPackedIq4XsScalesLOffset = 64;
+constexpr int64_t kPackedIq4XsQsOffset = 128;
+void pack_iq4_xs_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_iq4_xs_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+void packed_iq4_xs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).
 void packed_q4_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q4_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q4_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 // AMX tiles of 16 tokens (nt a multiple of kAmxTokens), bit-identical to the
 // reference; x86 only: reach it through find_packed_kernel_amx(TensorType::Q4_K).
 void packed_q4_k_amx(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);

@@ -2,21 +2,15 @@
 // read straight off the layout of packed.h, one value at a time.
 #include "cpu/packed_matmul.h"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-
 #include "core/fp16.h"
 #include "cpu/packed.h"
 #include "cpu/packed_k.h"
+#include "cpu/packed_legacy.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu {
@@ -26,13 +20,6 @@ using quant::kQK;
 
 constexpr int64_t kScaleBytes = kPackRows * 2;  // 16 f16 scales open each group block
 constexpr int64_t kLaneBytes = 4;
-
-// CPUID leaf 7 (EDX) bits and the Linux request for the AMX tile state.
-constexpr unsigned kCpuidExtendedFeatures = 7;
-constexpr unsigned kCpuidAmxTile = 1u << 24;
-constexpr unsigned kCpuidAmxInt8 = 1u << 25;
-constexpr int kArchReqXcompPerm = 0x1023;
-constexpr int kXfeatureXtiledata = 18;
 
 template <TensorType kType>
 void packed_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
@@ -78,6 +65,10 @@ PackedKernel packed_kernel_ref(TensorType type) {
       return packed_ref<TensorType::Q8_0>;
     case TensorType::Q4_K:
       return packed_q4_k_ref;
+    case TensorType::Q5_K:
+      return packed_q5_k_ref;
+    case TensorType::IQ4_XS:
+      return packed_iq4_xs_ref;
     case TensorType::Q6_K:
       return packed_q6_k_ref;
     default:
@@ -97,18 +88,7 @@ void configure_packed_kernels(bool amx, bool q6k) {
 }
 
 bool amx_available() {
-  static const bool available = [] {
-#if defined(__x86_64__) && defined(__linux__)
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_count(kCpuidExtendedFeatures, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    if ((edx & kCpuidAmxTile) == 0 || (edx & kCpuidAmxInt8) == 0) return false;
-    // Linux hands out the 8 KiB tile state only on request.
-    return ::syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-    return false;
-#endif
-  }();
-  return available && g_amx_allowed.load();
+  return cpu_features().amx && g_amx_allowed.load() && amx_allowed();
 }
 
 PackedKernel find_packed_kernel_amx(TensorType type) {
@@ -116,15 +96,24 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 }
 
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
-  if (type == TensorType::Q4_K) return isa >= Isa::Avx512 ? packed_q4_k_avx512 : nullptr;
+  // Neon sorts below Avx2: `isa >= Isa::Avx2` is false for it.
+  if (type == TensorType::Q4_K) {
+    return isa >= Isa::Avx512 ? packed_q4_k_avx512 : isa >= Isa::Avx2 ? packed_q4_k_avx2 : nullptr;
+  }
+  // Only AVX2 kernels for these (AVX-512 keeps their plain rows).
+  if (type == TensorType::Q5_K) return isa == Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
+  if (type == TensorType::IQ4_XS) return isa == Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
+  if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).
     // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every
     // line of its super-blocks: 4096x4096 GEMV 308 vs 390 us, m=512 22 vs 37 ms;
     // llama-1b Q4_K_M tg128 67 vs 59 t/s, pp512 378 vs 353 t/s.
-    return isa >= Isa::Avx512 && g_q6k_packed.load() ? packed_q6_k_avx512 : nullptr;
+    if (!g_q6k_packed.load()) return nullptr;
+    return isa >= Isa::Avx512 ? packed_q6_k_avx512 : isa >= Isa::Avx2 ? packed_q6_k_avx2 : nullptr;
   }
-  return isa >= Isa::Avx512 ? packed_kernel_avx512(type) : nullptr;
+  if (isa >= Isa::Avx512) return packed_kernel_avx512(type);
+  return isa >= Isa::Avx2 ? packed_kernel_avx2(type) : nullptr;
 }
 
 }  // namespace ferrite::cpu

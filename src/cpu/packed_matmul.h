@@ -27,6 +27,9 @@ struct PackedActs {
   const float* d = nullptr;       // [m, n_blocks]
   const int32_t* sum = nullptr;   // [m, n_blocks]
   int64_t n_blocks = 0;           // k / 32
+  // Q8_1 (Q4_1 and Q5_1 weights, packed_legacy.h): per token and block
+  // f16(d * sum) widened, with d = amax / 127 unrounded; else nullptr.
+  const float* s = nullptr;
 };
 
 // y[t * y_stride + r] = row r of `group` (16 packed rows) · token t0 + t,
@@ -40,14 +43,16 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa);
 
 // Per-level tables: nullptr when absent.
 PackedKernel packed_kernel_ref(TensorType type);
+PackedKernel packed_kernel_avx2(TensorType type);    // Q4_0, Q8_0 (packed_matmul_avx2.cpp)
 PackedKernel packed_kernel_avx512(TensorType type);
 
 // Token tile of the AMX kernels (one 16 x 16 tile of outputs): they take
 // nt a multiple of kAmxTokens.
 constexpr int64_t kAmxTokens = 16;
 
-// True when the CPU has AMX with int8 tiles, the kernel lets this process
-// use them (asked once) and configure_packed_kernels did not turn them off.
+// True when the CPU has AMX with int8 and bf16 tiles, the kernel lets this
+// process use them (cpu_features().amx), the dispatch cap is amx
+// (features.h), and configure_packed_kernels did not turn them off.
 bool amx_available();
 
 // Process-wide choices of the packed kernels, made at model load from the

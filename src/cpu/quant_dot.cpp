@@ -10,7 +10,10 @@ const QuantDot* find_quant_dot(TensorType type, Isa isa) {
     if (const QuantDot* q = quant_dot_avx2(type)) return q;
   }
 #if defined(__aarch64__)
-  if (isa == Isa::Neon) {
+  if (isa == Isa::NeonI8mm) {
+    if (const QuantDot* q = quant_dot_neon_i8mm(type)) return q;
+  }
+  if (is_neon(isa)) {
     if (const QuantDot* q = quant_dot_neon(type)) return q;
   }
 #endif

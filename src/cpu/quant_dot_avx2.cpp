@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_iq.h"
 #include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
 
@@ -104,9 +105,11 @@ float dot_q8_0_q8_0(const void* w_row, const void* act_row, int64_t k) {
                     k / kQK);
 }
 
-// The reference's activation format and quantizer, with these dots.
+// The reference's activation format, with the AVX2 quantizer (the same
+// bits) and these dots.
 QuantDot with_dot(TensorType type, float (*dot)(const void*, const void*, int64_t)) {
   QuantDot q = *quant_dot_ref(type);
+  q.quantize = quantize_q8_0_avx2;
   q.dot = dot;
   q.tile = nullptr;
   return q;
@@ -123,7 +126,8 @@ const QuantDot* quant_dot_avx2(TensorType type) {
     case TensorType::Q8_0:
       return &q8_0;
     default:
-      return quant_dot_k_avx2(type);  // the K types (quant_dot_k_avx2.cpp), else nullptr
+      if (const QuantDot* q = quant_dot_k_avx2(type)) return q;  // the K types (quant_dot_k_avx2.cpp)
+      return quant_dot_iq_avx2(type);  // the IQ, TQ and other legacy types (quant_dot_iq.h), else nullptr
   }
 }
 

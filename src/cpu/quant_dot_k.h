@@ -11,13 +11,14 @@ namespace ferrite::cpu {
 const QuantDot* quant_dot_k_avx512(TensorType type);
 
 // The AVX2 QuantDot of a K type (quant_dot_k_avx2.cpp: bit-identical to the
-// reference dots, reference quantizer, no tiles), or nullptr for other types.
+// reference dots and quantizer, with tiles), or nullptr for other types.
 // quant_dot_avx2() hands the K types to this table.
 const QuantDot* quant_dot_k_avx2(TensorType type);
 
-// The NEON QuantDot of a K type (quant_dot_k_neon.cpp, aarch64 builds only:
-// bit-identical to the reference dots, NEON Q8_K quantizer, no tiles), or
-// nullptr for other types. quant_dot_neon() hands the K types to this table.
+// The NEON QuantDot of a K type or IQ4_XS (quant_dot_k_neon.cpp, aarch64
+// builds only: bit-identical to the reference dots, NEON Q8_K quantizer, SDOT
+// tiles), or nullptr for other types. quant_dot_neon() hands these types to
+// this table.
 const QuantDot* quant_dot_k_neon(TensorType type);
 
 }  // namespace ferrite::cpu

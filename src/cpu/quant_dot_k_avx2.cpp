@@ -329,10 +329,12 @@ float dot(const void* w_row, const void* act_row, int64_t k) {
   return y;
 }
 
-// The reference's activation format and quantizer, with these products.
+// The reference's activation format, with the AVX2 quantizer (the same
+// bits) and these products.
 template <typename Kernel>
 QuantDot with_kernel(TensorType type) {
   QuantDot q = *quant_dot_ref(type);
+  q.quantize = quantize_q8_k_avx2;
   q.dot = dot<Kernel>;
   q.tile = tile<Kernel>;
   return q;

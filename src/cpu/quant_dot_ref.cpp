@@ -7,6 +7,7 @@
 
 #include "core/fp16.h"
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_iq.h"
 #include "quant/blocks.h"
 #include "quant/dequant_ref.h"
 
@@ -251,7 +252,7 @@ const QuantDot* quant_dot_ref(TensorType type) {
     case TensorType::Q6_K:
       return &kQ6_K;
     default:
-      return nullptr;
+      return quant_dot_iq_ref(type);  // the IQ, TQ and other legacy types (quant_dot_iq.h), else nullptr
   }
 }
 

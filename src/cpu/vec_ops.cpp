@@ -9,6 +9,7 @@ const VecOps& vec_ops_for(Isa isa) {
     case Isa::Avx2:
       return vec_ops_avx2();
     case Isa::Neon:
+    case Isa::NeonI8mm:
 #if defined(__aarch64__)
       return vec_ops_neon();
 #else

@@ -247,15 +247,38 @@ void silu(const float* x, float* y, int64_t n) {
   for (int64_t i = fast; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 
-// std::fma compiles to vfmadd here.
+// a' = fma(a, c, -(b * s)), b' = fma(a, s, b * c) per pair, the scalar
+// operations lane by lane (so every level gives the same bits): 8 pairs per
+// step for the NeoX layout (stride 1), 4 per step for adjacent pairs
+// (stride 2: a and b interleaved in one vector); std::fma is vfmadd here.
 void rotate(float* a, float* b, const float* c, const float* s, int64_t n, int64_t stride) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+  if (stride == 1) {
+    for (; i + kLanes <= n; i += kLanes) {
+      const __m256 x0 = _mm256_loadu_ps(a + i), x1 = _mm256_loadu_ps(b + i);
+      const __m256 vc = _mm256_loadu_ps(c + i), vs = _mm256_loadu_ps(s + i);
+      _mm256_storeu_ps(a + i, _mm256_fmsub_ps(x0, vc, _mm256_mul_ps(x1, vs)));
+      _mm256_storeu_ps(b + i, _mm256_fmadd_ps(x0, vs, _mm256_mul_ps(x1, vc)));
+    }
+  } else if (stride == 2 && b == a + 1) {
+    constexpr int64_t kPairs = kLanes / 2;
+    const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    for (; i + kPairs <= n; i += kPairs) {
+      const __m256 x = _mm256_loadu_ps(a + 2 * i);          // a0 b0 a1 b1 ...
+      const __m256 xs = _mm256_permute_ps(x, 0xB1);          // b0 a0 b1 a1 ...
+      const __m256 vc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(c + i)), dup);
+      const __m256 vs = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(s + i)), dup);
+      const __m256 even = _mm256_fmsub_ps(x, vc, _mm256_mul_ps(xs, vs));  // a' in the a lanes
+      const __m256 odd = _mm256_fmadd_ps(xs, vs, _mm256_mul_ps(x, vc));   // b' = fma(a, s, b c) in the b lanes
+      _mm256_storeu_ps(a + 2 * i, _mm256_blend_ps(even, odd, 0xAA));
+    }
+  }
+  for (; i < n; ++i) {
     const float x0 = a[i * stride], x1 = b[i * stride];
     a[i * stride] = std::fma(x0, c[i], -(x1 * s[i]));
     b[i * stride] = std::fma(x0, s[i], x1 * c[i]);
   }
 }
-
 
 void tile_f32(const float* w, int64_t ws, int64_t nr, const float* a, int64_t as, int64_t nt, int64_t n, float* y,
               int64_t ys) {

@@ -10,13 +10,16 @@
 #include <string>
 
 #include "cpu/act_quant.h"
+#include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/gelu_f16.h"
 #include "cpu/hw_limits.h"
 #include "cpu/packed_float.h"
 #include "cpu/packed_k.h"
+#include "cpu/packed_legacy.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_iq.h"
 #include "cpu/quant_dot_k.h"
 #include "cpu/vec_ops.h"
 
@@ -33,26 +36,51 @@ const QuantDot* quant_dot_avx2(TensorType) { return nullptr; }
 const QuantDot* quant_dot_avx512(TensorType) { return nullptr; }
 const QuantDot* quant_dot_k_avx2(TensorType) { return nullptr; }
 const QuantDot* quant_dot_k_avx512(TensorType) { return nullptr; }
+const QuantDot* quant_dot_iq_avx2(TensorType) { return nullptr; }
+const QuantDot* quant_dot_iq1_avx2(TensorType) { return nullptr; }
+const QuantDot* quant_dot_legacy_avx2(TensorType) { return nullptr; }
+const QuantDot* quant_dot_ternary_avx2(TensorType) { return nullptr; }
 const VecOps& vec_ops_avx2() { return vec_ops_ref(); }
 const VecOps& vec_ops_avx512() { return vec_ops_ref(); }
+PackedFloatKernel packed_float_kernel_avx2(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_avx512(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType) { return nullptr; }
+PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
+PackedKernel packed_legacy_avx2(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx512(TensorType) { return nullptr; }
 PackedKernel packed_kernel_amx_impl(TensorType) { return nullptr; }
 bool attention_avx512_applies(const AttentionArgs&) { return false; }
+bool attention_avx2_applies(const AttentionArgs&) { return false; }
 double peak_loop_avx2(PeakKind, long) { return 0.0; }
 double peak_loop_avx512(PeakKind, long) { return 0.0; }
 uint64_t read_sum_avx2(const uint64_t*, size_t) { return 0; }
 uint64_t read_sum_avx512(const uint64_t*, size_t) { return 0; }
 
 void quantize_q8_k_avx512(const float*, void*, int64_t) { absent("quantize_q8_k_avx512"); }
+void quantize_q8_k_avx2(const float*, void*, int64_t) { absent("quantize_q8_k_avx2"); }
+void quantize_q8_0_avx2(const float*, void*, int64_t) { absent("quantize_q8_0_avx2"); }
+void quantize_q8_0_avx2(const float*, void*, float*, int32_t*, int64_t) { absent("quantize_q8_0_avx2"); }
 void attention_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx512"); }
+void attention_avx2(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx2"); }
 void geglu_f16_avx512(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx512"); }
+void geglu_f16_avx2(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx2"); }
 void packed_q6_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q6_k_avx512");
 }
 void packed_q4_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q4_k_avx512");
+}
+void packed_q4_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_q4_k_avx2");
+}
+void packed_q6_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_q6_k_avx2");
+}
+void packed_q5_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_q5_k_avx2");
+}
+void packed_iq4_xs_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_iq4_xs_avx2");
 }
 
 }  // namespace ferrite::cpu

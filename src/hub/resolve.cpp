@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "hub/errors.h"
+#include "hub/hub_listing.h"
 #include "hub/known_models.h"
 #include "hub/model_ref.h"
 #include "hub/pull.h"
@@ -38,7 +39,7 @@ void add_name(Wanted& w, const std::string& name) {
 
 Wanted wanted_for(const std::string& arg, const HubConfig& config) {
   Wanted w;
-  if (const auto target = find_pull_target(arg)) {
+  if (const auto target = looks_like_repo_quant(arg) ? std::nullopt : find_pull_target(arg)) {
     if (!looks_like_hf_file(arg)) {
       add_name(w, arg);
       if (!ends_with(arg, kGgufSuffix)) add_name(w, arg + std::string(kGgufSuffix));
@@ -101,7 +102,35 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
+// owner/repo[:QUANT]: the cached GGUF of the repository that the quant rules
+// pick among the files there.
+std::optional<fs::path> find_cached_quant(const std::string& arg, const HubConfig& config) {
+  if (config.cache_dir.empty()) return std::nullopt;
+  const HfRepoQuant ref = parse_repo_quant(arg);
+  HfFile probe{ref.repo, "x.gguf", ref.revision};
+  const fs::path dir = config.cache_dir / cache_relative_path(probe).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return std::nullopt;
+  std::vector<RepoFile> files;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
+    if (is_file(it->path())) files.push_back({fs::relative(it->path(), dir, ec).generic_string(), 0, ""});
+  }
+  try {
+    return dir / pick_quant_file(files, ref).path;
+  } catch (const InvalidArgument&) {
+    return std::nullopt;  // not (unambiguously) here: ask the hub
+  }
+}
+
 }  // namespace
+
+PullTarget resolve_pull_target(const std::string& arg, const HubConfig& config) {
+  if (!looks_like_repo_quant(arg)) return pull_target(arg);
+  const HfRepoQuant ref = parse_repo_quant(arg);
+  const RepoFile f = pick_quant_file(list_repo_files(ref, config), ref);
+  return PullTarget{HfFile{ref.repo, f.path, ref.revision}, f.sha256, f.size};
+}
 
 std::optional<fs::path> find_local_model(const std::string& arg, const HubConfig& config,
                                          std::vector<std::string>* searched) {
@@ -133,6 +162,8 @@ std::optional<fs::path> find_local_model(const std::string& arg, const HubConfig
     if (!plain.empty()) {
       if (auto p = find_below(config.cache_dir, plain)) return p;
     }
+    // owner/repo[:QUANT]: the repository's cached file of that quant.
+    if (looks_like_repo_quant(arg)) return find_cached_quant(arg, config);
   }
   return std::nullopt;
 }
@@ -141,8 +172,20 @@ fs::path resolve_model(const std::string& arg, const HubConfig& config, const Re
   std::vector<std::string> searched;
   if (auto p = find_local_model(arg, config, &searched)) return *p;
 
-  const std::optional<PullTarget> target = find_pull_target(arg);
   const bool can_download = options.allow_download && !config.offline && !config.cache_dir.empty();
+  const bool repo_quant = looks_like_repo_quant(arg);
+  if (repo_quant && can_download) {
+    const PullTarget t = resolve_pull_target(arg, config);
+    if (options.notify) {
+      options.notify("model '" + arg + "' is not on this machine; downloading " + t.file.to_string() + " from " +
+                     config.endpoint + " into " + config.cache_dir.string());
+    }
+    PullOptions po;
+    po.progress = options.progress;
+    po.notify = options.notify;
+    return pull(t, config, po).path;
+  }
+  const std::optional<PullTarget> target = repo_quant ? std::nullopt : find_pull_target(arg);
   if (target && can_download) {
     if (options.notify) {
       options.notify("model '" + arg + "' is not on this machine; downloading " + target->file.to_string() +
@@ -155,10 +198,11 @@ fs::path resolve_model(const std::string& arg, const HubConfig& config, const Re
     return pull(*target, config, po).path;
   }
 
-  std::string msg = "model '" + arg + "' not found; looked for " + join(wanted_for(arg, config).names, ", ") +
-                    " in:\n  " + join(searched, "\n  ");
+  std::string msg = "model '" + arg + "' not found; looked for " +
+                    (repo_quant ? "its GGUF file" : join(wanted_for(arg, config).names, ", ")) + " in:\n  " +
+                    join(searched, "\n  ");
   if (config.models_path.empty()) msg += "\n(FERRITE_MODELS_PATH is not set: it lists the folders that hold your models)";
-  if (target) {
+  if (target || repo_quant) {
     const char* why = config.offline ? "FERRITE_OFFLINE or HF_HUB_OFFLINE is set"
                       : config.cache_dir.empty() ? "no cache folder: set FERRITE_CACHE"
                                                  : "automatic download is disabled";
@@ -166,7 +210,8 @@ fs::path resolve_model(const std::string& arg, const HubConfig& config, const Re
   } else {
     std::string names;
     for (const KnownModel& m : known_models()) names += (names.empty() ? "" : ", ") + std::string(m.name);
-    msg += "\nto download a model: ferrite pull OWNER/REPO:FILE.gguf (or a known name: " + names + ")";
+    msg += "\nto download a model: ferrite pull OWNER/REPO[:QUANT] or OWNER/REPO:FILE.gguf (or a known name: " + names +
+           ")";
   }
   throw ModelNotFound(msg);
 }

@@ -5,8 +5,10 @@
 //     by its file name, an owner/repo:file reference by the file's name);
 //  3. then in the download cache: the exact place of a known name or
 //     reference, then any file of that name below the cache folder;
-//  4. then, for a known short name or an owner/repo:file reference, and
-//     unless downloading is off, it is downloaded into the cache (pull.h).
+//  4. then, for a known short name, an owner/repo:file reference or an
+//     owner/repo[:QUANT] one (hub_listing.h; in the cache: the repository's
+//     file of that quant), and unless downloading is off, it is downloaded
+//     into the cache (pull.h).
 // Otherwise ModelNotFound lists every place searched and how to get the model.
 #pragma once
 
@@ -18,6 +20,7 @@
 
 #include "hub/config.h"
 #include "hub/progress.h"
+#include "hub/pull.h"
 
 namespace ferrite::hub {
 
@@ -30,6 +33,12 @@ struct ResolveOptions {
   ProgressMode progress = ProgressMode::kAuto;
   std::function<void(const std::string&)> notify;  // "downloading ..." and download notices
 };
+
+// What `ferrite pull ARG` fetches: a known name, `owner/repo[@rev]:file`, or
+// `owner/repo[@rev][:QUANT]` (the repository's GGUF file of that quant type,
+// from the hub's file listing: hub_listing.h). Throws InvalidArgument for
+// anything else, a download error when the listing cannot be had.
+PullTarget resolve_pull_target(const std::string& arg, const HubConfig& config);
 
 // Steps 1-4; throws ModelNotFound, or a download error.
 std::filesystem::path resolve_model(const std::string& arg, const HubConfig& config,

@@ -17,9 +17,6 @@
 namespace ferrite::model {
 namespace {
 
-// gemma3: every sixth layer attends globally, the others within the window.
-constexpr int64_t kGemma3SlidingPattern = 6;
-constexpr float kGemma3LocalRopeBase = 10000.0f;
 // Layer counts of the largest sizes, whose queries are scaled by
 // 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim) (query_pre_attn_scalar).
 constexpr int64_t kGemma2LargeLayers = 46;
@@ -82,11 +79,7 @@ class Gemma : public Architecture {
     const int rope_global = s.prepare_rope(rope_config(hp_.rope, nullptr));
     int rope_local = rope_global;
     if (version_ == 3 && hp_.n_swa > 0) {
-      RopeParams local = hp_.rope;
-      local.freq_base = kGemma3LocalRopeBase;
-      local.freq_scale = 1.0f;
-      local.yarn_ext_factor = 0.0f;
-      rope_local = s.prepare_rope(rope_config(local, nullptr));
+      rope_local = s.prepare_rope(rope_config(gemma3_local_rope(hp_.rope), nullptr));
     }
     Act x = s.ops().buffer(Buf::X, n, n_embd);
     s.ops().embed(tok_embd_, Ids::Tokens, x);

@@ -5,6 +5,7 @@
 // `general.architecture` to its factory.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -17,21 +17,6 @@ Tensor bind_token_embd(const WeightBinder& b, HParams& hp) {
   return b.require("token_embd.weight", {hp.n_embd, hp.n_vocab});
 }
 
-backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors) {
-  backend::RopeConfig c;
-  c.n_rot = r.n_rot;
-  c.neox = r.neox;
-  c.freq_base = r.freq_base;
-  c.freq_scale = r.freq_scale;
-  c.ext_factor = r.yarn_ext_factor;
-  c.attn_factor = r.yarn_attn_factor;
-  c.beta_fast = r.yarn_beta_fast;
-  c.beta_slow = r.yarn_beta_slow;
-  c.n_ctx_orig = r.n_ctx_orig;
-  c.freq_factors = freq_factors;
-  return c;
-}
-
 backend::AttentionSpec attention_spec(const HParams& hp, int64_t il, const AttentionWeights& w, int rope,
                                       bool sliding) {
   backend::AttentionSpec a;

@@ -1,7 +1,7 @@
 // What the families share around the backend operations (backend/ops.h):
-// binding the common weights (norms, the token table), the RoPE and
-// attention settings from the hyperparameters, learned position embeddings
-// and the output head. An architecture's forward pass (arch_*.cpp) is a
+// binding the common weights (norms, the token table), the attention
+// settings from the hyperparameters (the RoPE's: layer_rope.h), learned
+// position embeddings and the output head. An architecture's forward pass (arch_*.cpp) is a
 // short sequence of operations and these.
 #pragma once
 
@@ -10,6 +10,7 @@
 
 #include "backend/ops.h"
 #include "model/hparams.h"
+#include "model/layer_rope.h"
 #include "model/step.h"
 #include "model/weights.h"
 
@@ -30,9 +31,6 @@ Norm bind_norm(const WeightBinder& b, const std::string& name, int64_t n);
 
 // token_embd.weight, setting hp.n_vocab from its rows.
 Tensor bind_token_embd(const WeightBinder& b, HParams& hp);
-
-// The backends' RoPE parameters from the model's (freq_factors: [n_rot/2] or null).
-backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors);
 
 // Layer il's attention with the model's soft-cap.
 backend::AttentionSpec attention_spec(const HParams& hp, int64_t il, const AttentionWeights& w, int rope,

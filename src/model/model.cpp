@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include "cpu/backend/cpu_backend.h"
+#include "cpu/features.h"
 #include "cpu/packed_matmul.h"
 #include "gguf/metadata.h"
 #include "model/step.h"
@@ -8,6 +9,7 @@
 namespace ferrite::model {
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const backend::Switches& sw) {
+  cpu::apply_isa_env();  // the repacking below depends on the kernels' level
   std::shared_ptr<Model> m(new Model());
   m->file_ = std::make_unique<gguf::File>(gguf::File::open(path));
   const gguf::Metadata md(*m->file_);

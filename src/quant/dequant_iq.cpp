@@ -176,7 +176,7 @@ void dequant_iq4_xs(const void* src, float* dst, int64_t n) {
     const float d = fp16_to_fp32(b[i].d);
     const uint8_t* qs = b[i].qs;
     for (int ib = 0; ib < kQKK / 32; ++ib, qs += 16, dst += 32) {
-      const int ls = ((b[i].scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b[i].scales_h >> (2 * ib)) & 3) << 4);
+      const int ls = iq4_xs_scale(b[i].scales_l, b[i].scales_h, ib);
       const float dl = d * static_cast<float>(ls - 32);
       for (int j = 0; j < 16; ++j) {
         dst[j] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0xF]);

@@ -50,6 +50,13 @@ inline void k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+// The 6-bit scale (0..63, subtract 32 for the signed value) of sub-block ib
+// (0..7) of an IQ4_XS block: the nibble ib % 2 of scales_l[ib / 2] below
+// bits 2 ib .. 2 ib + 1 of scales_h.
+inline int iq4_xs_scale(const uint8_t* scales_l, uint16_t scales_h, int ib) {
+  return ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
+}
+
 // The sixteen 6-bit scales of Q3_K (0..63, subtract 32 for the signed value)
 // from its 12 packed bytes: low nibbles in bytes 0..7, high 2 bits in 8..11.
 void q3_k_unpack_scales(const uint8_t* packed, int8_t* scales16);

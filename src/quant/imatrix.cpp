@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "gguf/file.h"
 
 namespace ferrite::quant {
 namespace {
@@ -42,13 +43,70 @@ class Reader {
 };
 
 void put_i32(std::vector<uint8_t>& out, int32_t v) {
-  const auto* b = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), b, b + sizeof(v));
+  const size_t at = out.size();
+  out.resize(at + sizeof(v));
+  std::memcpy(out.data() + at, &v, sizeof(v));
+}
+
+}  // namespace
+
+namespace {
+
+// llama.cpp's GGUF imatrix: "<name>.in_sum2" [cols, n_mat] and
+// "<name>.counts" [1, n_mat] per weight; importance = sums / count.
+Imatrix parse_gguf(const uint8_t* data, size_t size, const std::string& name) {
+  const gguf::File f = gguf::File::parse(data, size, name);
+  const gguf::Value* type = f.find("general.type");
+  if (type == nullptr || !type->is_string() || type->as_string() != "imatrix") {
+    throw FormatError(name, 0, "general.type", "a GGUF file that is not an importance matrix (general.type is not \"imatrix\")");
+  }
+  Imatrix m;
+  if (const gguf::Value* c = f.find("imatrix.chunk_count"); c != nullptr && c->is_integer()) {
+    m.last_chunk = static_cast<int32_t>(c->as_uint());
+  }
+  if (const gguf::Value* d = f.find("imatrix.datasets"); d != nullptr && d->is_array() && d->size() > 0 &&
+                                                        d->items()[0].is_string()) {
+    m.dataset = d->items()[0].as_string();
+  }
+  static const std::string kSums = ".in_sum2", kCounts = ".counts";
+  for (const gguf::TensorInfo& sums : f.tensors()) {
+    if (sums.name.size() <= kSums.size() || sums.name.compare(sums.name.size() - kSums.size(), kSums.size(), kSums) != 0) {
+      continue;
+    }
+    const std::string weight = sums.name.substr(0, sums.name.size() - kSums.size());
+    const gguf::TensorInfo* counts = f.find_tensor(weight + kCounts);
+    if (counts == nullptr) throw FormatError(name, 0, sums.name, "has no " + weight + kCounts);
+    const int64_t cols = sums.ne[0], n_mat = sums.ne[1];
+    if (sums.type != TensorType::F32 || counts->type != TensorType::F32 || sums.ne[2] != 1 || sums.ne[3] != 1 ||
+        static_cast<int64_t>(counts->n_elements) != n_mat || cols <= 0 || cols > kMaxValues ||
+        n_mat > kMaxValues / cols) {
+      throw FormatError(name, 0, sums.name, "in_sum2 must be f32 [cols, n_mat] and counts f32 [1, n_mat]");
+    }
+    ImatrixEntry e;
+    e.name = weight;
+    e.ncall = 1;
+    e.values.resize(static_cast<size_t>(cols * n_mat));
+    for (int64_t j = 0; j < n_mat; ++j) {
+      float count;
+      std::memcpy(&count, counts->data + 4 * j, 4);
+      if (!std::isfinite(count) || count < 0.0f) throw FormatError(name, 0, counts->name, "negative or not finite");
+      for (int64_t c = 0; c < cols; ++c) {
+        float sum;
+        std::memcpy(&sum, sums.data + 4 * (j * cols + c), 4);
+        if (!std::isfinite(sum) || sum < 0.0f) throw FormatError(name, 0, sums.name, "negative or not finite");
+        e.values[static_cast<size_t>(j * cols + c)] = count > 0.0f ? sum / count : 1.0f;
+      }
+    }
+    m.add(std::move(e));
+  }
+  if (m.entries().empty()) throw FormatError(name, 0, "tensors", "no <name>.in_sum2 entries");
+  return m;
 }
 
 }  // namespace
 
 Imatrix Imatrix::parse(const uint8_t* data, size_t size, const std::string& name) {
+  if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) return parse_gguf(data, size, name);
   Reader r(data, size, name);
   Imatrix m;
   const int32_t n = r.i32("n_entries");

@@ -1,5 +1,7 @@
-// Importance matrices in llama.cpp's imatrix file format (the legacy binary
-// ".dat" layout), read and written:
+// Importance matrices in llama.cpp's imatrix file formats. Read: the GGUF
+// form (imatrix_collector.h describes it; each matrix's importance is its
+// sums / counts, 1 where it saw no row) and the legacy binary ".dat" layout;
+// written: the legacy layout (the GGUF form by ImatrixCollector):
 //   i32 n_entries
 //   n_entries × (i32 name_len, name bytes, i32 ncall, i32 n_values, f32 × n_values)
 //   optional trailer: i32 last_chunk, i32 dataset_len, dataset bytes
@@ -23,7 +25,7 @@ struct ImatrixEntry {
 
 class Imatrix {
  public:
-  // Reads a file; throws IoError / FormatError naming the problem.
+  // Reads a file of either format; throws IoError / FormatError naming the problem.
   static Imatrix read(const std::string& path);
   // Parses an image in memory (`name` appears in errors).
   static Imatrix parse(const uint8_t* data, size_t size, const std::string& name);

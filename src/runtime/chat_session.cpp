@@ -71,25 +71,18 @@ SavedChat parse_saved_chat(const std::string& path) {
 
 }  // namespace
 
-int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> wanted) {
-  if (wanted.empty()) return 0;
-  const size_t limit = std::min(cached.size(), wanted.size() - 1);
-  size_t n = 0;
-  while (n < limit && cached[n] == wanted[n]) ++n;
-  return static_cast<int64_t>(n);
-}
-
 ChatSession::ChatSession(Context& ctx, const tokenizer::Tokenizer& tok, ChatSessionParams params)
     : ctx_(ctx),
       tok_(tok),
       params_(std::move(params)),
       template_(chat::Template::parse(params_.template_source)),
       bos_text_(special_text(tok, tok.bos())),
-      eos_text_(special_text(tok, tok.eos())) {
-  if (params_.seq < 0 || params_.seq >= kMaxSequences) {
-    throw InvalidArgument("chat sequence id " + std::to_string(params_.seq) + " out of range");
-  }
-  if (params_.prefill_chunk <= 0) throw InvalidArgument("prefill chunk must be positive");
+      eos_text_(special_text(tok, tok.eos())),
+      vocab_(tok),
+      seq_(ctx, {.seq = params_.seq,
+                 .n_keep = params_.n_keep + (tok.add_bos() && tok.bos() >= 0 ? 1 : 0),
+                 .context_shift = params_.context_shift,
+                 .prefill_chunk = params_.prefill_chunk}) {
   reset();  // the session owns its sequence: whatever it held is dropped
 }
 
@@ -119,110 +112,43 @@ std::vector<int32_t> ChatSession::tokenize(const std::string& text) const {
   return out;
 }
 
-int64_t ChatSession::space_left() const { return ctx_.n_ctx() - ctx_.cache().used(); }
-
 std::span<const float> ChatSession::prefill(std::span<const int32_t> tokens, PrefillStats* stats,
                                             const std::atomic<bool>* interrupt) {
-  if (tokens.empty()) throw InvalidArgument("nothing to prefill");
-  const auto t0 = Clock::now();
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  const int64_t keep = reusable_prefix(cached_, tokens);
-  // Cells free once the session's tail past `keep` is dropped.
-  const int64_t available = space_left() + static_cast<int64_t>(cached_.size()) - keep;
-  if (n - keep > available) {
-    throw InvalidArgument("the conversation (" + std::to_string(n) + " tokens) does not fit in the context (" +
-                          std::to_string(ctx_.n_ctx()) + " tokens)");
-  }
-  ctx_.cache().remove(params_.seq, static_cast<int32_t>(keep), -1);
-  cached_.resize(static_cast<size_t>(keep));
-  std::span<const float> logits;
-  int64_t done = keep;
-  try {
-    while (done < n) {
-      if (interrupt != nullptr && interrupt->load()) break;
-      const int64_t len = std::min(params_.prefill_chunk, n - done);
-      logits = ctx_.eval(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(len)), params_.seq);
-      cached_.insert(cached_.end(), tokens.begin() + done, tokens.begin() + done + len);
-      done += len;
-    }
-  } catch (...) {
-    // Passes that went through stay in the cache.
-    const int64_t held = ctx_.cache().max_pos(params_.seq) + 1;
-    cached_.assign(tokens.begin(), tokens.begin() + std::clamp<int64_t>(held, keep, n));
-    throw;
-  }
-  if (stats != nullptr) {
-    stats->n_prompt = n;
-    stats->n_reused = keep;
-    stats->n_evaluated = done - keep;
-    stats->seconds = seconds_since(t0);
-  }
-  return done == n ? logits : std::span<const float>();
+  return seq_.prefill(tokens, stats, interrupt);
 }
 
-std::span<const float> ChatSession::feed(int32_t token) {
-  const int32_t one[1] = {token};
-  std::span<const float> logits = ctx_.eval(one, params_.seq);
-  cached_.push_back(token);
-  return logits;
-}
-
-ChatAnswer ChatSession::respond(const std::string& user_text, sampling::Sampler& sampler,
-                                const GenerateParams& params, const std::function<void(std::string_view)>& on_text) {
+ChatAnswer ChatSession::respond(const std::string& user_text, const GenerationParams& params,
+                                const std::function<void(std::string_view)>& on_text) {
   add_message("user", user_text);
   ChatAnswer ans;
   std::span<const float> logits;
+  std::vector<int32_t> prompt;
   try {
-    const std::vector<int32_t> prompt = tokenize(render(/*add_generation_prompt=*/true));
+    prompt = tokenize(render(/*add_generation_prompt=*/true));
     logits = prefill(prompt, &ans.prefill, params.interrupt);
-    const int64_t end = ans.prefill.n_reused + ans.prefill.n_evaluated;
-    for (int64_t i = ans.prefill.n_reused; i < end; ++i) {
-      sampler.accept(prompt[static_cast<size_t>(i)], /*advance_constraint=*/false);
-    }
   } catch (...) {
     pop_message();
     throw;
   }
   if (logits.empty()) {  // interrupted during the prefill
     pop_message();
-    ans.stop = StopReason::kInterrupted;
+    ans.stop = FinishReason::kInterrupted;
     return ans;
   }
-
   const auto t0 = Clock::now();
-  tokenizer::StreamDecoder decoder(tok_);
-  const auto emit = [&](const std::string& s) {
-    if (s.empty()) return;
-    ans.text += s;
-    if (on_text) on_text(s);
-  };
-  for (;;) {
-    if (params.interrupt != nullptr && params.interrupt->load()) {
-      ans.stop = StopReason::kInterrupted;
-      break;
+  Generation gen(vocab_, params,
+                 {.n_ctx = static_cast<int32_t>(seq_.n_cells()),
+                  .n_ctx_train = static_cast<int32_t>(ctx_.model().hparams().n_ctx_train)},
+                 prompt);
+  while (!gen.done()) {
+    const GenerationStep s = seq_.step(gen, logits);
+    if (!s.text.empty()) {
+      ans.text += s.text;
+      if (on_text) on_text(s.text);
     }
-    if (params.n_predict >= 0 && ans.n_tokens >= params.n_predict) {
-      ans.stop = StopReason::kLength;
-      break;
-    }
-    const int32_t next = sampler.sample(logits);
-    if (!params.ignore_eos && tok_.is_eog(next)) {
-      ans.stop = StopReason::kEndOfGeneration;
-      break;
-    }
-    ++ans.n_tokens;
-    emit(decoder.push(next));
-    if (params.n_predict >= 0 && ans.n_tokens >= params.n_predict) {
-      ans.stop = StopReason::kLength;  // the last token need not be evaluated
-      break;
-    }
-    if (space_left() <= 0) {
-      ans.stop = StopReason::kContextFull;
-      break;
-    }
-    logits = feed(next);
   }
-  emit(decoder.flush());
+  ans.stop = gen.finish();
+  ans.n_tokens = gen.n_generated();
   ans.seconds = seconds_since(t0);
   add_message("assistant", ans.text);
   return ans;
@@ -231,16 +157,18 @@ ChatAnswer ChatSession::respond(const std::string& user_text, sampling::Sampler&
 void ChatSession::reset() {
   messages_.clear();
   if (!params_.system_prompt.empty()) add_message("system", params_.system_prompt);
-  ctx_.cache().remove(params_.seq, 0, -1);
-  cached_.clear();
+  seq_.clear();
 }
 
 bool ChatSession::save(const std::string& path) const {
   const std::string kv_path = path + kKvSuffix;
+  const std::vector<int32_t>& cached = seq_.cached();
   bool kv_saved = false;
-  if (!cached_.empty()) {
+  // After a context shift the cache no longer holds the conversation's
+  // tokens as one run: the messages alone are saved then.
+  if (!cached.empty() && seq_.n_dropped() == 0) {
     try {
-      ctx_.save_sequence(params_.seq, kv_path, cached_);
+      ctx_.save_sequence(params_.seq, kv_path, cached);
       kv_saved = true;
     } catch (const InvalidArgument&) {
       // This context cannot save its cache: the messages alone are saved.
@@ -255,7 +183,7 @@ bool ChatSession::save(const std::string& path) const {
   out << doc.dump(2) << '\n';
   out.close();
   if (!out) throw IoError(path, "write failed");
-  return kv_saved || cached_.empty();
+  return kv_saved || cached.empty();
 }
 
 PrefillStats ChatSession::load(const std::string& path) {
@@ -265,7 +193,7 @@ PrefillStats ChatSession::load(const std::string& path) {
   PrefillStats stats;
   try {
     const std::vector<int32_t> prompt = messages_.empty() ? std::vector<int32_t>{} : tokenize(render(false));
-    if (static_cast<int64_t>(prompt.size()) > ctx_.n_ctx()) {
+    if (!params_.context_shift && static_cast<int64_t>(prompt.size()) > seq_.n_cells()) {
       throw InvalidArgument("the conversation (" + std::to_string(prompt.size()) +
                             " tokens) does not fit in the context (" + std::to_string(ctx_.n_ctx()) + " tokens)");
     }
@@ -276,11 +204,10 @@ PrefillStats ChatSession::load(const std::string& path) {
         if (static_cast<int64_t>(restored.size()) != ctx_.cache().max_pos(params_.seq) + 1) {
           throw InvalidArgument("its tokens do not match its cells");
         }
-        cached_ = std::move(restored);
+        seq_.assume(std::move(restored));
         stats.kv_note = "KV state restored";
       } catch (const Error& e) {
-        ctx_.cache().remove(params_.seq, 0, -1);  // left empty (or inconsistent) by the failure
-        cached_.clear();
+        seq_.clear();  // left empty (or inconsistent) by the failure
         stats.kv_note = std::string("KV state not restored (") + e.what() + "); evaluated again";
       }
     }
@@ -288,19 +215,19 @@ PrefillStats ChatSession::load(const std::string& path) {
     // template closes the last message with) is evaluated; what it holds
     // past the conversation is dropped.
     const int64_t n = static_cast<int64_t>(prompt.size());
+    const std::vector<int32_t>& cached = seq_.cached();
     const bool all_cached =
-        n > 0 && static_cast<int64_t>(cached_.size()) >= n && std::equal(prompt.begin(), prompt.end(), cached_.begin());
+        n > 0 && static_cast<int64_t>(cached.size()) >= n && std::equal(prompt.begin(), prompt.end(), cached.begin());
     if (all_cached) {
       ctx_.cache().remove(params_.seq, static_cast<int32_t>(n), -1);
-      cached_.resize(static_cast<size_t>(n));
+      seq_.assume(prompt);
       stats.n_prompt = stats.n_reused = n;
     } else if (!prompt.empty()) {
       const std::string note = stats.kv_note;
       prefill(prompt, &stats);
       stats.kv_note = note;
     } else {
-      ctx_.cache().remove(params_.seq, 0, -1);
-      cached_.clear();
+      seq_.clear();
     }
   } catch (...) {
     messages_ = std::move(previous);

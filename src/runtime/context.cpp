@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "cpu/backend/cpu_backend.h"
+#include "cpu/features.h"
 #include "runtime/offload.h"
 
 namespace ferrite::runtime {
@@ -49,6 +50,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
              params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
       pool_(thread_count(params.n_threads)),
       cpu_(std::make_unique<cpu::CpuBackend>(model_->dims(), pool_, ws_)) {
+  cpu::apply_isa_env();
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
   if (params_.n_gpu_layers != 0) {
     // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
@@ -86,6 +88,11 @@ void Context::warm_up() {
 }
 
 const char* Context::backend_name() const { return (gpu_ ? gpu_ : cpu_)->name(); }
+
+void Context::set_matmul_observer(backend::MatmulObserver* observer) {
+  if (observer != nullptr && gpu_) throw InvalidArgument("observing the weight products needs a CPU-only context");
+  ws_.observer = observer;
+}
 
 std::span<const float> Context::logits(int64_t i) const {
   if (embeddings_) throw InvalidArgument("the context is in embeddings mode: it keeps hidden states, not logits");

@@ -89,6 +89,10 @@ class Context {
   // Throws InvalidArgument for a pooling_type out of range.
   model::Pooling pooling() const;
 
+  // Lets `observer` see the inputs of the weight products of every later
+  // forward pass (nullptr: none). CPU only: InvalidArgument with GPU layers.
+  void set_matmul_observer(backend::MatmulObserver* observer);
+
   // Forgets sequence `seq` (or everything for seq < 0).
   void clear(int seq = -1) { cache_.remove(seq, 0, -1); }
   // Forgets positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: all).

@@ -94,8 +94,7 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
     int64_t cell = -1;
     if (regions_) {
       int64_t& hint = next[static_cast<size_t>(seq[t])];
-      const int64_t home = home_[static_cast<size_t>(seq[t])];
-      cell = hint >= 0 ? free_from(hint) : home >= 0 ? free_from(home) : region_start();
+      cell = next_cell(seq[t], hint);
       hint = cell + 1;
     } else {
       while (cells_[static_cast<size_t>(first_free)].pos >= 0) ++first_free;
@@ -110,6 +109,22 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
   return slots;
 }
 
+int64_t KvCache::next_cell(int seq, int64_t hint) const {
+  const int64_t home = home_[static_cast<size_t>(seq)];
+  const int64_t len = home_len_[static_cast<size_t>(seq)];
+  if (home >= 0 && len > 0) {
+    // Within the home region: after the highest cell, then from its start.
+    const int64_t end = std::min(size(), home + len);
+    const int64_t from = hint >= home && hint < end ? hint : home;
+    for (int64_t k = 0; k < end - home; ++k) {
+      const int64_t c = home + (from - home + k) % (end - home);
+      if (cells_[static_cast<size_t>(c)].pos < 0) return c;
+    }
+  }
+  if (hint >= 0) return free_from(hint);
+  return home >= 0 ? free_from(home) : region_start();
+}
+
 int64_t KvCache::free_from(int64_t i) const {
   const int64_t n = size();
   for (int64_t k = 0; k < n; ++k) {
@@ -119,10 +134,12 @@ int64_t KvCache::free_from(int64_t i) const {
   throw InvalidArgument("KV cache full");  // unreachable: allocate checked the free count
 }
 
-void KvCache::set_sequence_home(int seq, int64_t cell) {
+void KvCache::set_sequence_home(int seq, int64_t cell, int64_t length) {
   if (seq < 0 || seq >= kMaxSequences) throw InvalidArgument("sequence id " + std::to_string(seq) + " out of range");
   if (cell < -1 || cell >= size()) throw InvalidArgument("home cell " + std::to_string(cell) + " outside the cache");
+  if (length < 0) throw InvalidArgument("negative home length " + std::to_string(length));
   home_[static_cast<size_t>(seq)] = cell;
+  home_len_[static_cast<size_t>(seq)] = cell < 0 ? 0 : length;
 }
 
 int64_t KvCache::region_start() const {

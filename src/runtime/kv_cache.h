@@ -7,6 +7,8 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -100,9 +102,12 @@ class KvCache {
   // With regions: a sequence that has no cells starts at the first free cell
   // from `cell` instead of in the largest free run (the server gives each
   // slot its own share of the cache, so that no sequence grows into
-  // another's and each one's span stays its own length). -1: no home.
+  // another's and each one's span stays its own length). With `length` > 0
+  // the home is the region [cell, cell + length): the sequence's tokens go to
+  // its free cells first (after a context shift freed cells inside it, the
+  // next tokens fill those rather than a neighbour's). -1: no home.
   // Throws InvalidArgument for an id or cell out of range.
-  void set_sequence_home(int seq, int64_t cell);
+  void set_sequence_home(int seq, int64_t cell, int64_t length = 0);
 
   // Removes positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence).
   void remove(int seq, int32_t p0, int32_t p1);
@@ -112,12 +117,20 @@ class KvCache {
   // Highest position of `seq`, or -1 when it has none.
   int32_t max_pos(int seq) const;
 
+  // Rotates the K rows of `cells` of layer `layer` held elsewhere (a GPU
+  // backend's cache): calls rotate(row) on each row's bytes (the cache's K
+  // type) and writes them back.
+  using RowRotation = std::function<void(uint8_t* row)>;
+  using KeyRotator = std::function<void(int64_t layer, std::span<const int32_t> cells, const RowRotation& rotate)>;
+
   // Adds `delta` to the positions in [p0, p1) of `seq` (p1 < 0: to the end;
   // seq < 0: every sequence) and rotates their cached keys by the RoPE angle
-  // of `delta` (rope.n_rot == 0: positions only, for models without RoPE).
-  // Cells whose position would become negative are removed. Shared cells
-  // move for every sequence using them. kv_cache_shift.cpp.
-  void shift(int seq, int32_t p0, int32_t p1, int32_t delta, const cpu::RopeConfig& rope);
+  // of `delta` with each layer's settings (layer_rope[il]; n_rot 0:
+  // positions only). Cells whose position would become negative are removed.
+  // Shared cells move for every sequence using them. Layers this cache does
+  // not store go to `offloaded`. kv_cache_shift.cpp.
+  void shift(int seq, int32_t p0, int32_t p1, int32_t delta, std::span<const cpu::RopeConfig> layer_rope,
+             const KeyRotator& offloaded = {});
 
   // Raw access for saving and restoring (context_state.cpp).
   int64_t n_layer() const { return n_layer_; }
@@ -142,12 +155,17 @@ class KvCache {
   model::KvView view();
 
  private:
+  void rotate_key_row(uint8_t* row, TensorType type, const cpu::RopeConfig& cfg, const float* cos_t,
+                      const float* sin_t, std::vector<float>& scratch) const;
   int64_t free_from(int64_t i) const;  // first free cell at or after i (wrapping)
+  // The cell for the next token of `seq` whose highest cell is hint - 1 (-1: none).
+  int64_t next_cell(int seq, int64_t hint) const;
   int64_t region_start() const;        // the first cell of a new sequence
 
   TensorType type_k_, type_v_;
   bool regions_ = true;
   std::array<int64_t, kMaxSequences> home_ = make_homes();  // set_sequence_home; -1: none
+  std::array<int64_t, kMaxSequences> home_len_{};          // 0: the home is a start only
   static std::array<int64_t, kMaxSequences> make_homes() {
     std::array<int64_t, kMaxSequences> h{};
     h.fill(-1);

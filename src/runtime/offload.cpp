@@ -12,6 +12,14 @@
 
 namespace ferrite::runtime {
 
+bool gpu_offload_available() {
+#ifdef FERRITE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, TensorType type_k, TensorType type_v,
                      const backend::Switches& sw) {
   const int64_t n_layer = m.hparams().n_layer;

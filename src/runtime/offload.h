@@ -16,6 +16,9 @@ namespace ferrite::runtime {
 // Layers to offload meaning "all" (the -ngl all of the tools).
 constexpr int kAllLayers = -1;
 
+// Whether this build has a GPU backend (offload takes effect).
+bool gpu_offload_available();
+
 // The GPU backend of an offload, and the first layer it runs (the layers
 // below run on the CPU; the output runs on the GPU).
 struct Offload {

@@ -23,22 +23,6 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   return i;
 }
 
-namespace {
-
-sampling::ModelInfo make_sampling_info(const tokenizer::Tokenizer& tok, int64_t n_ctx, int64_t n_ctx_train) {
-  sampling::ModelInfo info;
-  info.n_vocab = tok.n_vocab();
-  info.n_ctx = static_cast<int32_t>(n_ctx);
-  info.n_ctx_train = static_cast<int32_t>(n_ctx_train);
-  const std::vector<int32_t> nl = tok.encode("\n", false, false);
-  if (nl.size() == 1) info.newline_token = nl[0];
-  info.text.pieces.reserve(static_cast<size_t>(info.n_vocab));
-  for (int32_t id = 0; id < info.n_vocab; ++id) info.text.pieces.push_back(tok.token_to_piece(id, true));
-  return info;
-}
-
-}  // namespace
-
 Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const tokenizer::Tokenizer> tok,
                EngineOptions options)
     : model_(std::move(model)),
@@ -46,7 +30,8 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
       opt_(std::move(options)),
       ctx_(model_, {.n_ctx = opt_.n_ctx, .n_batch = opt_.n_batch, .n_threads = opt_.n_threads,
                     .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v,
-                    .n_gpu_layers = opt_.n_gpu_layers}) {
+                    .n_gpu_layers = opt_.n_gpu_layers}),
+      vocab_(*tok_) {
   if (opt_.n_parallel < 1 || opt_.n_parallel > runtime::kMaxSequences) {
     throw InvalidArgument("--parallel must be between 1 and " + std::to_string(runtime::kMaxSequences));
   }
@@ -55,12 +40,11 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   slot_ctx_ = n_ctx_ / opt_.n_parallel;
   if (slot_ctx_ < 2) throw InvalidArgument("context size " + std::to_string(n_ctx_) + " is too small for " +
                                            std::to_string(opt_.n_parallel) + " slots");
-  sampling_info_ = make_sampling_info(*tok_, slot_ctx_, model_->hparams().n_ctx_train);
   slots_.resize(static_cast<size_t>(opt_.n_parallel));
   for (size_t i = 0; i < slots_.size(); ++i) {
     slots_[i].id = static_cast<int>(i);
-    // Slot i's share of the cache starts at i * slot_ctx_ (a slot never holds more cells).
-    ctx_.cache().set_sequence_home(slots_[i].id, static_cast<int64_t>(i) * slot_ctx_);
+    // Slot i's share of the cache is [i * slot_ctx_, (i + 1) * slot_ctx_) (a slot never holds more cells).
+    ctx_.cache().set_sequence_home(slots_[i].id, static_cast<int64_t>(i) * slot_ctx_, slot_ctx_);
   }
   n_idle_ = opt_.n_parallel;
   publish();
@@ -70,14 +54,6 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
 Engine::~Engine() { shutdown(); }
 
 bool Engine::is_encoder() const { return model_->arch().is_encoder(); }
-
-std::shared_ptr<const VocabPieces> Engine::vocab_pieces() {
-  std::lock_guard<std::mutex> lock(vocab_mu_);
-  if (!vocab_) {
-    vocab_ = build_vocab_pieces(*tok_);
-  }
-  return vocab_;
-}
 
 bool Engine::submit(std::shared_ptr<Task> task) {
   {
@@ -219,7 +195,9 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
   // Keep the common prefix, but evaluate at least the last prompt token to
   // get its logits.
   size_t keep = common_prefix(slot.cached, p.prompt);
+  if (slot.reuse_limit >= 0) keep = std::min(keep, static_cast<size_t>(slot.reuse_limit));
   if (keep >= p.prompt.size()) keep = p.prompt.size() - 1;
+  slot.reuse_limit = -1;
   ctx_.cache().remove(slot.id, static_cast<int32_t>(keep), -1);
   slot.cached.resize(keep);
   slot.n_prompt_done = keep;
@@ -230,18 +208,21 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
   slot.timings.n_prompt = static_cast<int32_t>(p.prompt.size());
   slot.timings.n_cached = static_cast<int32_t>(keep);
   slot.t_start = std::chrono::steady_clock::now();
-  slot.decoder = std::make_unique<tokenizer::StreamDecoder>(*tok_);
-  slot.stop = StopStrings(p.stop);
-  slot.constraint.reset();
+  slot.gen.reset();
+  const int64_t n_prompt = static_cast<int64_t>(p.prompt.size());
+  const bool bos = tok_->bos() >= 0 && p.prompt.front() == tok_->bos();
+  slot.n_keep = p.n_keep < 0 || p.n_keep > n_prompt ? n_prompt : std::min(n_prompt, p.n_keep + (bos ? 1 : 0));
   stats_.cached_tokens += keep;
+  // No budget: until the slot's share of the cache is full (a context shift
+  // would otherwise let it run on for ever).
+  runtime::GenerationParams gp = p;
+  if (gp.n_predict < 0) gp.n_predict = std::max<int64_t>(1, slot_ctx_ - n_prompt);
   try {
-    sampling::ModelInfo info = sampling_info_;
-    slot.sampler.emplace(p.sampling, std::move(info));
-    if (!p.grammar.empty()) {
-      slot.constraint = std::make_shared<GrammarConstraint>(p.grammar, vocab_pieces());
-      slot.sampler->set_constraint(slot.constraint);
-    }
-    for (int32_t t : p.prompt) slot.sampler->accept(t, /*advance_constraint=*/false);
+    slot.gen = std::make_unique<runtime::Generation>(
+        vocab_, gp,
+        runtime::GenerationContext{.n_ctx = static_cast<int32_t>(slot_ctx_),
+                                   .n_ctx_train = static_cast<int32_t>(model_->hparams().n_ctx_train)},
+        p.prompt);
   } catch (const std::exception& e) {
     // Bad sampling parameters or grammar: the caller holds mu_, so end the
     // task here rather than through finish().
@@ -252,8 +233,7 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
     ev.slot = slot.id;
     slot.task->push(std::move(ev));
     slot.task.reset();
-    slot.sampler.reset();
-    slot.constraint.reset();
+    slot.gen.reset();
     slot.state = SlotState::Idle;
     ++n_idle_;
     ++stats_.requests;
@@ -261,10 +241,6 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
 }
 
 void Engine::finish(Slot& slot, FinishReason reason, Event ev, const std::string& error) {
-  if (slot.decoder && reason != FinishReason::Error && reason != FinishReason::Cancelled) {
-    ev.text += slot.stop.push(slot.decoder->flush());
-    ev.text += slot.stop.flush();
-  }
   const auto now = std::chrono::steady_clock::now();
   if (slot.state == SlotState::Generate) {
     slot.timings.generation_ms = std::chrono::duration<double, std::milli>(now - slot.t_first).count();
@@ -274,11 +250,13 @@ void Engine::finish(Slot& slot, FinishReason reason, Event ev, const std::string
   ev.error = error;
   ev.timings = slot.timings;
   ev.slot = slot.id;
-  if (reason == FinishReason::Stop && slot.stop.stopped()) ev.stop_word = slot.stop.matched();
+  if (slot.gen && slot.gen->done()) {
+    ev.stop_word = slot.gen->stop_word();
+    if (slot.task && slot.task->params().parse_tool_calls) ev.reply = slot.gen->reply();
+  }
   std::shared_ptr<Task> task = std::move(slot.task);
   slot.task.reset();
-  slot.sampler.reset();
-  slot.constraint.reset();
+  slot.gen.reset();
   slot.state = SlotState::Idle;
   ++slot.n_served;
   {

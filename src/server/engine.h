@@ -25,7 +25,7 @@
 #include "model/model.h"
 #include "runtime/batch.h"
 #include "runtime/context.h"
-#include "sampling/sampler.h"
+#include "runtime/generation.h"
 #include "server/slot.h"
 #include "server/task.h"
 #include "tokenizer/tokenizer.h"
@@ -43,6 +43,8 @@ struct EngineOptions {
   TensorType cache_type_k = TensorType::F16;  // KV cache types (runtime::ContextParams)
   TensorType cache_type_v = TensorType::F16;
   int n_gpu_layers = 0;                       // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
+  bool context_shift = true;                  // a full slot drops the oldest half of its tokens after n_keep
+                                              // (false: the request ends with finish_reason "length")
 };
 
 struct EngineStats {
@@ -84,7 +86,7 @@ class Engine {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t slot_ctx() const { return slot_ctx_; }
   bool is_encoder() const;
-  std::shared_ptr<const VocabPieces> vocab_pieces();
+  bool context_shift() const { return opt_.context_shift; }
 
  private:
   void loop();
@@ -93,6 +95,9 @@ class Engine {
   void start(Slot& slot, std::shared_ptr<Task> task);
   void step();                           // one batch (engine_step.cpp)
   void sample(Slot& slot, std::span<const float> logits);
+  // Room in the slot's share of the cache for its next token: a context
+  // shift when allowed; false when the slot is full.
+  bool make_room(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Event ev, const std::string& error = {});
   void run_embedding(Task& task);
   void publish();                        // refresh slot_info_
@@ -103,9 +108,7 @@ class Engine {
   runtime::Context ctx_;
   int64_t n_ctx_ = 0;
   int64_t slot_ctx_ = 0;
-  sampling::ModelInfo sampling_info_;
-  std::shared_ptr<const VocabPieces> vocab_;  // built on first use (engine thread and HTTP threads)
-  std::mutex vocab_mu_;
+  runtime::GenerationVocab vocab_;
 
   std::vector<Slot> slots_;  // engine thread only
   runtime::Batch batch_;

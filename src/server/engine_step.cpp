@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "server/engine.h"
-#include "server/logprobs.h"
+#include "runtime/sequence.h"
 
 namespace ferrite::server {
 
@@ -65,57 +65,66 @@ void Engine::step() {
   stats_.sample_ms += std::chrono::duration<double, std::milli>(t_end - t_sample).count();
 }
 
+namespace {
+
+FinishReason finish_of(runtime::FinishReason r) {
+  return r == runtime::FinishReason::kLength || r == runtime::FinishReason::kContextFull ? FinishReason::Length
+                                                                                         : FinishReason::Stop;
+}
+
+}  // namespace
+
+bool Engine::make_room(Slot& slot) {
+  if (static_cast<int64_t>(slot.cached.size()) + 1 <= slot_ctx_) return true;
+  if (!opt_.context_shift) return false;
+  const int64_t gone = runtime::shift_context(ctx_, slot.id, slot.cached, slot.n_keep);
+  slot.timings.n_shifted += static_cast<int32_t>(gone);
+  // The cells after n_keep now hold keys computed with the dropped tokens in
+  // view: a later request may reuse only the kept start.
+  if (gone > 0) slot.reuse_limit = slot.n_keep;
+  return gone > 0;
+}
+
 void Engine::sample(Slot& slot, std::span<const float> logits) {
-  const GenerationParams& p = slot.task->params();
   const auto now = std::chrono::steady_clock::now();
   if (slot.state == SlotState::Prefill) {
     slot.state = SlotState::Generate;
     slot.t_first = now;
     slot.timings.prompt_ms = std::chrono::duration<double, std::milli>(now - slot.t_start).count();
   }
-  int32_t token = 0;
+  runtime::GenerationStep step;
   try {
-    token = slot.sampler->sample(logits);
+    step = slot.gen->next(logits);
   } catch (const std::exception& e) {
     finish(slot, FinishReason::Error, Event{}, std::string("sampling failed: ") + e.what());
     return;
   }
-  if (tok_->is_eog(token) && !p.ignore_eos) {
-    finish(slot, FinishReason::Stop, Event{});
-    return;
-  }
-  ++slot.timings.n_generated;
-  {
+  slot.timings.n_generated = static_cast<int32_t>(slot.gen->n_generated());
+  Event ev;
+  ev.text = std::move(step.text);
+  if (step.token >= 0) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.generated_tokens;
   }
-  Event ev;
-  if (p.logprobs) {
+  if (step.has_logprob && step.token >= 0) {
     TokenInfo info;
-    info.id = token;
-    info.piece = tok_->token_to_piece(token, false);
-    info.logprob = token_logprob(logits, token, &info.top, p.n_probs);
+    info.id = step.token;
+    info.piece = tok_->token_to_piece(step.token, false);
+    info.logprob = step.logprob.logprob;
+    info.top = std::move(step.logprob.top);
     ev.tokens.push_back(std::move(info));
   }
-  ev.text = slot.stop.push(slot.decoder->push(token));
-  if (slot.stop.stopped()) {
-    finish(slot, FinishReason::Stop, std::move(ev));
-    return;
-  }
-  if (p.n_predict >= 0 && slot.timings.n_generated >= p.n_predict) {
-    finish(slot, FinishReason::Length, std::move(ev));
+  if (step.finish != runtime::FinishReason::kNone) {
+    finish(slot, finish_of(step.finish), std::move(ev));
     return;
   }
   // The sampled token needs a cell of the slot's share of the cache.
-  if (static_cast<int64_t>(slot.cached.size()) + 1 > slot_ctx_) {
+  if (!make_room(slot)) {
+    ev.text += slot.gen->end(runtime::FinishReason::kContextFull).text;
     finish(slot, FinishReason::Length, std::move(ev));
     return;
   }
-  if (slot.constraint && slot.constraint->finished()) {
-    finish(slot, FinishReason::Stop, std::move(ev));
-    return;
-  }
-  slot.pending = token;
+  slot.pending = step.token;
   if (!ev.text.empty() || !ev.tokens.empty()) slot.task->push(std::move(ev));
 }
 

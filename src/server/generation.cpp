@@ -46,6 +46,7 @@ Completion collect(Task& task) {
       if (ev.finish == FinishReason::Error || ev.finish == FinishReason::Cancelled) throw_for(ev);
       c.finish = ev.finish;
       c.stop_word = ev.stop_word;
+      c.reply = std::move(ev.reply);
       c.timings = ev.timings;
       c.slot = ev.slot;
       c.embedding = std::move(ev.embedding);

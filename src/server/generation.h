@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct Completion {
   std::vector<TokenInfo> tokens;
   FinishReason finish = FinishReason::None;
   std::string stop_word;
+  std::optional<chat::ParsedReply> reply;  // with parse_tool_calls
   Timings timings;
   int slot = -1;
   std::vector<float> embedding;

@@ -5,6 +5,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "sampling/param_table.h"
 #include "server/api_error.h"
 #include "server/engine.h"
 
@@ -12,11 +13,6 @@ namespace ferrite::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-constexpr double kMaxTemperature = 2.0;
-constexpr double kMaxPenalty = 2.0;
-constexpr double kMaxLogitBias = 100.0;
-constexpr int64_t kMaxTopK = 1 << 20;
 
 std::string range_text(double lo, double hi) {
   auto fmt = [](double v) {
@@ -42,31 +38,88 @@ std::vector<std::string> parse_stop(const json& body) {
   return out;
 }
 
-void parse_logit_bias(const json& body, Engine& engine, sampling::SamplerParams& sp) {
-  if (!body.contains("logit_bias") || body["logit_bias"].is_null()) return;
-  const json& lb = body["logit_bias"];
-  if (!lb.is_object()) throw bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias");
+// logit_bias: OpenAI's object of token id -> bias, or llama.cpp's array of
+// [id, bias] pairs (bias false bans the token).
+std::vector<sampling::LogitBias> logit_biases(const json& lb, Engine& engine) {
   const int64_t n_vocab = engine.tokenizer().n_vocab();
-  for (const auto& [key, value] : lb.items()) {
-    size_t used = 0;
+  const auto token = [&](const json& key) -> int32_t {
     long long id = -1;
-    try {
-      id = std::stoll(key, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    size_t used = 0;
+    if (key.is_number_integer()) {
+      id = key.get<long long>();
+      used = 1;
+    } else if (key.is_string()) {
+      const std::string k = key.get<std::string>();
+      try {
+        id = std::stoll(k, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != k.size()) used = 0;
     }
-    if (used != key.size() || id < 0 || id >= n_vocab) {
-      throw bad_request("logit_bias key '" + key + "' is not a token id in [0, " + std::to_string(n_vocab - 1) + "]",
+    if (used == 0 || id < 0 || id >= n_vocab) {
+      throw bad_request("logit_bias key " + key.dump() + " is not a token id in [0, " + std::to_string(n_vocab - 1) + "]",
                         "logit_bias");
     }
-    if (!value.is_number()) throw bad_request("logit_bias values must be numbers", "logit_bias");
-    const double bias = value.get<double>();
-    if (!(bias >= -kMaxLogitBias && bias <= kMaxLogitBias)) {
-      throw bad_request("logit_bias values must be in " + range_text(-kMaxLogitBias, kMaxLogitBias), "logit_bias");
+    return static_cast<int32_t>(id);
+  };
+  const auto bias = [](const json& v) -> float {
+    if (v.is_boolean() && !v.get<bool>()) return -std::numeric_limits<float>::infinity();
+    if (!v.is_number()) throw bad_request("logit_bias values must be numbers", "logit_bias");
+    return v.get<float>();
+  };
+  std::vector<sampling::LogitBias> out;
+  if (lb.is_object()) {
+    for (const auto& [key, value] : lb.items()) out.push_back({token(json(key)), bias(value)});
+  } else if (lb.is_array()) {
+    for (const json& pair : lb) {
+      if (!pair.is_array() || pair.size() != 2) throw bad_request("logit_bias pairs must be [token id, bias]", "logit_bias");
+      out.push_back({token(pair[0]), bias(pair[1])});
     }
-    // OpenAI: -100 bans the token.
-    const float b = bias <= -kMaxLogitBias ? -std::numeric_limits<float>::infinity() : static_cast<float>(bias);
-    sp.logit_bias.push_back({static_cast<int32_t>(id), b});
+  } else {
+    throw bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias");
+  }
+  return out;
+}
+
+// A JSON value as the sampler table takes it.
+sampling::ParamValue param_value(const json& v, const sampling::ParamSpec& spec, Engine& engine) {
+  if (spec.kind == sampling::ParamKind::LogitBias) return logit_biases(v, engine);
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return v.get<double>();
+    }
+    return v.get<int64_t>();
+  }
+  if (v.is_number()) return v.get<double>();
+  if (v.is_array()) {
+    std::vector<std::string> list;
+    for (const json& x : v) {
+      if (!x.is_string()) throw bad_request(std::string("'") + spec.name + "' must be a list of strings", spec.name);
+      list.push_back(x.get<std::string>());
+    }
+    return list;
+  }
+  if (v.is_string()) {
+    // Numbers and flags come as JSON numbers and booleans, not as text.
+    const bool textual = spec.kind == sampling::ParamKind::Samplers || spec.kind == sampling::ParamKind::SamplerChars ||
+                         spec.kind == sampling::ParamKind::Breakers;
+    if (!textual) throw bad_request(std::string("'") + spec.name + "' must be a number", spec.name);
+    return v.get<std::string>();
+  }
+  throw bad_request(std::string("'") + spec.name + "' has the wrong type", spec.name);
+}
+
+// Every sampler parameter the body names (sampling/param_table.h).
+void read_sampler_fields(const json& body, Engine& engine, sampling::SamplerParams& sp) {
+  for (const sampling::ParamSpec& spec : sampling::param_table()) {
+    if (!body.contains(spec.name) || body[spec.name].is_null()) continue;
+    try {
+      sampling::set_param(sp, spec, param_value(body[spec.name], spec, engine));
+    } catch (const InvalidField& e) {
+      throw bad_request(e.what(), e.field());
+    }
   }
 }
 
@@ -153,17 +206,7 @@ RequestOptions parse_generation_fields(const json& body, Engine& engine, bool ch
   RequestOptions r;
   sampling::SamplerParams& sp = r.gen.sampling;
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  if (auto v = opt_number(body, "temperature", 0.0, kMaxTemperature)) sp.temperature = static_cast<float>(*v);
-  if (auto v = opt_number(body, "top_p", 0.0, 1.0)) sp.top_p = static_cast<float>(*v);
-  if (auto v = opt_number(body, "min_p", 0.0, 1.0)) sp.min_p = static_cast<float>(*v);
-  if (auto v = opt_integer(body, "top_k", 0, kMaxTopK)) sp.top_k = static_cast<int32_t>(*v);
-  if (auto v = opt_number(body, "presence_penalty", -kMaxPenalty, kMaxPenalty)) sp.penalty_present = static_cast<float>(*v);
-  if (auto v = opt_number(body, "frequency_penalty", -kMaxPenalty, kMaxPenalty)) sp.penalty_freq = static_cast<float>(*v);
-  if (auto v = opt_number(body, "repeat_penalty", 0.0, 10.0)) sp.penalty_repeat = static_cast<float>(*v);
-  if (auto v = opt_integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
-    sp.seed = *v < 0 ? sampling::kRandomSeed : static_cast<uint64_t>(*v);
-  }
-  parse_logit_bias(body, engine, sp);
+  read_sampler_fields(body, engine, sp);
 
   std::optional<int64_t> max_tokens = opt_integer(body, "max_completion_tokens", 1, kMaxInt);
   if (!max_tokens) max_tokens = opt_integer(body, "max_tokens", 1, kMaxInt);
@@ -194,10 +237,10 @@ RequestOptions parse_generation_fields(const json& body, Engine& engine, bool ch
     r.logprobs = true;
     r.top_logprobs = static_cast<int>(*v);
   }
-  r.gen.logprobs = r.logprobs;
-  r.gen.n_probs = r.top_logprobs;
+  r.gen.n_probs = r.logprobs ? r.top_logprobs : -1;
   r.gen.stop = parse_stop(body);
   r.gen.ignore_eos = opt_bool(body, "ignore_eos").value_or(false);
+  if (auto v = opt_integer(body, "n_keep", -1, kMaxInt)) r.gen.n_keep = *v;
   try {
     r.gen.grammar = grammar_of(body);
   } catch (const ApiError&) {
@@ -213,7 +256,8 @@ RequestOptions parse_generation_fields(const json& body, Engine& engine, bool ch
   return r;
 }
 
-void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx, const char* prompt_param) {
+void check_budget(GenerationParams& gen, bool max_tokens_given, const Engine& engine, const char* prompt_param) {
+  const int64_t slot_ctx = engine.slot_ctx();
   const int64_t n_prompt = static_cast<int64_t>(gen.prompt.size());
   if (n_prompt == 0) throw bad_request("the prompt is empty", prompt_param);
   if (n_prompt >= slot_ctx) {
@@ -221,13 +265,16 @@ void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx
                           " tokens per slot, but the prompt has " + std::to_string(n_prompt) + " tokens",
                       prompt_param, "context_length_exceeded");
   }
-  if (max_tokens_given && n_prompt + gen.n_predict > slot_ctx) {
+  // With context shift a slot goes on past its size (max_tokens bounds it);
+  // without, the request must fit.
+  if (max_tokens_given && !engine.context_shift() && n_prompt + gen.n_predict > slot_ctx) {
     throw bad_request("This model's maximum context length is " + std::to_string(slot_ctx) +
                           " tokens per slot; the prompt has " + std::to_string(n_prompt) + " tokens and " +
                           std::to_string(gen.n_predict) + " more were requested (at most " +
                           std::to_string(slot_ctx - n_prompt) + ")",
                       "max_tokens", "context_length_exceeded");
   }
+  if (gen.n_predict < 0) gen.n_predict = slot_ctx - n_prompt;
 }
 
 }  // namespace ferrite::server

@@ -39,9 +39,10 @@ RequestOptions parse_generation_fields(const nlohmann::ordered_json& body, Engin
 // 404 when `model` names another model (absent or equal to id is fine).
 void check_model(const nlohmann::ordered_json& body, const std::string& model_id);
 
-// 400 when the prompt plus the requested tokens do not fit a slot; resolves
-// n_predict -1 to what is left of the slot's context.
-void check_budget(GenerationParams& gen, bool max_tokens_given, int64_t slot_ctx,
+// 400 when the prompt does not fit a slot, or (context shift off) the prompt
+// plus the requested tokens do not; resolves n_predict -1 to what is left of
+// the slot's context.
+void check_budget(GenerationParams& gen, bool max_tokens_given, const Engine& engine,
                   const char* prompt_param = "prompt");
 
 // Typed field access: nullopt when absent or null; ApiError for a wrong type

@@ -5,7 +5,6 @@
 #include "server/request_params.h"
 #include "server/routes.h"
 #include "server/sse.h"
-#include "server/tool_calls.h"
 #include "server/tool_choice.h"
 
 namespace ferrite::server {
@@ -18,7 +17,7 @@ struct ChatRequest {
   int64_t created = 0;
 };
 
-Json tool_calls_json(const std::vector<ToolCall>& calls) {
+Json tool_calls_json(const std::vector<chat::ToolCall>& calls) {
   Json out = Json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     out.push_back({{"index", i},
@@ -38,6 +37,7 @@ ChatRequest parse_chat(ServerState& st, const Json& body) {
   const ToolChoice choice = parse_tool_choice(body, c.tools);
   if (choice.none) c.tools = nullptr;
   c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);
+  c.ro.gen.parse_tool_calls = !c.tools.is_null();  // the generation step parses the reply's calls
   // A forced call is generated under its grammar (it takes the place of any response_format).
   if (choice.forced) {
     try {
@@ -48,7 +48,7 @@ ChatRequest parse_chat(ServerState& st, const Json& body) {
   }
   const std::string prompt = st.chat.render(body["messages"], c.tools, /*add_generation_prompt=*/true);
   c.ro.gen.prompt = prompt_tokens(st, Json(prompt), "messages");
-  check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine.slot_ctx(), "messages");
+  check_budget(c.ro.gen, c.ro.max_tokens_given, st.engine, "messages");
   c.id = new_id("chatcmpl-");
   c.created = unix_time();
   return c;
@@ -72,7 +72,7 @@ void respond_whole(ServerState& st, const ChatRequest& c, const std::vector<std:
     Completion r = collect(*tasks[i]);
     Json message = {{"role", "assistant"}};
     std::string finish = finish_reason_name(r.finish);
-    ParsedReply parsed = c.tools.is_null() ? ParsedReply{r.text, {}} : parse_tool_calls(r.text);
+    const chat::ParsedReply parsed = r.reply ? *r.reply : chat::ParsedReply{r.text, {}};
     if (!parsed.calls.empty()) {
       message["content"] = parsed.content.empty() ? Json(nullptr) : Json(parsed.content);
       message["tool_calls"] = tool_calls_json(parsed.calls);
@@ -123,7 +123,7 @@ bool stream_all(ServerState& st, const ChatRequest& c, const std::vector<std::sh
       if (!ev.final) continue;
       std::string finish = finish_reason_name(ev.finish);
       if (tools) {
-        ParsedReply parsed = parse_tool_calls(held);
+        const chat::ParsedReply parsed = ev.reply ? *ev.reply : chat::ParsedReply{held, {}};
         Json delta = parsed.calls.empty() ? Json{{"content", held}} : Json{{"tool_calls", tool_calls_json(parsed.calls)}};
         if (!parsed.calls.empty()) finish = "tool_calls";
         if (!sse_send(sink, chunk(st, c, i, delta, nullptr))) return false;

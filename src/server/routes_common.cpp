@@ -82,6 +82,8 @@ httplib::Server::Handler json_route(ServerState& st, bool parse_body, JsonRoute 
       fn(body, req, res);
     } catch (const ApiError& e) {
       set_error(st, res, e.status(), e.type(), e.what(), e.param(), e.code());
+    } catch (const InvalidField& e) {
+      set_error(st, res, kStatusBadRequest, "invalid_request_error", e.what(), e.field());
     } catch (const InvalidArgument& e) {
       set_error(st, res, kStatusBadRequest, "invalid_request_error", e.what());
     } catch (const Json::exception& e) {

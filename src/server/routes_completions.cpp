@@ -50,7 +50,7 @@ CompletionRequest parse_completion(ServerState& st, const Json& body) {
     std::vector<int32_t> ids = prompt_tokens(st, p, "prompt");
     GenerationParams g = c.ro.gen;
     g.prompt = ids;
-    check_budget(g, c.ro.max_tokens_given, st.engine.slot_ctx());
+    check_budget(g, c.ro.max_tokens_given, st.engine);
     if (echo) c.echo_texts.push_back(p.is_string() ? p.get<std::string>() : st.engine.tokenizer().decode(ids));
     c.prompts.push_back(std::move(ids));
   }

@@ -29,7 +29,7 @@ void completion(ServerState& st, const Json& body, const httplib::Request& req, 
   if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
   RequestOptions ro = parse_generation_fields(body, st.engine, /*chat=*/false);
   ro.gen.prompt = prompt_tokens(st, body["prompt"], "prompt");
-  check_budget(ro.gen, ro.max_tokens_given, st.engine.slot_ctx());
+  check_budget(ro.gen, ro.max_tokens_given, st.engine);
   auto tasks = submit_tasks(st.engine, {ro.gen});
   if (ro.stream) {
     current_record().streamed = true;

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/chat_format.h"
+#include "runtime/chat_format.h"
 #include "server/disconnect_watch.h"
 #include "server/engine.h"
 
@@ -76,7 +76,7 @@ struct HttpCounters {
 struct ServerState {
   Engine& engine;
   ServerOptions opt;
-  ChatFormatter chat;
+  runtime::ChatFormatter chat;
   DisconnectWatch watch;
   HttpCounters counters;
   int listen_fd = -1;  // the listening socket, once bound (HttpServer::bind)

@@ -9,11 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sampling/sampler.h"
-#include "server/grammar_constraint.h"
-#include "server/stop_strings.h"
+#include "runtime/generation.h"
 #include "server/task.h"
-#include "tokenizer/stream_decoder.h"
 
 namespace ferrite::server {
 
@@ -27,10 +24,9 @@ struct Slot {
   std::vector<int32_t> cached;   // tokens in the cache at positions 0..size-1
   size_t n_prompt_done = 0;      // prompt tokens in the cache
   int32_t pending = -1;          // sampled, not yet evaluated
-  std::optional<sampling::Sampler> sampler;
-  std::shared_ptr<GrammarConstraint> constraint;
-  std::unique_ptr<tokenizer::StreamDecoder> decoder;
-  StopStrings stop;
+  std::unique_ptr<runtime::Generation> gen;  // the request's generation step
+  int64_t n_keep = 0;            // tokens a context shift keeps
+  int64_t reuse_limit = -1;      // after a shift: cached tokens a later request may reuse (-1: all)
   Timings timings;
   std::chrono::steady_clock::time_point t_start, t_first;
   uint64_t n_served = 0;         // requests completed in this slot

@@ -15,23 +15,23 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "sampling/params.h"
+#include "chat/tool_calls.h"
+#include "runtime/generation.h"
 
 namespace ferrite::server {
 
-struct GenerationParams {
+// The generation step's parameters (runtime/generation.h: sampler, token
+// budget (n_predict < 0: until the slot's share of the cache is full),
+// stop strings, grammar, log-probabilities (n_probs >= 0), tool-call
+// parsing) and what the engine adds.
+struct GenerationParams : runtime::GenerationParams {
   std::vector<int32_t> prompt;          // token ids (BOS included when wanted)
-  sampling::SamplerParams sampling;
-  int32_t n_predict = -1;               // -1: until the slot's context is full
-  std::vector<std::string> stop;        // stop strings (not included in the output)
-  std::string grammar;                  // GBNF constraining the output; empty: none
-  bool ignore_eos = false;
-  int32_t n_probs = 0;                  // top alternatives per token (with logprobs)
-  bool logprobs = false;                // report each token's log-probability
+  int64_t n_keep = 0;                   // prompt tokens a context shift keeps after the BOS (-1: all)
   bool embedding = false;               // an embedding request (encoder models)
 };
 
@@ -49,6 +49,7 @@ struct Timings {
   int32_t n_prompt = 0;        // prompt tokens of the request
   int32_t n_cached = 0;        // of those, reused from the slot's cache
   int32_t n_generated = 0;     // tokens sampled
+  int32_t n_shifted = 0;       // tokens a context shift dropped from the slot
   double prompt_ms = 0.0;
   double generation_ms = 0.0;
 };
@@ -62,6 +63,7 @@ struct Event {
   bool final = false;
   FinishReason finish = FinishReason::None;
   std::string stop_word;       // the stop string that ended generation
+  std::optional<chat::ParsedReply> reply;  // the final event with parse_tool_calls: the reply's tool calls
   std::string error;           // with FinishReason::Error
   Timings timings;
   int slot = -1;

@@ -2,7 +2,7 @@
 // "required" and {"type": "function", "function": {"name": N}} force a call.
 // A forced call is generated under a grammar: the reply is one JSON object
 //   {"name": <an offered tool's name>, "arguments": <its parameters schema>}
-// which parse_tool_calls() reads back (the Llama 3 whole-reply form), so any
+// which chat::parse_tool_calls() reads back (the Llama 3 whole-reply form), so any
 // model, trained for tools or not, answers with a well-formed call.
 #pragma once
 

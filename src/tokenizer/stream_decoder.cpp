@@ -11,6 +11,16 @@ void StreamDecoder::reset() {
   at_start_ = true;
 }
 
+void StreamDecoder::follow(std::span<const int32_t> prompt) {
+  at_start_ = true;
+  for (int32_t id : prompt) {
+    if (!tok_.piece_view(id, special_).empty()) {
+      at_start_ = false;
+      return;
+    }
+  }
+}
+
 std::string StreamDecoder::push(int32_t id) {
   std::string_view piece = tok_.piece_view(id, special_);
   if (at_start_ && !piece.empty()) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "tokenizer/tokenizer.h"
@@ -26,6 +27,11 @@ class StreamDecoder {
   // The tokens continue text already shown (a completion after its prompt):
   // the first piece keeps its leading space.
   void continue_text() { at_start_ = false; }
+  // The tokens continue `prompt`: the first piece keeps its leading space
+  // when the prompt shows any text (so prompt text + output is the decode of
+  // prompt + output), and loses it as decode() does when the prompt is only
+  // control tokens (a BOS).
+  void follow(std::span<const int32_t> prompt);
 
  private:
   // Moves the complete prefix of pending_ to `out`.

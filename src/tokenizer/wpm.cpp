@@ -1,8 +1,13 @@
-// BERT WordPiece. Normalization per codepoint: whitespace ends a word,
-// NUL/U+FFFD/control characters are dropped, accents are stripped (first
-// codepoint of the NFD decomposition, combining marks dropped), letters are
-// lowercased, and punctuation, ASCII symbols and CJK ideographs become words
-// of their own. Each word, prefixed with U+2581, is then covered greedily by
+// BERT WordPiece, as llama.cpp tokenizes it. Normalization per codepoint:
+// whitespace ends a word, NUL/U+FFFD/control characters are dropped, each
+// codepoint becomes the first codepoint of its NFD decomposition (so a
+// precomposed accented letter loses its accent), letters are lowercased, and
+// punctuation, ASCII symbols and CJK ideographs become words of their own.
+// Combining marks that stand alone in the input (decomposed accents, the vowel
+// signs and viramas of Indic scripts) are kept: llama.cpp keeps them, so a
+// word holding one that the vocabulary cannot cover becomes UNK, where
+// Hugging Face's BertTokenizer (which deletes category Mn after NFD) would
+// still split it. Each word, prefixed with U+2581, is then covered greedily by
 // the longest vocabulary tokens; a word that cannot be covered becomes UNK.
 #include <algorithm>
 
@@ -53,7 +58,6 @@ void WpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
       continue;
     }
     if (cpt == 0 || cpt == kReplacementChar || f.control) continue;
-    if (f.mark) continue;
     const uint32_t low = to_lower(cpt);
     if (f.punctuation || (cpt < 0x7F && f.symbol) || is_cjk(cpt)) {
       finish();

@@ -79,10 +79,24 @@ class ChatSessionTest : public ::testing::Test {
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
     EXPECT_LT(worst, 1e-3f);
   }
-  sampling::SamplerParams greedy() const {
-    sampling::SamplerParams p;
-    p.temperature = 0;
+  // Greedy generation of at most n tokens (-1: no budget).
+  static GenerationParams greedy(int64_t n = -1, bool ignore_eos = false,
+                                 const std::atomic<bool>* interrupt = nullptr) {
+    GenerationParams p;
+    p.sampling.temperature = 0;
+    p.n_predict = n;
+    p.ignore_eos = ignore_eos;
+    p.interrupt = interrupt;
     return p;
+  }
+  std::unique_ptr<ChatSession> session_with(bool context_shift, int64_t n_keep = 0) {
+    return std::make_unique<ChatSession>(*ctx_, *tok_,
+                                         ChatSessionParams{.template_source = chat::builtin_template("chatml"),
+                                                           .system_prompt = "",
+                                                           .seq = 0,
+                                                           .prefill_chunk = 512,
+                                                           .n_keep = n_keep,
+                                                           .context_shift = context_shift});
   }
 
   std::shared_ptr<const model::Model> model_;
@@ -150,18 +164,17 @@ TEST_F(ChatSessionTest, DivergingPromptDropsTheStaleTail) {
 TEST_F(ChatSessionTest, SecondTurnReusesTheFirst) {
   open(512);
   auto s = session();
-  sampling::Sampler sampler(greedy());
-  const ChatAnswer a1 = s->respond("Hello", sampler, {.n_predict = 12});
+  const ChatAnswer a1 = s->respond("Hello", greedy(12));
   const std::string turn1 = chatml({{"user", "Hello"}}, true);
   EXPECT_EQ(a1.prefill.n_prompt, static_cast<int64_t>(tokens_of(turn1).size()));
   EXPECT_EQ(a1.prefill.n_evaluated, a1.prefill.n_prompt);
-  EXPECT_EQ(a1.stop, StopReason::kLength);
+  EXPECT_EQ(a1.stop, FinishReason::kLength);
   EXPECT_EQ(a1.n_tokens, 12);
   ASSERT_EQ(s->messages().size(), 2u);
   EXPECT_EQ(s->messages()[1].role, "assistant");
   EXPECT_EQ(s->messages()[1].content, a1.text);
 
-  const ChatAnswer a2 = s->respond("More", sampler, {.n_predict = 12});
+  const ChatAnswer a2 = s->respond("More", greedy(12));
   const std::string turn2 = chatml({{"user", "Hello"}, {"assistant", a1.text}, {"user", "More"}}, true);
   const std::vector<int32_t> t1 = tokens_of(turn1), t2 = tokens_of(turn2);
   EXPECT_EQ(a2.prefill.n_prompt, static_cast<int64_t>(t2.size()));
@@ -174,8 +187,7 @@ TEST_F(ChatSessionTest, SecondTurnReusesTheFirst) {
 TEST_F(ChatSessionTest, ResetKeepsTheSystemPromptAndClearsTheCache) {
   open(256);
   auto s = session("Be kind.");
-  sampling::Sampler sampler(greedy());
-  s->respond("Hello", sampler, {.n_predict = 4});
+  s->respond("Hello", greedy(4));
   ASSERT_GT(ctx_->cache().used(), 0);
   s->reset();
   ASSERT_EQ(s->messages().size(), 1u);
@@ -190,8 +202,7 @@ TEST_F(ChatSessionTest, SaveLoadRoundTripRestoresTheKvState) {
       std::filesystem::temp_directory_path() / ("ferrite-chat-session-" + std::to_string(::getpid()) + ".json");
   const std::string kv = file.string() + ".kv";
   auto s = session("Be kind.");
-  sampling::Sampler sampler(greedy());
-  s->respond("Hello", sampler, {.n_predict = 6});
+  s->respond("Hello", greedy(6));
   EXPECT_TRUE(s->save(file.string()));
   ASSERT_TRUE(std::filesystem::exists(kv));
   const std::vector<ChatMessage> saved = s->messages();
@@ -233,8 +244,7 @@ TEST_F(ChatSessionTest, CorruptKvStateFallsBackToEvaluation) {
       std::filesystem::temp_directory_path() / ("ferrite-chat-corrupt-" + std::to_string(::getpid()) + ".json");
   const std::string kv = file.string() + ".kv";
   auto s = session();
-  sampling::Sampler sampler(greedy());
-  s->respond("Hello", sampler, {.n_predict = 4});
+  s->respond("Hello", greedy(4));
   ASSERT_TRUE(s->save(file.string()));
   std::ofstream(kv, std::ios::binary | std::ios::trunc) << "not a KV state";
   const std::vector<int32_t> want = tokens_of(chatml(s->messages(), false));
@@ -269,32 +279,53 @@ TEST_F(ChatSessionTest, BadSavedChatsAreRefusedAndChangeNothing) {
   }
 }
 
-TEST_F(ChatSessionTest, ConversationTooLongForTheContextIsAnError) {
+TEST_F(ChatSessionTest, WithoutShiftAConversationTooLongForTheContextIsAnError) {
   open(32);
-  auto s = session();
-  sampling::Sampler sampler(greedy());
+  auto s = session_with(/*context_shift=*/false);
   const std::string long_text(400, 'a');
-  EXPECT_THROW(s->respond(long_text, sampler, {}), InvalidArgument);
+  EXPECT_THROW(s->respond(long_text, greedy()), InvalidArgument);
   EXPECT_TRUE(s->messages().empty());
 }
 
-TEST_F(ChatSessionTest, StopsWhenTheContextIsFull) {
+TEST_F(ChatSessionTest, WithoutShiftStopsWhenTheContextIsFull) {
   open(64);
-  auto s = session();
-  sampling::Sampler sampler(greedy());
-  const ChatAnswer a = s->respond("Hi", sampler, {.ignore_eos = true});
-  EXPECT_EQ(a.stop, StopReason::kContextFull);
+  auto s = session_with(/*context_shift=*/false);
+  const ChatAnswer a = s->respond("Hi", greedy(-1, /*ignore_eos=*/true));
+  EXPECT_EQ(a.stop, FinishReason::kContextFull);
   EXPECT_EQ(static_cast<int64_t>(s->cached_tokens().size()), ctx_->n_ctx());
   EXPECT_EQ(a.prefill.n_prompt + a.n_tokens, ctx_->n_ctx() + 1);  // the last sampled token is not evaluated
+}
+
+// A conversation five times longer than the context goes on: each turn
+// answers (the turns' texts never fit together), the oldest tokens after the
+// kept start are dropped, the cache never holds more than the context.
+TEST_F(ChatSessionTest, AChatFiveTimesLongerThanTheContextKeepsGoing) {
+  open(64);
+  auto s = session_with(/*context_shift=*/true, /*n_keep=*/0);
+  int64_t total = 0;
+  for (int turn = 0; turn < 12 && total <= 5 * ctx_->n_ctx(); ++turn) {
+    const ChatAnswer a = s->respond("Tell me more about the cat number " + std::to_string(turn) + ".",
+                                    greedy(20, /*ignore_eos=*/true));
+    EXPECT_EQ(a.stop, FinishReason::kLength) << "turn " << turn;
+    EXPECT_EQ(a.n_tokens, 20) << "turn " << turn;
+    EXPECT_FALSE(a.text.empty()) << "turn " << turn;
+    EXPECT_LE(ctx_->cache().used(), ctx_->n_ctx());
+    EXPECT_EQ(static_cast<int64_t>(s->cached_tokens().size()), ctx_->cache().max_pos(0) + 1);
+    total = static_cast<int64_t>(s->sequence().history().size());
+  }
+  EXPECT_GT(total, 5 * ctx_->n_ctx());
+  EXPECT_GT(s->sequence().n_dropped(), 4 * ctx_->n_ctx());
+  EXPECT_EQ(s->cached_tokens().front(), tok_->bos());  // the BOS is always kept
+  // The whole conversation is still the session's: every message is there.
+  EXPECT_EQ(s->messages().size() % 2, 0u);
 }
 
 TEST_F(ChatSessionTest, InterruptDuringThePrefillDropsTheTurn) {
   open(256);
   auto s = session();
-  sampling::Sampler sampler(greedy());
   std::atomic<bool> stop{true};
-  const ChatAnswer a = s->respond("Hi", sampler, {.interrupt = &stop});
-  EXPECT_EQ(a.stop, StopReason::kInterrupted);
+  const ChatAnswer a = s->respond("Hi", greedy(-1, false, &stop));
+  EXPECT_EQ(a.stop, FinishReason::kInterrupted);
   EXPECT_EQ(a.n_tokens, 0);
   EXPECT_EQ(a.prefill.n_evaluated, 0);
   EXPECT_TRUE(s->messages().empty());
@@ -303,15 +334,14 @@ TEST_F(ChatSessionTest, InterruptDuringThePrefillDropsTheTurn) {
 TEST_F(ChatSessionTest, InterruptDuringTheAnswerKeepsWhatWasSaid) {
   open(256);
   auto s = session();
-  sampling::Sampler sampler(greedy());
   std::atomic<bool> stop{false};
   std::string streamed;
-  const ChatAnswer a = s->respond("Hi", sampler, {.ignore_eos = true, .interrupt = &stop},
+  const ChatAnswer a = s->respond("Hi", greedy(-1, /*ignore_eos=*/true, &stop),
                                   [&](std::string_view text) {
                                     streamed += text;
                                     stop.store(true);  // as a Ctrl-C would, once text has appeared
                                   });
-  EXPECT_EQ(a.stop, StopReason::kInterrupted);
+  EXPECT_EQ(a.stop, FinishReason::kInterrupted);
   EXPECT_GE(a.n_tokens, 1);
   EXPECT_LT(a.n_tokens, 256);
   EXPECT_EQ(a.text, streamed);

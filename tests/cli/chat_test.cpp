@@ -328,7 +328,8 @@ TEST_F(ChatCommand, BadInputGivesClearErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("error"), std::string::npos);
   // Within a chat, bad commands and files are reported and the chat goes on.
-  r = test::run_ferrite(args({"-n", "2", "-c", "64"}),
+  // (Without context shift, a message longer than the context is refused.)
+  r = test::run_ferrite(args({"-n", "2", "-c", "64", "--no-context-shift"}),
                         "/nope\n/load /nonexistent/chat.json\n/save\n" + std::string(300, 'x') + "\nHi\n");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("unknown command /nope"), std::string::npos) << r.err;

@@ -70,7 +70,9 @@ TEST(Fp16, RandomFloatsRoundToNearestEven) {
       if ((n & 0x7C00) == 0x7C00 || (n ^ h) & 0x8000) continue;
       const double e2 = std::fabs(half_by_definition(n) - x);
       ASSERT_LE(err, e2) << "f=" << f;
-      if (err == e2 && n != h) ASSERT_EQ(h & 1, 0) << "tie not to even, f=" << f;
+      if (err == e2 && n != h) {
+        ASSERT_EQ(h & 1, 0) << "tie not to even, f=" << f;
+      }
     }
   }
 }

@@ -55,11 +55,16 @@ TEST(GeluF16, GegluMultipliesByUp) {
 }
 
 
-// The AVX-512 kernel against the scalar lookup, bit for bit: every f16 value
-// (each table entry), random values around the cuts and in the f16 subnormal
-// range, lengths that leave a scalar tail, and in-place use.
-TEST(GeluF16, Avx512EqualsScalarBitForBit) {
-  if (cpu::detected_isa() < cpu::Isa::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+// The AVX2 and AVX-512 kernels against the scalar lookup, bit for bit: every
+// f16 value (each table entry), random values around the cuts and in the f16
+// subnormal range, lengths that leave a scalar tail, and in-place use.
+TEST(GeluF16, SimdEqualsScalarBitForBit) {
+  using Kernel = void (*)(const uint16_t*, const float*, const float*, int64_t, float*);
+  std::vector<Kernel> kernels;
+  const cpu::Isa top = cpu::detected_isa();
+  if (top == cpu::Isa::Avx2 || top == cpu::Isa::Avx512) kernels.push_back(cpu::geglu_f16_avx2);
+  if (top == cpu::Isa::Avx512) kernels.push_back(cpu::geglu_f16_avx512);
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   std::vector<float> x;
   for (uint32_t h = 0; h < (1u << 16); ++h) x.push_back(fp16_to_fp32(static_cast<uint16_t>(h)));
   std::mt19937 rng(12);
@@ -78,15 +83,18 @@ TEST(GeluF16, Avx512EqualsScalarBitForBit) {
     if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
     return std::memcmp(&a, &b, sizeof a) == 0;
   };
-  std::vector<float> y(x.size());
-  cpu::geglu_f16_avx512(table, x.data(), up.data(), static_cast<int64_t>(x.size()), y.data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_TRUE(same_bits(y[i], cpu::gelu_f16(x[i]) * up[i])) << "x = " << x[i] << " i = " << i;
-  }
-  std::vector<float> in_place = x;
-  cpu::geglu_f16_avx512(table, in_place.data(), nullptr, static_cast<int64_t>(x.size()), in_place.data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_TRUE(same_bits(in_place[i], cpu::gelu_f16(x[i]))) << "x = " << x[i] << " i = " << i;
+  for (size_t kk = 0; kk < kernels.size(); ++kk) {
+    SCOPED_TRACE(kk == 0 ? "avx2" : "avx512");
+    std::vector<float> y(x.size());
+    kernels[kk](table, x.data(), up.data(), static_cast<int64_t>(x.size()), y.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_TRUE(same_bits(y[i], cpu::gelu_f16(x[i]) * up[i])) << "x = " << x[i] << " i = " << i;
+    }
+    std::vector<float> in_place = x;
+    kernels[kk](table, in_place.data(), nullptr, static_cast<int64_t>(x.size()), in_place.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_TRUE(same_bits(in_place[i], cpu::gelu_f16(x[i]))) << "x = " << x[i] << " i = " << i;
+    }
   }
 }
 

@@ -1,14 +1,15 @@
-// NEON K-quant products (quant_dot_k_neon.cpp): every dot equals the
-// reference dot (quant_dot_ref.cpp) bit for bit, on weights quantized from
-// random floats, on raw random bytes (weights and activations: every scale,
-// bit pattern and 16-sum), and on blocks at the edges of each format (all
-// scales and values at their maximum or minimum, extreme f16 scale bytes)
-// against activations at +-127 and -128; tiles of every shape equal the
-// reference dots; K-quant products through matmul() (one token and several)
-// at the NEON level equal the scalar level's output; and the NEON Q8_K
-// quantizer equals the reference quantizer byte for byte on random rows and
-// corner cases. These run in the aarch64 cross build under qemu
-// (scripts/test-neon) and skip on x86-64.
+// NEON K-quant and IQ4_XS products (quant_dot_k_neon.cpp, and the SMMLA
+// tiles of quant_dot_neon_i8mm.cpp), at every NEON level the CPU has: every
+// dot equals the reference dot (quant_dot_ref.cpp) bit for bit, on weights
+// quantized from random floats, on raw random bytes (weights and
+// activations: every scale, bit pattern and 16-sum), and on blocks at the
+// edges of each format (all scales and values at their maximum or minimum,
+// extreme f16 scale bytes) against activations at +-127 and -128; tiles of
+// every shape equal the reference dots; K-quant products through matmul()
+// (one token and several) at each NEON level equal the scalar level's
+// output; and the NEON Q8_K quantizer equals the reference quantizer byte
+// for byte on random rows and corner cases. These run in the aarch64 cross
+// build under qemu (scripts/test-neon) and skip on x86-64.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -26,6 +27,7 @@
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"
 #include "quant/type_traits.h"
+#include "neon_levels.h"
 #include "random_data.h"
 
 namespace ferrite::cpu {
@@ -35,14 +37,11 @@ constexpr int64_t kQKK = quant::kQKK;
 constexpr int kGroup = 16;  // elements per Q8_K 16-sum
 constexpr int8_t kActMax = 127;
 constexpr int8_t kActMin = -128;  // a valid Q8_K byte the quantizer never writes
-const TensorType kKTypes[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q3_K,
-                               TensorType::Q2_K};
+const TensorType kKTypes[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K,
+                               TensorType::Q3_K, TensorType::Q2_K, TensorType::IQ4_XS};
 const int64_t kLengths[] = {256, 512, 4096 + 256};
 
-bool have_neon() { return detected_isa() == Isa::Neon; }
-
-#define SKIP_WITHOUT_NEON() \
-  if (!have_neon()) GTEST_SKIP() << "no NEON level (x86-64 build or CPU without dotprod/fp16)"
+using test::neon_levels;
 
 size_t block_bytes(TensorType t) { return tensor_row_bytes(t, kQKK); }
 
@@ -74,6 +73,9 @@ void set_scales(TensorType t, uint8_t* row, int64_t b, uint16_t d, uint16_t dmin
     }
     case TensorType::Q6_K:
       reinterpret_cast<quant::BlockQ6_K*>(p)->d = d;
+      break;
+    case TensorType::IQ4_XS:
+      reinterpret_cast<quant::BlockIQ4_XS*>(p)->d = d;
       break;
     default:
       FAIL() << "not a K type";
@@ -145,24 +147,33 @@ uint32_t bits(float f) {
   return u;
 }
 
-// The NEON dot and the reference dot of one row pair, compared bitwise.
+// The dot of each NEON level and the reference dot of one row pair,
+// compared bitwise.
 void expect_same(TensorType t, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a, int64_t k,
                  const char* what) {
   const float r = quant_dot_ref(t)->dot(w.data(), a.data(), k);
-  const float f = find_quant_dot(t, Isa::Neon)->dot(w.data(), a.data(), k);
-  EXPECT_EQ(bits(f), bits(r)) << tensor_type_name(t) << " k=" << k << " " << what << ": " << f << " vs " << r;
+  for (Isa isa : neon_levels()) {
+    const float f = find_quant_dot(t, isa)->dot(w.data(), a.data(), k);
+    EXPECT_EQ(bits(f), bits(r)) << isa_name(isa) << " " << tensor_type_name(t) << " k=" << k << " " << what << ": "
+                                << f << " vs " << r;
+  }
 }
 
 TEST(NeonQuantDotK, TableCoversTheKTypes) {
   SKIP_WITHOUT_NEON();
-  for (TensorType t : kKTypes) {
-    const QuantDot* q = find_quant_dot(t, Isa::Neon);
-    ASSERT_NE(q, nullptr) << tensor_type_name(t);
-    EXPECT_NE(q, quant_dot_ref(t)) << tensor_type_name(t) << ": the NEON level has its own dot";
-    EXPECT_EQ(q->act, ActQuant::Q8_K);
-    EXPECT_EQ(q->act_row_bytes, quant_dot_ref(t)->act_row_bytes);
-    EXPECT_NE(q->tile, nullptr);
-    EXPECT_NE(q->quantize, quant_dot_ref(t)->quantize) << tensor_type_name(t) << ": the NEON quantizer";
+  for (Isa isa : neon_levels()) {
+    for (TensorType t : kKTypes) {
+      const QuantDot* q = find_quant_dot(t, isa);
+      ASSERT_NE(q, nullptr) << tensor_type_name(t);
+      EXPECT_NE(q, quant_dot_ref(t)) << tensor_type_name(t) << ": the NEON level has its own dot";
+      EXPECT_EQ(q->act, ActQuant::Q8_K);
+      EXPECT_EQ(q->act_row_bytes, quant_dot_ref(t)->act_row_bytes);
+      EXPECT_NE(q->tile, nullptr);
+      EXPECT_NE(q->quantize, quant_dot_ref(t)->quantize) << tensor_type_name(t) << ": the NEON quantizer";
+      if (isa == Isa::NeonI8mm) {
+        EXPECT_NE(q->tile, find_quant_dot(t, Isa::Neon)->tile) << tensor_type_name(t) << ": the SMMLA tiles";
+      }
+    }
   }
 }
 
@@ -312,33 +323,36 @@ TEST(NeonQuantDotK, TilesOfEveryShapeEqualReference) {
   constexpr int kMax = 4;
   constexpr int64_t kK = 512;
   constexpr int64_t kStride = 7;  // y row stride, wider than any tile
-  for (TensorType t : kKTypes) {
-    const QuantDot* q = find_quant_dot(t, Isa::Neon);
-    ASSERT_NE(q->tile, nullptr);
-    const size_t wrb = tensor_row_bytes(t, kK), arb = q->act_row_bytes(kK);
-    std::vector<uint8_t> w(kMax * wrb), a(kMax * arb);
-    for (int r = 0; r < kMax; ++r) {
-      const auto row = random_weight_bytes(t, kK, 50 + r);
-      std::memcpy(w.data() + r * wrb, row.data(), wrb);
-      const auto act = r % 2 == 0 ? quantized_act(t, kK, 60 + r, 3.0f) : random_act_bytes(kK, 70 + r);
-      std::memcpy(a.data() + r * arb, act.data(), arb);
-    }
-    for (int nr = 1; nr <= kMax; ++nr) {
-      for (int nt = 1; nt <= kMax; ++nt) {
-        std::vector<float> y(kMax * kStride, -1.0f);
-        q->tile(w.data(), wrb, nr, a.data(), arb, nt, kK, y.data(), kStride);
-        for (int tt = 0; tt < nt; ++tt) {
-          for (int r = 0; r < nr; ++r) {
-            const float want = quant_dot_ref(t)->dot(w.data() + r * wrb, a.data() + tt * arb, kK);
-            EXPECT_EQ(bits(y[tt * kStride + r]), bits(want))
-                << tensor_type_name(t) << " tile " << nr << "x" << nt << " r=" << r << " t=" << tt;
+  for (Isa isa : neon_levels()) {
+    for (TensorType t : kKTypes) {
+      const QuantDot* q = find_quant_dot(t, isa);
+      ASSERT_NE(q->tile, nullptr);
+      const size_t wrb = tensor_row_bytes(t, kK), arb = q->act_row_bytes(kK);
+      std::vector<uint8_t> w(kMax * wrb), a(kMax * arb);
+      for (int r = 0; r < kMax; ++r) {
+        const auto row = random_weight_bytes(t, kK, 50 + r);
+        std::memcpy(w.data() + r * wrb, row.data(), wrb);
+        const auto act = r % 2 == 0 ? quantized_act(t, kK, 60 + r, 3.0f) : random_act_bytes(kK, 70 + r);
+        std::memcpy(a.data() + r * arb, act.data(), arb);
+      }
+      for (int nr = 1; nr <= kMax; ++nr) {
+        for (int nt = 1; nt <= kMax; ++nt) {
+          std::vector<float> y(kMax * kStride, -1.0f);
+          q->tile(w.data(), wrb, nr, a.data(), arb, nt, kK, y.data(), kStride);
+          for (int tt = 0; tt < nt; ++tt) {
+            for (int r = 0; r < nr; ++r) {
+              const float want = quant_dot_ref(t)->dot(w.data() + r * wrb, a.data() + tt * arb, kK);
+              EXPECT_EQ(bits(y[tt * kStride + r]), bits(want))
+                  << isa_name(isa) << " " << tensor_type_name(t) << " tile " << nr << "x" << nt << " r=" << r
+                  << " t=" << tt;
+            }
           }
-        }
-        // Outside the tile, y is untouched.
-        for (int tt = 0; tt < kMax; ++tt) {
-          for (int r = 0; r < kStride; ++r) {
-            if (tt >= nt || r >= nr) {
-              EXPECT_EQ(y[tt * kStride + r], -1.0f) << "tile " << nr << "x" << nt;
+          // Outside the tile, y is untouched.
+          for (int tt = 0; tt < kMax; ++tt) {
+            for (int r = 0; r < kStride; ++r) {
+              if (tt >= nt || r >= nr) {
+                EXPECT_EQ(y[tt * kStride + r], -1.0f) << "tile " << nr << "x" << nt;
+              }
             }
           }
         }
@@ -347,7 +361,7 @@ TEST(NeonQuantDotK, TilesOfEveryShapeEqualReference) {
   }
 }
 
-// A K-quant GEMV through matmul() at the NEON level equals the scalar
+// A K-quant GEMV through matmul() at each NEON level equals the scalar
 // level's (which uses the reference dots) bit for bit.
 TEST(NeonQuantDotK, MatmulAtNeonEqualsScalarLevel) {
   SKIP_WITHOUT_NEON();
@@ -368,11 +382,14 @@ TEST(NeonQuantDotK, MatmulAtNeonEqualsScalarLevel) {
       MatmulScratch scratch;
       set_isa(Isa::Scalar);
       matmul(view, x.data(), m, y_scalar.data(), pool, scratch);
-      ASSERT_EQ(set_isa(Isa::Neon), Isa::Neon);
-      matmul(view, x.data(), m, y_neon.data(), pool, scratch);
-      set_isa(saved);
-      for (size_t i = 0; i < y_scalar.size(); ++i) {
-        EXPECT_EQ(bits(y_neon[i]), bits(y_scalar[i])) << tensor_type_name(t) << " m=" << m << " output " << i;
+      for (Isa isa : neon_levels()) {
+        ASSERT_EQ(set_isa(isa), isa);
+        matmul(view, x.data(), m, y_neon.data(), pool, scratch);
+        set_isa(saved);
+        for (size_t i = 0; i < y_scalar.size(); ++i) {
+          EXPECT_EQ(bits(y_neon[i]), bits(y_scalar[i]))
+              << isa_name(isa) << " " << tensor_type_name(t) << " m=" << m << " output " << i;
+        }
       }
     }
   }

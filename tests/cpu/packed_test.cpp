@@ -4,6 +4,7 @@
 // packed view equals the plain reference for every token count and thread count.
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -81,7 +82,7 @@ TEST(Packed, LayoutRoundTripsAndKeepsSize) {
 
 TEST(Packed, OnlyWholeGroupsOfQ4_0AndQ8_0) {
   EXPECT_FALSE(packable(make(TensorType::Q4_0, 24, 64, 2).view));  // 24 rows: not a multiple of 16
-  EXPECT_FALSE(packable(make(TensorType::Q5_K, 16, 256, 3).view));
+  EXPECT_FALSE(packable(make(TensorType::Q2_K, 16, 256, 3).view));
   EXPECT_TRUE(packable(make(TensorType::Q8_0, 32, 64, 4).view));
 }
 
@@ -298,6 +299,29 @@ TEST(PackedFloat, KernelsAndMatmulMatchPlainReference) {
       }
       for (size_t i = 0; i < y_lay.size(); ++i) ASSERT_NEAR(y_lay[i], y_ref[i], float_tolerance(type, kK));
     }
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
+
+// Q4_1, Q5_0, Q5_1, IQ4_NL (cpu/packed_legacy.h): lossless for every byte
+// pattern; their products are tested at every level by isa_parity_test.cpp.
+namespace ferrite::cpu {
+namespace {
+
+TEST(PackedLegacy, RoundTripsEveryBytePattern) {
+  std::mt19937 rng(60);
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::IQ4_NL}) {
+    Plain p = make(type, 32, 96, 61);
+    ASSERT_TRUE(packable(p.view)) << tensor_type_name(type);
+    EXPECT_FALSE(packable(make(type, 24, 96, 62).view));
+    for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
+    std::vector<uint8_t> packed(p.bytes.size()), back(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    EXPECT_NE(packed, p.bytes);
+    unpack_rows(p.view, packed.data(), back.data());
+    EXPECT_EQ(back, p.bytes) << tensor_type_name(type);
   }
 }
 

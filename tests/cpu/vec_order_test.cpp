@@ -1,5 +1,5 @@
-// Every x86 level sums in one order: the order of llama.cpp's AVX-512
-// build, in which the goldens of ../shared were made (cpu/vec_ops.h
+// Every level (the scalar reference, x86 and NEON) sums in one order: the order of llama.cpp's
+// AVX-512 build, in which the goldens of ../shared were made (cpu/vec_ops.h
 // describes it). A plain scalar model of that order, written here from the
 // description alone, must give the same bits as each level's dot products
 // and softmax sums. On an AVX2-only host this is what keeps the model
@@ -121,12 +121,16 @@ double model_softmax_exp(std::vector<float>& x, float max) {
   return sum;
 }
 
-std::vector<Isa> x86_levels() {
-  std::vector<Isa> out;
+// The scalar level (the reference, vec_ops_ref.cpp) and the SIMD levels the
+// host has (x86 or NEON).
+std::vector<Isa> levels_to_check() {
+  std::vector<Isa> out{Isa::Scalar};
 #if defined(__x86_64__)
   for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
     if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) out.push_back(isa);
   }
+#elif defined(__aarch64__)
+  if (is_neon(detected_isa())) out.push_back(Isa::Neon);  // NeonI8mm shares its table
 #endif
   return out;
 }
@@ -137,8 +141,8 @@ uint32_t fresh_seed() { return std::random_device{}(); }
 const int64_t kLengths[] = {1, 7, 8, 15, 16, 17, 24, 31, 32, 33, 63, 64, 65, 72, 100, 128, 255, 256, 1000, 4096};
 
 TEST(VecOrder, DotsSumInTheGoldenOrder) {
-  const auto levels = x86_levels();
-  if (levels.empty()) GTEST_SKIP() << "no x86 SIMD level on this host";
+  const auto levels = levels_to_check();
+  if (levels.empty()) GTEST_SKIP() << "no SIMD level on this host";
   const uint32_t seed = fresh_seed();
   for (Isa isa : levels) {
     const VecOps& ops = vec_ops_for(isa);
@@ -157,13 +161,13 @@ TEST(VecOrder, DotsSumInTheGoldenOrder) {
   }
 }
 
-// vdpbf16ps as Intel specifies it. AVX2 emulates it and must give the same
-// bits. An AVX-512 host runs the instruction itself, whose denormal flushing
-// and intermediate rounding are the vendor's: there, within a few ulps of
-// the sum's scale.
+// vdpbf16ps as Intel specifies it. The scalar level, AVX2 and NEON emulate it and must give
+// the same bits. An AVX-512 host runs the instruction itself, whose denormal
+// flushing and intermediate rounding are the vendor's: there, within a few
+// ulps of the sum's scale.
 TEST(VecOrder, Bf16DotIsTheDotProductInstruction) {
-  const auto levels = x86_levels();
-  if (levels.empty()) GTEST_SKIP() << "no x86 SIMD level on this host";
+  const auto levels = levels_to_check();
+  if (levels.empty()) GTEST_SKIP() << "no SIMD level on this host";
   const uint32_t seed = fresh_seed();
   for (Isa isa : levels) {
     const VecOps& ops = vec_ops_for(isa);
@@ -172,8 +176,8 @@ TEST(VecOrder, Bf16DotIsTheDotProductInstruction) {
       const auto b = test::to_bf16(test::random_floats(static_cast<size_t>(n), seed + 17u, -2.0f, 2.0f));
       const float want = model_dot_bf16(a.data(), b.data(), n);
       const float got = ops.dot_bf16(a.data(), b.data(), n);
-      if (isa == Isa::Avx2) {
-        EXPECT_EQ(got, want) << "avx2 n=" << n << " seed=" << seed;
+      if (isa != Isa::Avx512) {
+        EXPECT_EQ(got, want) << isa_name(isa) << " n=" << n << " seed=" << seed;
       } else {
         double scale = 0;
         for (int64_t i = 0; i < n; ++i) scale += std::fabs(bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]));
@@ -184,8 +188,8 @@ TEST(VecOrder, Bf16DotIsTheDotProductInstruction) {
 }
 
 TEST(VecOrder, SoftmaxSumsInTheGoldenOrder) {
-  const auto levels = x86_levels();
-  if (levels.empty()) GTEST_SKIP() << "no x86 SIMD level on this host";
+  const auto levels = levels_to_check();
+  if (levels.empty()) GTEST_SKIP() << "no SIMD level on this host";
   const uint32_t seed = fresh_seed();
   for (Isa isa : levels) {
     const VecOps& ops = vec_ops_for(isa);

@@ -50,7 +50,7 @@ std::shared_ptr<Task> greedy_task(std::vector<int32_t> prompt, int n_predict) {
   p.sampling.temperature = 0.0f;
   p.n_predict = n_predict;
   p.ignore_eos = true;
-  p.logprobs = true;  // the events then carry the token ids
+  p.n_probs = 0;  // the events then carry the token ids
   return std::make_shared<Task>(std::move(p));
 }
 

@@ -2,6 +2,7 @@
 // comparison of our logits with them.
 #pragma once
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -64,6 +65,18 @@ inline double logit_scale(const GoldenPosition& g) {
   double m = 0;
   for (const auto& [id, v] : g.top) m = std::max(m, std::fabs(v));
   return m;
+}
+
+// A parameterized test's name from its golden file: the file name without
+// ".json", other characters than letters and digits as '_'
+// ("golden/logits/synth-gemma2-f32.p2.json" -> "synth_gemma2_f32_p2"), so
+// that filters can pick prompts (scripts/test-neon leaves out "*_p2").
+inline std::string golden_case_name(const std::string& golden) {
+  std::string name = std::filesystem::path(golden).stem().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
 }
 
 }  // namespace ferrite::test

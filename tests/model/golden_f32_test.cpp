@@ -66,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"models/synth/synth-qwen2-f32.gguf", "golden/logits/synth-qwen2-f32.p1.json"},
                       Case{"models/synth/synth-qwen2-f32.gguf", "golden/logits/synth-qwen2-f32.p2.json"},
                       Case{"models/synth/synth-qwen2moe-f32.gguf", "golden/logits/synth-qwen2moe-f32.p1.json"},
-                      Case{"models/synth/synth-qwen2moe-f32.gguf", "golden/logits/synth-qwen2moe-f32.p2.json"}));
+                      Case{"models/synth/synth-qwen2moe-f32.gguf", "golden/logits/synth-qwen2moe-f32.p2.json"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return test::golden_case_name(info.param.golden); });
 
 // Greedy decoding one token at a time from BOS reproduces llama.cpp's 200
 // tokens (stories260K is a trained model: its top-2 margins are wide).

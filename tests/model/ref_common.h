@@ -70,6 +70,8 @@ struct Rope {
   bool neox = false;       // NeoX pairs (i, i + n_rot/2); otherwise (2i, 2i+1)
   double base = 10000.0;   // theta_i = base^(-2i / n_rot)
   double pos_scale = 1.0;  // linear scaling: the position is multiplied by 1/factor
+  // Angles as transformers computes them instead (f32 pos * f32(1 / base^(2i/n_rot))).
+  bool hf_angles = false;
 };
 
 // Rotates every head of x [n, n_heads * head_dim] by its token's position.
@@ -82,6 +84,11 @@ inline void rope(Rows& x, int64_t n, int64_t n_heads, int64_t head_dim, const st
     float theta = static_cast<float>(pos[t]);  // pos * step^i, in f32
     for (int64_t i = 0; i < half; ++i, theta *= step) {
       angle[i] = static_cast<double>(static_cast<float>(r.pos_scale) * theta);
+      if (r.hf_angles) {
+        const float inv = 1.0f / std::pow(static_cast<float>(r.base),
+                                          static_cast<float>(2 * i) / static_cast<float>(r.n_rot));
+        angle[i] = static_cast<double>(static_cast<float>(pos[t]) * inv);
+      }
     }
     for (int64_t h = 0; h < n_heads; ++h) {
       double* v = x.data() + (t * n_heads + h) * head_dim;
@@ -102,9 +109,11 @@ inline void rope(Rows& x, int64_t n, int64_t n_heads, int64_t head_dim, const st
 // Query head h reads key/value head h / (n_head / n_head_kv). window > 0
 // hides keys with pos_q - pos_k >= window (a sliding window). Queries, keys,
 // values and probabilities are rounded to f16 (llama.cpp's f16 cache and
-// products).
+// products) unless `f16` is false.
 inline Rows attention(const Rows& q, const Rows& k, const Rows& v, const std::vector<int32_t>& pos, int64_t n,
-                      int64_t n_head, int64_t n_head_kv, int64_t hd, double scale, int64_t window) {
+                      int64_t n_head, int64_t n_head_kv, int64_t hd, double scale, int64_t window,
+                      bool f16 = true) {
+  const auto r16 = [f16](double x) { return f16 ? round_f16(x) : x; };
   const int64_t group = n_head / n_head_kv, n_q = n_head * hd, n_kv = n_head_kv * hd;
   Rows out(static_cast<size_t>(n * n_q), 0.0);
   for (int64_t i = 0; i < n; ++i) {
@@ -117,7 +126,7 @@ inline Rows attention(const Rows& q, const Rows& k, const Rows& v, const std::ve
         if (window > 0 && pos[i] - pos[j] >= window) continue;
         double dot = 0;
         for (int64_t d = 0; d < hd; ++d) {
-          dot += round_f16(q[i * n_q + h * hd + d]) * round_f16(k[j * n_kv + g * hd + d]);
+          dot += r16(q[i * n_q + h * hd + d]) * r16(k[j * n_kv + g * hd + d]);
         }
         p.push_back(dot * scale);
         js.push_back(j);
@@ -125,7 +134,7 @@ inline Rows attention(const Rows& q, const Rows& k, const Rows& v, const std::ve
       softmax(p);
       for (size_t m = 0; m < js.size(); ++m) {
         for (int64_t d = 0; d < hd; ++d) {
-          out[i * n_q + h * hd + d] += round_f16(p[m]) * round_f16(v[js[m] * n_kv + g * hd + d]);
+          out[i * n_q + h * hd + d] += r16(p[m]) * r16(v[js[m] * n_kv + g * hd + d]);
         }
       }
     }

@@ -73,6 +73,10 @@ class TinyGguf {
   }
 
   const std::filesystem::path& path() const { return path_; }
+  // Metadata beyond "<arch>." keys (a vocabulary's tokenizer.* keys).
+  gguf::Writer& writer() { return writer_; }
+  // A tensor's values, to change before write().
+  std::vector<float>& values(const std::string& name) { return tensors_.at(name); }
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   const std::vector<float>& t(const std::string& name) const { return tensors_.at(name); }
 

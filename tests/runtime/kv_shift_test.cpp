@@ -81,7 +81,8 @@ TEST_P(KvShift, ShiftedKeyEqualsKeyAtNewPosition) {
     }
   }
   constexpr int32_t kDelta = 1234;
-  cache.shift(0, 0, 20, kDelta, cfg);  // moves cell 0 only (seq 0, position 5)
+  const std::vector<cpu::RopeConfig> per_layer(2, cfg);
+  cache.shift(0, 0, 20, kDelta, per_layer);  // moves cell 0 only (seq 0, position 5)
   EXPECT_EQ(cache.cell(slots[0]).pos, 5 + kDelta);
   EXPECT_EQ(cache.cell(slots[1]).pos, 30);
   EXPECT_EQ(cache.cell(slots[2]).pos, 5);
@@ -97,7 +98,7 @@ TEST_P(KvShift, ShiftedKeyEqualsKeyAtNewPosition) {
     }
   }
   // Shifting below position 0 drops the cells.
-  cache.shift(-1, 0, -1, -31, cfg);
+  cache.shift(-1, 0, -1, -31, per_layer);
   EXPECT_EQ(cache.used(), 1);
   EXPECT_EQ(cache.cell(slots[0]).pos, 5 + kDelta - 31);
 }

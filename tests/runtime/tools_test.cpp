@@ -44,8 +44,12 @@ TEST(RunCommand, BadArgumentsFailCleanly) {
   FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
   const std::string bin = FERRITE_BINARY;
   EXPECT_NE(run_command(bin + " run -m /nonexistent.gguf -p hi 2>/dev/null").status, 0);
-  EXPECT_NE(run_command(bin + " run -m " + model_path.string() + " -p hi -n 5000 -c 64 2>/dev/null").status, 0);
-  EXPECT_NE(run_command(bin + " run -m " + model_path.string() + " -p hi -n -1 2>/dev/null").status, 0);
+  // Without context shift, more tokens than the context holds are refused.
+  EXPECT_NE(run_command(bin + " run -m " + model_path.string() + " -p hi -n 5000 -c 64 --no-context-shift 2>/dev/null")
+                .status,
+            0);
+  // -n takes -1 (no limit) and -2 (until the context is full), as llama.cpp's, and nothing below.
+  EXPECT_NE(run_command(bin + " run -m " + model_path.string() + " -p hi -n -3 2>/dev/null").status, 0);
 }
 
 // llama.cpp's llama-perplexity -c 128 on the first 60,000 bytes of War and

@@ -82,14 +82,22 @@ TEST(ServerApi, MaxTokensAndNChoices) {
   EXPECT_EQ(body["usage"]["completion_tokens"], 21);
 }
 
-TEST(ServerApi, SeedGivesSameSample) {
+TEST(ServerApi, SeedGivesSameSampleAndAnotherSeedAnother) {
   FERRITE_TEST_SERVER(srv, kDefault);
-  const Json req = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 1.0}, {"seed", 1234}};
+  Json req = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 1.0}, {"seed", 1234}};
   auto a = srv.post("/v1/completions", req);
   auto b = srv.post("/v1/completions", req);
+  req["seed"] = 4321;
+  auto c = srv.post("/v1/completions", req);
   ASSERT_EQ(a.first, 200);
   ASSERT_EQ(b.first, 200);
-  EXPECT_EQ(a.second["choices"][0]["text"], b.second["choices"][0]["text"]);
+  ASSERT_EQ(c.first, 200);
+  const std::string ta = a.second["choices"][0]["text"], tc = c.second["choices"][0]["text"];
+  EXPECT_GE(ta.size(), 40u);
+  EXPECT_EQ(ta, b.second["choices"][0]["text"]);
+  // An ignored seed (a fixed one) would make these equal too: 40 tokens
+  // drawn at temperature 1 from two streams agree by chance with negligible odds.
+  EXPECT_NE(ta, tc);
 }
 
 TEST(ServerApi, LogprobsMatchGoldenLogits) {

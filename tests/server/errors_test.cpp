@@ -64,7 +64,11 @@ TEST(ServerErrors, ContextOverflowAndTooManyTokens) {
   EXPECT_EQ(r.second["error"]["param"], "prompt");
   EXPECT_NE(r.second["error"]["message"].get<std::string>().find("512"), std::string::npos);
 
-  auto big = srv.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 100000}});
+  // Without context shift, more tokens than the slot holds are refused.
+  ServerConfig fixed = kDefault;
+  fixed.context_shift = false;
+  FERRITE_TEST_SERVER(no_shift, fixed);
+  auto big = no_shift.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 100000}});
   expect_error(big, 400, "max_tokens");
   EXPECT_EQ(big.second["error"]["code"], "context_length_exceeded");
 }

@@ -15,6 +15,7 @@ TestServer::TestServer(const std::string& model_path, const ServerConfig& cfg) {
   eo.n_batch = cfg.n_batch;
   eo.n_threads = 1;
   eo.max_queue = cfg.max_queue;
+  eo.context_shift = cfg.context_shift;
   eo.after_step = [this] { gate_.pass(); };
   engine_ = std::make_unique<Engine>(model, tok, eo);
   ServerOptions so;

@@ -52,6 +52,7 @@ struct ServerConfig {
   size_t max_queue = 16;
   std::string api_key;
   size_t max_body = 1u << 20;
+  bool context_shift = true;
 };
 
 class TestServer {

@@ -15,6 +15,7 @@ from ._ferrite import (  # noqa: F401  (re-exported)
     InvalidArgumentError,
     IoError,
     ModelError,
+    sampler_parameters,
 )
 from .llama import (
     LLAMA_DEFAULT_SEED,
@@ -48,4 +49,5 @@ __all__ = [
     "IoError",
     "EngineError",
     "ModelNotFoundError",
+    "sampler_parameters",
 ]

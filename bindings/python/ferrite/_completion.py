@@ -30,16 +30,19 @@ class CompletionRequest:
     logprobs: Optional[int] = None
     echo: bool = False
     model: str = ""
+    prompt_text: Optional[str] = None  # the prompt as given, when given as text (echo prints it exactly)
+    tool_calls: bool = False           # parse tool calls out of the reply at the end
 
 
 def start_generation(req: CompletionRequest) -> Any:
     """Evaluates the prompt and returns the engine's Generation."""
     max_tokens = req.max_tokens
     if max_tokens is None or max_tokens <= 0:
-        max_tokens = -1  # until the context is full
+        # As llama-cpp-python: what the context has left after the prompt.
+        max_tokens = max(req.llama.n_ctx() - len(req.prompt_tokens), 0)
     n_logprobs = -1 if req.logprobs is None else req.logprobs
     return req.llama._session.generate(req.prompt_tokens, req.sampling, max_tokens, req.stop,
-                                       grammar_text(req.grammar), n_logprobs)
+                                       grammar_text(req.grammar), n_logprobs, False, req.tool_calls)
 
 
 def piece_text(piece: bytes) -> str:
@@ -95,6 +98,9 @@ class LogprobsBuilder:
 
 
 def _prompt_text(req: CompletionRequest) -> str:
+    """What echo prints: the prompt exactly as given, or the text of its token ids."""
+    if req.prompt_text is not None:
+        return req.prompt_text
     return piece_text(req.llama.detokenize(req.prompt_tokens))
 
 
@@ -102,16 +108,20 @@ def _usage(n_prompt: int, n_completion: int) -> Dict[str, int]:
     return {"prompt_tokens": n_prompt, "completion_tokens": n_completion, "total_tokens": n_prompt + n_completion}
 
 
-def run_completion(req: CompletionRequest) -> Dict[str, Any]:
-    cmpl_id = f"cmpl-{uuid.uuid4()}"
-    created = int(time.time())
+def _begin(req: CompletionRequest) -> Tuple[str, int, str, Optional[LogprobsBuilder], Any]:
+    """(id, created, echoed prefix, logprobs builder, generation): the
+    prompt's part of a completion, and its generation started."""
     prefix = _prompt_text(req) if req.echo else ""
     lp: Optional[LogprobsBuilder] = None
     if req.logprobs is not None:
         lp = LogprobsBuilder(req.llama, 0)
         if req.echo:
             lp.add_prompt(req.prompt_tokens, req.logprobs)
-    gen = start_generation(req)
+    return f"cmpl-{uuid.uuid4()}", int(time.time()), prefix, lp, start_generation(req)
+
+
+def run_completion(req: CompletionRequest) -> Dict[str, Any]:
+    cmpl_id, created, prefix, lp, gen = _begin(req)
     steps: List[Step] = gen.run()
     text = prefix + "".join(s[2] for s in steps)
     finish = steps[-1][5] if steps else "length"
@@ -132,15 +142,7 @@ def run_completion(req: CompletionRequest) -> Dict[str, Any]:
 def stream_completion(req: CompletionRequest) -> Iterator[Dict[str, Any]]:
     """Starts the generation now (so bad requests raise here) and returns
     the iterator of chunks."""
-    cmpl_id = f"cmpl-{uuid.uuid4()}"
-    created = int(time.time())
-    prefix = _prompt_text(req) if req.echo else ""
-    lp: Optional[LogprobsBuilder] = None
-    if req.logprobs is not None:
-        lp = LogprobsBuilder(req.llama, 0)
-        if req.echo:
-            lp.add_prompt(req.prompt_tokens, req.logprobs)
-    gen = start_generation(req)
+    cmpl_id, created, prefix, lp, gen = _begin(req)
 
     def chunk(text: str, logprobs: Any, finish: Optional[str]) -> Dict[str, Any]:
         return {

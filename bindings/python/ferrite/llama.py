@@ -273,8 +273,13 @@ class Llama(ChatMixin):
         logits_processor: Any = None,
         grammar: Any = None,
         logit_bias: Optional[Dict[int, float]] = None,
+        **sampler_options: Any,
     ) -> Union[Dict[str, Any], Iterator[Dict[str, Any]]]:
-        """Text completion; a dict, or with stream=True an iterator of chunks."""
+        """Text completion; a dict, or with stream=True an iterator of chunks.
+
+        Beyond llama-cpp-python's arguments, every sampler parameter of
+        ferrite is accepted by its name (``ferrite.sampler_parameters()``:
+        dry_multiplier, xtc_probability, top_n_sigma, repeat_last_n, ...)."""
         if suffix is not None:
             raise ValueError("suffix (fill-in-the-middle) is not supported by ferrite")
         if stopping_criteria is not None or logits_processor is not None:
@@ -284,10 +289,11 @@ class Llama(ChatMixin):
         req = CompletionRequest(
             llama=self,
             prompt_tokens=self._prompt_tokens(prompt),
+            prompt_text=_prompt_string(prompt),
             max_tokens=max_tokens,
             sampling=_sampling(temperature, top_p, min_p, typical_p, top_k, repeat_penalty, frequency_penalty,
                                presence_penalty, mirostat_mode, mirostat_tau, mirostat_eta,
-                               self._call_seed(seed), logit_bias),
+                               self._call_seed(seed), logit_bias, sampler_options),
             stop=_stop_list(stop),
             grammar=grammar,
             logprobs=logprobs,
@@ -356,6 +362,15 @@ def _l2_normalize(v: List[float]) -> List[float]:
     return [x / norm for x in v] if norm > 0 else list(v)
 
 
+def _prompt_string(prompt: Any) -> Optional[str]:
+    """The prompt as text, for echo (None for token ids)."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, bytes):
+        return prompt.decode("utf-8", errors="replace")
+    return None
+
+
 def _stop_list(stop: Optional[Union[str, List[str]]]) -> List[str]:
     if stop is None:
         return []
@@ -369,7 +384,7 @@ def _stop_list(stop: Optional[Union[str, List[str]]]) -> List[str]:
 def _sampling(temperature: float, top_p: float, min_p: float, typical_p: float, top_k: int,
               repeat_penalty: float, frequency_penalty: float, presence_penalty: float, mirostat_mode: int,
               mirostat_tau: float, mirostat_eta: float, seed: int,
-              logit_bias: Optional[Dict[int, float]]) -> Dict[str, Any]:
+              logit_bias: Optional[Dict[int, float]], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     for name, value in (("temperature", temperature), ("top_p", top_p), ("min_p", min_p),
                         ("typical_p", typical_p), ("repeat_penalty", repeat_penalty),
                         ("frequency_penalty", frequency_penalty), ("presence_penalty", presence_penalty),
@@ -387,7 +402,7 @@ def _sampling(temperature: float, top_p: float, min_p: float, typical_p: float, 
         bias = {}
         for token, value in logit_bias.items():
             bias[int(token)] = float(value)
-    return {
+    params = {
         "temperature": float(temperature), "top_p": float(top_p), "min_p": float(min_p),
         "typical_p": float(typical_p), "top_k": _check_int("top_k", top_k, -(2 ** 31)),
         "repeat_penalty": float(repeat_penalty), "frequency_penalty": float(frequency_penalty),
@@ -395,3 +410,10 @@ def _sampling(temperature: float, top_p: float, min_p: float, typical_p: float, 
         "mirostat_tau": float(mirostat_tau), "mirostat_eta": float(mirostat_eta), "seed": seed,
         "logit_bias": bias,
     }
+    if extra:
+        known = set(_ferrite.sampler_parameters())
+        for name, value in extra.items():
+            if name not in known or name in params:
+                raise TypeError(f"got an unexpected keyword argument '{name}'")
+            params[name] = value
+    return params

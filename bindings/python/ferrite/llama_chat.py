@@ -129,8 +129,11 @@ class ChatMixin:
         logit_bias: Optional[Dict[int, float]] = None,
         logprobs: Optional[bool] = None,
         top_logprobs: Optional[int] = None,
+        **sampler_options: Any,
     ) -> Union[Dict[str, Any], Iterator[Dict[str, Any]]]:
-        """A chat reply; a dict, or with stream=True an iterator of chunks."""
+        """A chat reply; a dict, or with stream=True an iterator of chunks.
+        Every sampler parameter of ferrite is accepted by its name, as in
+        create_completion()."""
         from .llama import _sampling, _stop_list  # noqa: PLC0415 (circular at import time)
 
         if logits_processor is not None:
@@ -179,7 +182,7 @@ class ChatMixin:
             max_tokens=max_tokens,
             sampling=_sampling(temperature, top_p, min_p, typical_p, top_k, repeat_penalty, frequency_penalty,
                                presence_penalty, mirostat_mode, mirostat_tau, mirostat_eta,
-                               self._call_seed(seed), logit_bias),
+                               self._call_seed(seed), logit_bias, sampler_options),
             stop=stops,
             grammar=gbnf or None,
             logprobs=(top_logprobs or 0) if logprobs else None,
@@ -197,6 +200,7 @@ class _ChatReply:
         self.legacy_functions = legacy_functions
         self.id = f"chatcmpl-{uuid.uuid4()}"
         self.created = int(time.time())
+        req.tool_calls = parse_tools  # the engine's generation step parses them at the end
         self.gen = start_generation(req)
 
     def _logprob_entry(self, token: int, piece: bytes, logprob: float, top: List[Tuple[int, float]]) -> Dict[str, Any]:
@@ -207,7 +211,8 @@ class _ChatReply:
         return entry
 
     def _tool_calls(self, text: str) -> Tuple[str, List[Dict[str, Any]]]:
-        content, calls = _ferrite.parse_tool_calls(text)
+        # The generation step parsed the whole reply (text) when it ended.
+        content, calls = self.gen.reply if self.gen.done else _ferrite.parse_tool_calls(text)
         out = []
         for i, (name, arguments) in enumerate(calls):
             out.append({"id": f"call__{i}_{name}_{self.id}", "type": "function",

@@ -6,7 +6,8 @@
 
 #include "core/error.h"
 #include "generation.h"
-#include "server/logprobs.h"
+#include "sampling/logprobs.h"
+#include "sampling/param_table.h"
 #include "session.h"
 
 namespace ferrite::python {
@@ -49,28 +50,32 @@ std::string metadata_text(const gguf::Value& v) {
   return v.to_string();
 }
 
+// A Python value as the sampler table takes it (sampling/param_table.h).
+sampling::ParamValue param_value(const py::handle& v, const sampling::ParamSpec& spec) {
+  if (spec.kind == sampling::ParamKind::LogitBias) {
+    if (!py::isinstance<py::dict>(v)) throw InvalidField(spec.name, std::string(spec.name) + " must be a dict of token id -> bias");
+    std::vector<sampling::LogitBias> out;
+    for (auto [k, b] : v.cast<py::dict>()) out.push_back({k.cast<int32_t>(), b.cast<float>()});
+    return out;
+  }
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+  if (py::isinstance<py::float_>(v)) return v.cast<double>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) return v.cast<std::vector<std::string>>();
+  throw InvalidField(spec.name, std::string(spec.name) + " has an unsupported type");
+}
+
+// Every key must name a sampler parameter; values are checked as the
+// command line and the server check them.
 sampling::SamplerParams sampler_params(const py::dict& d) {
   sampling::SamplerParams p;
-  auto num = [&](const char* k, auto& field) {
-    if (d.contains(k) && !d[k].is_none()) field = d[k].cast<std::decay_t<decltype(field)>>();
-  };
-  num("temperature", p.temperature);
-  num("top_k", p.top_k);
-  num("top_p", p.top_p);
-  num("min_p", p.min_p);
-  num("typical_p", p.typical_p);
-  num("repeat_penalty", p.penalty_repeat);
-  num("repeat_last_n", p.penalty_last_n);
-  num("frequency_penalty", p.penalty_freq);
-  num("presence_penalty", p.penalty_present);
-  num("mirostat", p.mirostat);
-  num("mirostat_tau", p.mirostat_tau);
-  num("mirostat_eta", p.mirostat_eta);
-  num("seed", p.seed);
-  if (d.contains("logit_bias") && !d["logit_bias"].is_none()) {
-    for (auto [k, v] : d["logit_bias"].cast<py::dict>()) {
-      p.logit_bias.push_back({k.cast<int32_t>(), v.cast<float>()});
-    }
+  for (auto [key, value] : d) {
+    const std::string name = key.cast<std::string>();
+    const sampling::ParamSpec* spec = sampling::find_param(name);
+    if (spec == nullptr) throw InvalidArgument("unknown sampling parameter '" + name + "'");
+    if (value.is_none()) continue;
+    sampling::set_param(p, *spec, param_value(value, *spec));
   }
   sampling::validate(p);
   return p;
@@ -79,6 +84,14 @@ sampling::SamplerParams sampler_params(const py::dict& d) {
 }  // namespace
 
 void bind_session(py::module_& m) {
+  m.def(
+      "sampler_parameters",
+      [] {
+        py::list out;
+        for (const sampling::ParamSpec& s : sampling::param_table()) out.append(py::str(s.name));
+        return out;
+      },
+      "Names of every sampler parameter create_completion() and friends accept.");
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::string& path, int64_t n_ctx, int64_t n_batch, int n_threads, bool embedding,
                        bool vocab_only, int n_gpu_layers, int pooling_type) {
@@ -175,7 +188,7 @@ void bind_session(py::module_& m) {
             for (size_t i = 1; i < tokens.size(); ++i) {
               std::vector<std::pair<int32_t, float>> top;
               const std::span<const float> row(rows.data() + (i - 1) * nv, nv);
-              const float lp = server::token_logprob(row, tokens[i], &top, n_top);
+              const float lp = sampling::token_logprob(row, tokens[i], &top, n_top);
               out.append(py::make_tuple(lp, top_list(top)));
             }
             return out;
@@ -194,19 +207,20 @@ void bind_session(py::module_& m) {
           "generate",
           [](std::shared_ptr<Session> s, const std::vector<int32_t>& prompt, const py::dict& sampling,
              int64_t max_tokens, std::vector<std::string> stop, std::string grammar, int n_logprobs,
-             bool ignore_eos) {
-            GenerationParams p;
+             bool ignore_eos, bool tool_calls) {
+            runtime::GenerationParams p;
             p.sampling = sampler_params(sampling);
-            p.max_tokens = max_tokens;
+            p.n_predict = max_tokens;
             p.stop = std::move(stop);
             p.grammar = std::move(grammar);
-            p.n_logprobs = n_logprobs;
+            p.n_probs = n_logprobs;
             p.ignore_eos = ignore_eos;
+            p.parse_tool_calls = tool_calls;
             return std::make_unique<Generation>(std::move(s), prompt, std::move(p));
           },
           py::arg("prompt"), py::arg("sampling") = py::dict(), py::arg("max_tokens") = 16,
           py::arg("stop") = std::vector<std::string>{}, py::arg("grammar") = "", py::arg("n_logprobs") = -1,
-          py::arg("ignore_eos") = false);
+          py::arg("ignore_eos") = false, py::arg("tool_calls") = false);
 
   py::class_<Generation>(m, "Generation")
       .def("step", [](Generation& g) { return step_tuple(g.step()); },
@@ -220,7 +234,15 @@ void bind_session(py::module_& m) {
       .def_property_readonly("done", &Generation::done)
       .def_property_readonly("n_prompt", &Generation::n_prompt)
       .def_property_readonly("n_generated", &Generation::n_generated)
-      .def_property_readonly("seed", &Generation::seed);
+      .def_property_readonly("seed", &Generation::seed)
+      .def_property_readonly(
+          "reply",
+          [](const Generation& g) {
+            py::list calls;
+            for (const chat::ToolCall& c : g.reply().calls) calls.append(py::make_tuple(c.name, c.arguments));
+            return py::make_tuple(utf8(g.reply().content), calls);
+          },
+          "With tool_calls=True, after the end: (content, [(name, arguments_json)]).");
 }
 
 }  // namespace ferrite::python

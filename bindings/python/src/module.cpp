@@ -11,8 +11,9 @@
 #include "generation.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
-#include "server/chat_format.h"
-#include "server/tool_calls.h"
+#include "runtime/chat_format.h"
+#include "chat/tool_calls.h"
+#include "runtime/offload.h"
 #include "session.h"
 
 namespace ferrite::python {
@@ -34,31 +35,31 @@ void bind_text_tools(py::module_& m) {
   m.def(
       "parse_tool_calls",
       [](const std::string& text) {
-        server::ParsedReply r = server::parse_tool_calls(text);
+        chat::ParsedReply r = chat::parse_tool_calls(text);
         py::list calls;
-        for (const server::ToolCall& c : r.calls) calls.append(py::make_tuple(c.name, c.arguments));
+        for (const chat::ToolCall& c : r.calls) calls.append(py::make_tuple(c.name, c.arguments));
         return py::make_tuple(r.content, calls);
       },
       py::arg("text"), "(content, [(name, arguments_json)]) of a reply holding tool calls.");
   m.def("builtin_template_names", &chat::builtin_template_names);
-  m.def("gpu_offload_available", &gpu_offload_available, "Whether n_gpu_layers offloads (a CUDA build).");
+  m.def("gpu_offload_available", &runtime::gpu_offload_available, "Whether n_gpu_layers offloads (a CUDA build).");
 
-  py::class_<server::ChatFormatter>(m, "ChatFormatter")
+  py::class_<runtime::ChatFormatter>(m, "ChatFormatter")
       .def(py::init([](Session& s, const std::string& override_name, const std::string& fallback) {
-             return std::make_unique<server::ChatFormatter>(s.file(), override_name, fallback);
+             return std::make_unique<runtime::ChatFormatter>(s.file(), override_name, fallback);
            }),
            py::arg("session"), py::arg("override") = "", py::arg("fallback") = "llama2")
       .def(
           "render",
-          [](const server::ChatFormatter& f, const std::string& messages_json, const std::string& tools_json,
+          [](const runtime::ChatFormatter& f, const std::string& messages_json, const std::string& tools_json,
              bool add_generation_prompt) {
             const chat::Json messages = chat::Json::parse(messages_json);
             const chat::Json tools = tools_json.empty() ? chat::Json(nullptr) : chat::Json::parse(tools_json);
             return f.render(messages, tools, add_generation_prompt);
           },
           py::arg("messages_json"), py::arg("tools_json") = "", py::arg("add_generation_prompt") = true)
-      .def_property_readonly("origin", &server::ChatFormatter::origin)
-      .def_property_readonly("source", &server::ChatFormatter::source);
+      .def_property_readonly("origin", &runtime::ChatFormatter::origin)
+      .def_property_readonly("source", &runtime::ChatFormatter::source);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "grammar/token_trie.h"
 #include "runtime/kv_cache.h"
 #include "runtime/offload.h"
 
@@ -18,14 +17,6 @@ namespace py = pybind11;
 Session::Busy::Busy(Session& s) : s_(s) {
   if (s_.busy_) throw InvalidArgument("this Llama is already evaluating in another thread");
   s_.busy_ = true;
-}
-
-bool gpu_offload_available() {
-#ifdef FERRITE_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
 }
 
 Session::Session(const SessionParams& params) : params_(params) {
@@ -48,15 +39,18 @@ Session::Session(const SessionParams& params) : params_(params) {
     }
     tok_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(*file_));
   }
+  vocab_ = std::make_unique<runtime::GenerationVocab>(*tok_);
   if (params_.vocab_only) return;
   runtime::ContextParams cp;
   cp.n_ctx = params_.n_ctx;
   cp.n_batch = params_.n_batch;
   cp.n_threads = params_.n_threads;
-  if (gpu_offload_available()) cp.n_gpu_layers = params_.n_gpu_layers;
+  if (runtime::gpu_offload_available()) cp.n_gpu_layers = params_.n_gpu_layers;
   cp.pooling_type = params_.pooling_type;
   ctx_ = std::make_unique<runtime::Context>(model_, cp);
   ctx_->pooling();  // a bad pooling_type fails here, not at the first embedding
+  seq_ = std::make_unique<runtime::Sequence>(
+      *ctx_, runtime::SequenceParams{.context_shift = false, .prefill_chunk = params_.n_batch});
 }
 
 const model::Model& Session::model() const {
@@ -85,11 +79,18 @@ std::string Session::detokenize(const std::vector<int32_t>& tokens, bool special
   return out;
 }
 
-std::span<const float> Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
-  py::gil_scoped_release nogil;
-  std::span<const float> logits = ctx_->eval(tokens, /*seq=*/0, all_logits);
-  n_evaluated_ += static_cast<int64_t>(tokens.size());
-  return logits;
+runtime::Sequence& Session::sequence() {
+  context();  // vocab only: no
+  return *seq_;
+}
+
+std::vector<int32_t> Session::cached_tokens() const {
+  std::unique_lock<std::mutex> lock(cache_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    py::gil_scoped_release nogil;  // the evaluating thread may need the GIL after it unlocks
+    lock.lock();
+  }
+  return seq_ ? seq_->cached() : std::vector<int32_t>{};
 }
 
 std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool all_logits) {
@@ -101,42 +102,33 @@ std::span<const float> Session::prefill(const std::vector<int32_t>& tokens, bool
     throw InvalidArgument("Requested tokens (" + std::to_string(n) + ") exceed context window of " +
                           std::to_string(ctx_->n_ctx()));
   }
-  size_t keep = 0;
+  py::gil_scoped_release nogil;
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
   if (!all_logits) {
-    while (keep < cached_.size() && keep + 1 < tokens.size() && cached_[keep] == tokens[keep]) ++keep;
+    runtime::PrefillStats stats;
+    const std::span<const float> logits = seq_->prefill(tokens, &stats);
+    n_evaluated_ += stats.n_evaluated;
+    return logits;
   }
-  ctx_->cache().remove(0, static_cast<int32_t>(keep), -1);
-  cached_.resize(keep);
-  const std::span<const int32_t> rest(tokens.data() + keep, tokens.size() - keep);
+  // Every position's logits: the whole prompt evaluated afresh.
+  seq_->clear();
   std::span<const float> logits;
   try {
-    logits = evaluate(rest, all_logits);
+    logits = ctx_->eval(tokens, /*seq=*/0, /*all_logits=*/true);
   } catch (...) {
-    ctx_->cache().remove(0, static_cast<int32_t>(keep), -1);  // a failed pass may leave part of the rest
+    seq_->clear();  // a failed pass may leave part of the prompt
     throw;
   }
-  cached_.insert(cached_.end(), rest.begin(), rest.end());
-  if (all_logits) {
-    prompt_logits_.assign(logits.begin(), logits.end());
-    const size_t nv = static_cast<size_t>(ctx_->n_vocab());
-    return {prompt_logits_.data() + prompt_logits_.size() - nv, nv};
-  }
-  return logits;
-}
-
-std::span<const float> Session::feed(int32_t token) {
-  if (static_cast<int64_t>(cached_.size()) >= ctx_->n_ctx()) {
-    throw InvalidArgument("the context window of " + std::to_string(ctx_->n_ctx()) + " tokens is full");
-  }
-  const int32_t one[1] = {token};
-  std::span<const float> logits = evaluate(one, false);
-  cached_.push_back(token);
-  return logits;
+  n_evaluated_ += n;
+  seq_->assume(tokens);
+  prompt_logits_.assign(logits.begin(), logits.end());
+  const size_t nv = static_cast<size_t>(ctx_->n_vocab());
+  return {prompt_logits_.data() + prompt_logits_.size() - nv, nv};
 }
 
 void Session::reset() {
   if (ctx_) ctx_->clear();
-  cached_.clear();
+  if (seq_) seq_->clear();
   prompt_logits_.clear();
   ++epoch_;
 }
@@ -239,27 +231,21 @@ std::string Session::save_state() {
   context();  // vocab only: no
   // An encoder keeps no cache; an offloaded cache lives on the GPU, which
   // the runtime does not save: the empty state is restored by evaluation.
-  if (is_encoder() || (gpu_offload_available() && params_.n_gpu_layers != 0)) return {};
-  return ctx_->save_sequence_bytes(0, cached_);
+  if (is_encoder() || (runtime::gpu_offload_available() && params_.n_gpu_layers != 0)) return {};
+  return ctx_->save_sequence_bytes(0, seq_->cached());
 }
 
 void Session::load_state(std::string_view bytes) {
   context();
   reset();
   if (is_encoder() || bytes.empty()) return;
-  cached_ = ctx_->load_sequence_bytes(0, bytes);  // on failure the sequence is left empty
-  if (static_cast<int64_t>(cached_.size()) != ctx_->cache().max_pos(0) + 1) {
+  std::vector<int32_t> tokens = ctx_->load_sequence_bytes(0, bytes);  // on failure the sequence is left empty
+  if (static_cast<int64_t>(tokens.size()) != ctx_->cache().max_pos(0) + 1) {
     // The runtime accepts a state without its tokens; a Llama needs them.
     reset();
     throw InvalidArgument("the state does not hold the tokens of its cache");
   }
-}
-
-std::shared_ptr<const server::VocabPieces> Session::vocab_pieces() {
-  if (!vocab_) {
-    vocab_ = server::build_vocab_pieces(*tok_);
-  }
-  return vocab_;
+  seq_->assume(std::move(tokens));
 }
 
 }  // namespace ferrite::python

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,7 +18,8 @@
 
 #include "model/model.h"
 #include "runtime/context.h"
-#include "server/grammar_constraint.h"
+#include "runtime/generation.h"
+#include "runtime/sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::python {
@@ -32,9 +34,6 @@ struct SessionParams {
   int n_gpu_layers = 0;    // offloaded layers (-1: all) when built with CUDA; ignored otherwise
   int pooling_type = -1;   // embeddings' pooling (runtime::ContextParams::pooling_type)
 };
-
-// Whether this build offloads to a GPU (n_gpu_layers takes effect).
-bool gpu_offload_available();
 
 class Session {
  public:
@@ -55,16 +54,25 @@ class Session {
 
   // Makes the cache hold exactly `tokens` (keeping the common prefix with
   // what it holds, always re-evaluating at least the last token) and
-  // returns the logits after the last token. With `all_logits`, every
-  // position from `first_logit` on is evaluated afresh and its logits kept
+  // returns the logits after the last token, GIL released. With
+  // `all_logits`, every position is evaluated afresh and its logits kept
   // in prompt_logits(). Throws InvalidArgument (empty, too long, bad ids).
   std::span<const float> prefill(const std::vector<int32_t>& tokens, bool all_logits = false);
-  // Appends one token; returns the logits after it.
-  std::span<const float> feed(int32_t token);
   // Rows [n, n_vocab] of the last prefill(all_logits): row i follows token i.
   const std::vector<float>& prompt_logits() const { return prompt_logits_; }
 
-  const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  // The sequence generations run on (context shift off: a full context ends
+  // them with "length", as llama-cpp-python's).
+  runtime::Sequence& sequence();
+  runtime::GenerationVocab& vocab() { return *vocab_; }
+  // Counts tokens a generation evaluated (feed() through sequence()).
+  void count_evaluated(int64_t n) { n_evaluated_ += n; }
+
+  // A copy of the tokens the cache holds. Another Python thread may read it
+  // while a generation evaluates with the GIL released: the sequence changes
+  // only under cache_mutex(), which this takes (waiting without the GIL).
+  std::vector<int32_t> cached_tokens() const;
+  std::mutex& cache_mutex() const { return cache_mutex_; }
   // Forgets the cache.
   void reset();
   // Restores a cache holding `tokens` by evaluating them.
@@ -88,9 +96,6 @@ class Session {
   // Most tokens one embedding input may have.
   int64_t max_embed_tokens() const;
 
-  // Token pieces and the trie that grammar constraints share (built on first use).
-  std::shared_ptr<const server::VocabPieces> vocab_pieces();
-
   // Every generation started bumps the epoch; an older generation that sees
   // a newer epoch stops (another call reused the cache under it).
   uint64_t epoch() const { return epoch_; }
@@ -109,18 +114,16 @@ class Session {
   };
 
  private:
-  // Runs the model on `tokens` after the cached ones, GIL released.
-  std::span<const float> evaluate(std::span<const int32_t> tokens, bool all_logits);
-
+  mutable std::mutex cache_mutex_;  // guards seq_ while the GIL is released
   SessionParams params_;
   std::shared_ptr<const model::Model> model_;  // null: vocab only
   std::unique_ptr<gguf::File> own_file_;       // vocab only: the opened file
   const gguf::File* file_ = nullptr;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<runtime::Context> ctx_;
-  std::vector<int32_t> cached_;
+  std::unique_ptr<runtime::Sequence> seq_;           // sequence 0 of ctx_
+  std::unique_ptr<runtime::GenerationVocab> vocab_;
   std::vector<float> prompt_logits_;  // [n, n_vocab]
-  std::shared_ptr<const server::VocabPieces> vocab_;
   uint64_t epoch_ = 0;
   int64_t n_evaluated_ = 0;
   bool busy_ = false;

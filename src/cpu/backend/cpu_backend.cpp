@@ -120,6 +120,7 @@ void CpuBackend::norm(backend::NormKind kind, backend::Act x, const backend::Nor
 void CpuBackend::product(const backend::Weight& w, const backend::Weight& bias, const float* x, int64_t n,
                          float* y) {
   const MatView m = mat_view(w);
+  if (ws_.observer != nullptr) ws_.observer->on_matmul(*w.info, -1, x, n, m.k);
   matmul(m, x, n, y, pool_, ws_.matmul);
   if (bias) {
     const float* b = bias.f32();

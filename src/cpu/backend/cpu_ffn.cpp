@@ -103,10 +103,15 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
     for (int64_t i = 0; i < cnt; ++i) std::copy_n(h + rows[i] * n_embd, n_embd, in + i * n_embd);
     float* a = grow(ws_.moe_a, cnt * n_ff);
     float* b = grow(ws_.moe_b, cnt * n_ff);
+    if (ws_.observer != nullptr) {
+      ws_.observer->on_matmul(*w.gate_exps.info, e, in, cnt, n_embd);
+      ws_.observer->on_matmul(*w.up_exps.info, e, in, cnt, n_embd);
+    }
     // Expert products in llama.cpp's vector-dot summation order (its mul_mat_id).
     matmul(gate, in, cnt, a, pool_, ws_.matmul, DotOrder::Unrolled);
     matmul(up, in, cnt, b, pool_, ws_.matmul, DotOrder::Unrolled);
     swiglu(a, b, cnt, n_ff, b);
+    if (ws_.observer != nullptr) ws_.observer->on_matmul(*w.down_exps.info, e, b, cnt, n_ff);
     float* y = grow(ws_.moe_out, cnt * n_embd);
     matmul(down, b, cnt, y, pool_, ws_.matmul, DotOrder::Unrolled);
     for (int64_t i = 0; i < cnt; ++i) {

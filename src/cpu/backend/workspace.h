@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/matmul_observer.h"
 #include "backend/ops.h"
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
@@ -25,6 +26,8 @@ struct Workspace {
   std::vector<std::vector<float>> rope_cos, rope_sin;
   MatmulScratch matmul;
   AttentionScratch attention;
+  // Sees the inputs of the weight products when set (backend/matmul_observer.h).
+  backend::MatmulObserver* observer = nullptr;
 };
 
 // v resized to at least n elements; returns its data.

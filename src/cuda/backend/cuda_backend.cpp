@@ -75,6 +75,32 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+void CudaBackend::rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
+                                     const std::function<void(uint8_t* row)>& rotate) {
+  if (layer < first_layer_ || layer >= dims_.n_layer) {
+    throw InvalidArgument("layer " + std::to_string(layer) + " keeps its keys on the CPU");
+  }
+  FERRITE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // no step in flight reads the rows
+  uint8_t* base = k_cache_[static_cast<size_t>(layer - first_layer_)].as<uint8_t>();
+  const size_t row = static_cast<size_t>(k_ref_.row_bytes);
+  std::vector<uint8_t> host;
+  // Each run of consecutive cells in one copy each way.
+  for (size_t i = 0; i < cells.size();) {
+    size_t j = i + 1;
+    while (j < cells.size() && cells[j] == cells[j - 1] + 1) ++j;
+    const size_t n = j - i;
+    if (cells[i] < 0 || static_cast<int64_t>(cells[i]) + static_cast<int64_t>(n) > n_cells_) {
+      throw InvalidArgument("context shift: cell " + std::to_string(cells[i]) + " outside the GPU cache");
+    }
+    uint8_t* dev = base + static_cast<size_t>(cells[i]) * row;
+    host.resize(n * row);
+    FERRITE_CUDA_CHECK(cudaMemcpy(host.data(), dev, n * row, cudaMemcpyDeviceToHost));
+    for (size_t r = 0; r < n; ++r) rotate(host.data() + r * row);
+    FERRITE_CUDA_CHECK(cudaMemcpy(dev, host.data(), n * row, cudaMemcpyHostToDevice));
+    i = j;
+  }
+}
+
 // ---- the step ----------------------------------------------------------------
 
 void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::KvView& kv) {

@@ -27,8 +27,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -85,6 +87,14 @@ class CudaBackend final : public backend::Backend {
   const float* host_data(backend::Act) override { return nullptr; }
   void to_host(backend::Act a, float* host) override;
   void from_host(const float* host, backend::Act a) override;
+
+  // Context shift on this backend's layers' keys: each run of consecutive
+  // cells is copied to the host, rotated there by the CPU's row code and
+  // copied back (a shift happens once per half context, so the copies are
+  // cheap next to the tokens between two shifts). Replayed graphs read the
+  // cache by address, so they stay valid.
+  void rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
+                          const std::function<void(uint8_t* row)>& rotate) override;
 
   // Bytes of weights uploaded so far (they are uploaded at their first use).
   uint64_t weight_bytes() const { return weights_.bytes(); }

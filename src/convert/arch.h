@@ -1,0 +1,156 @@
+// How one Hugging Face architecture becomes a GGUF model: the llama.cpp
+// architecture name, the config.json keys it writes (params), the tokenizer
+// it reads, and a table of tensor rules (HF name pattern -> GGUF name,
+// expected shape, transform). Each family of architectures lives in one
+// arch_<family>.cpp (as src/model does); registry.cpp maps the class names
+// of config.json's "architectures" to them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/hf_files.h"
+#include "convert/vocab.h"
+#include "gguf/value.h"
+
+namespace ferrite::convert {
+
+// A dimension a tensor's shape is checked against, resolved from config.json.
+enum class Dim : uint8_t {
+  None,      // end of a shape
+  Any,       // not checked
+  One,       // 1
+  Vocab,     // vocab_size
+  Embd,      // hidden_size
+  Q,         // n_head * head_dim
+  KV,        // n_head_kv * head_dim
+  HeadDim,   // head_dim
+  QKV,       // Q + 2 KV
+  FF,        // intermediate_size
+  FF2,       // 2 * intermediate_size (fused gate/up)
+  Experts,   // number of experts
+  FFExp,     // an expert's intermediate size
+  FFShexp,   // the shared expert's intermediate size
+  Pos,       // learned positions
+  Types,     // token types (BERT)
+};
+
+struct Dims {
+  int64_t vocab = 0, embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, ff = 0, experts = 0, ff_exp = 0,
+          ff_shexp = 0, pos = 0, types = 0, n_layer = 0;
+  // 0 when unknown (then not checked).
+  int64_t get(Dim d) const;
+  // "num_key_value_heads x head_dim = 256"
+  std::string describe(Dim d) const;
+};
+
+// Transforms of a tensor's data on the way, as llama.cpp's converter applies them.
+enum TensorFlags : uint32_t {
+  kPermuteQ = 1u << 0,    // llama: Q rows reordered for adjacent-pair RoPE (heads = n_head)
+  kPermuteK = 1u << 1,    // the same for K (heads = n_head_kv)
+  kAddOne = 1u << 2,      // gemma: RMSNorm weights stored as 1 + w
+  kTranspose = 1u << 3,   // gpt2: Conv1D weights [in, out] -> [out, in]
+  kNeoxQkv = 1u << 4,     // gptneox: per-head interleaved q|k|v -> q, k, v blocks
+  kFalconQkv = 1u << 5,   // falcon: per-KV-group q...q k v -> q, k, v blocks
+  kAlsoOutput = 1u << 6,  // gpt2: also written as output.weight (tied head)
+};
+
+struct TensorRule {
+  const char* hf;                 // "model.layers.{bid}.self_attn.q_proj.weight"; {xid}: an expert's index
+  const char* gguf;               // "blk.{bid}.attn_q.weight"; "" drops the tensor
+  std::array<Dim, 3> shape;       // as stored in the checkpoint, outermost first (Dim::None ends it)
+  uint32_t flags = 0;
+};
+
+// Writes "<arch>.<suffix>" keys from config.json and resolves the dims.
+class Params {
+ public:
+  Params(const HfFiles& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+
+  const HfFiles& files() const { return f_; }
+  const std::string& arch() const { return arch_; }
+  const std::string& config_path() const { return config_path_; }
+
+  // The first of `keys` present in config.json (integers must be >= 0).
+  std::optional<int64_t> opt_int(std::initializer_list<const char*> keys) const;
+  int64_t req_int(std::initializer_list<const char*> keys) const;  // ModelError naming the keys when absent
+  std::optional<double> opt_float(std::initializer_list<const char*> keys) const;
+  double req_float(std::initializer_list<const char*> keys) const;
+  std::optional<bool> opt_bool(std::initializer_list<const char*> keys) const;
+  // rope_theta, or (transformers 5) rope_parameters.rope_theta.
+  std::optional<double> rope_theta() const;
+  // rope_scaling, or rope_parameters when it names a scaling other than
+  // "default"; nullptr when there is none.
+  const Json* rope_scaling() const;
+
+  void u32(const std::string& suffix, int64_t v);
+  void f32(const std::string& suffix, double v);
+  void boolean(const std::string& suffix, bool v);
+  void str(const std::string& suffix, const std::string& v);
+  void set_key(const std::string& key, gguf::Value v);  // an un-prefixed key
+
+  Dims dims;
+  std::vector<gguf::KeyValue> kvs;
+  std::vector<std::string> notes;
+
+ private:
+  const HfFiles& f_;
+  std::string arch_;
+  std::string config_path_ = "config.json";
+};
+
+// A tensor produced by the converter itself (rope factors).
+struct ExtraTensor {
+  std::string name;
+  std::vector<float> data;
+  std::vector<int64_t> shape;  // outermost first
+};
+
+struct ArchDef {
+  const char* gguf_arch;
+  std::vector<const char*> hf_classes;
+  std::function<void(Params&)> params;
+  // The tokenizer keys (vocab_size: config.json's, or -1).
+  std::function<VocabKeys(const HfFiles&, int64_t vocab_size, const VocabOptions&)> vocab;
+  std::vector<TensorRule> rules;
+  // Per layer, groups of GGUF names of which at least one must be present.
+  std::vector<std::vector<const char*>> layer_requires;
+  // Whole-model names that must be present.
+  std::vector<const char*> requires_;
+  // Checkpoint names ending (or starting) so are dropped without a rule.
+  std::vector<const char*> drop_suffixes;
+  std::vector<const char*> drop_prefixes;
+  // Renames a checkpoint name before matching (bert: "bert." prefix, gamma/beta); may be null.
+  std::function<std::string(const std::string&)> rename;
+  // Tensors computed from config.json (may be null).
+  std::function<std::vector<ExtraTensor>(Params&)> extra;
+};
+
+// Looks up config.json's "architectures" class. nullptr when unsupported.
+const ArchDef* find_arch(const std::string& hf_class);
+// Every supported class name, sorted.
+std::vector<std::string> supported_classes();
+
+// The parameters every decoder shares (llama.cpp's base set_gguf_parameters):
+// block_count, context_length, embedding_length, feed_forward_length,
+// head counts, rope freq base, norm epsilons, experts, head_dim.
+void base_params(Params& p);
+// The dims of a Llama-style decoder from config.json.
+void decoder_dims(Params& p);
+
+// The families (arch_<family>.cpp).
+std::vector<ArchDef> llama_archs();
+std::vector<ArchDef> qwen_archs();
+std::vector<ArchDef> gemma_archs();
+std::vector<ArchDef> phi3_archs();
+std::vector<ArchDef> gpt2_archs();
+std::vector<ArchDef> gptneox_archs();
+std::vector<ArchDef> starcoder2_archs();
+std::vector<ArchDef> falcon_archs();
+std::vector<ArchDef> bert_archs();
+
+}  // namespace ferrite::convert

@@ -1,0 +1,38 @@
+#include <algorithm>
+
+#include "convert/arch.h"
+
+namespace ferrite::convert {
+namespace {
+
+const std::vector<ArchDef>& all_archs() {
+  static const std::vector<ArchDef> archs = [] {
+    std::vector<ArchDef> out;
+    for (auto family : {llama_archs, qwen_archs, gemma_archs, phi3_archs, gpt2_archs, gptneox_archs, starcoder2_archs,
+                        falcon_archs, bert_archs}) {
+      for (ArchDef& a : family()) out.push_back(std::move(a));
+    }
+    return out;
+  }();
+  return archs;
+}
+
+}  // namespace
+
+const ArchDef* find_arch(const std::string& hf_class) {
+  for (const ArchDef& a : all_archs()) {
+    for (const char* c : a.hf_classes) {
+      if (hf_class == c) return &a;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> supported_classes() {
+  std::vector<std::string> out;
+  for (const ArchDef& a : all_archs()) out.insert(out.end(), a.hf_classes.begin(), a.hf_classes.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace ferrite::convert

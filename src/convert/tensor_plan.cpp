@@ -1,0 +1,305 @@
+#include "convert/tensor_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace ferrite::convert {
+namespace {
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "model.layers.3.mlp.experts.7.w1.weight" -> "model.layers.{bid}.mlp.experts.{xid}.w1.weight", 3, 7
+struct NameKey {
+  std::string key;
+  int64_t bid = -1, xid = -1;
+};
+
+NameKey name_key(const std::string& name) {
+  NameKey k;
+  size_t start = 0;
+  std::string prev;
+  while (start <= name.size()) {
+    size_t dot = name.find('.', start);
+    if (dot == std::string::npos) dot = name.size();
+    const std::string part = name.substr(start, dot - start);
+    std::string out = part;
+    if (all_digits(part)) {
+      if (k.bid < 0) {
+        k.bid = std::stoll(part);
+        out = "{bid}";
+      } else if (k.xid < 0 && prev == "experts") {
+        k.xid = std::stoll(part);
+        out = "{xid}";
+      }
+    }
+    k.key += (start == 0 ? "" : ".") + out;
+    prev = part;
+    start = dot + 1;
+  }
+  return k;
+}
+
+std::string with_bid(const char* pattern, int64_t bid) {
+  std::string s(pattern);
+  const size_t p = s.find("{bid}");
+  if (p != std::string::npos) s.replace(p, 5, std::to_string(bid));
+  return s;
+}
+
+std::vector<Dim> rule_shape(const TensorRule& r) {
+  std::vector<Dim> out;
+  for (Dim d : r.shape) {
+    if (d == Dim::None) break;
+    out.push_back(d);
+  }
+  return out;
+}
+
+void check_shape(const StTensor& t, const TensorRule& r, const Dims& dims, const std::string& config) {
+  const std::vector<Dim> want = rule_shape(r);
+  bool ok = want.size() == t.shape.size();
+  for (size_t i = 0; ok && i < want.size(); ++i) {
+    const int64_t v = dims.get(want[i]);
+    if (want[i] != Dim::Any && v != 0 && v != t.shape[i]) ok = false;
+  }
+  if (ok) return;
+  std::string expect = "[";
+  for (size_t i = 0; i < want.size(); ++i) expect += (i ? ", " : "") + dims.describe(want[i]);
+  throw ModelError(t.file + ": tensor " + t.name + " has shape " + t.shape_string() + ", but " + config +
+                   " implies " + expect + "]");
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// llama.cpp's converter keeps these in F32 whatever the output type.
+bool stays_f32(const PlannedTensor& t) {
+  if (t.shape.size() <= 1 || ends_with(t.name, "_norm.weight") || !ends_with(t.name, ".weight")) return true;
+  if (t.name == "position_embd.weight" || t.name == "token_types.weight") return true;
+  return t.name.rfind("blk.", 0) == 0 && ends_with(t.name, ".ffn_gate_inp.weight");
+}
+
+int64_t bid_of(const std::string& gguf) {
+  if (gguf.rfind("blk.", 0) != 0) return -1;
+  return std::stoll(gguf.substr(4, gguf.find('.', 4) - 4));
+}
+
+// Rows of `heads` heads, each [2][half] -> [half][2] (llama.cpp's permute).
+void permute_rows(std::vector<float>& d, int64_t rows, int64_t cols, int64_t heads, const std::string& name) {
+  if (heads <= 0 || rows % (2 * heads) != 0) {
+    throw ModelError("tensor " + name + ": " + std::to_string(rows) + " rows do not split into " +
+                     std::to_string(heads) + " heads of pairs");
+  }
+  const int64_t half = rows / heads / 2;
+  std::vector<float> out(d.size());
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t j = 0; j < 2; ++j) {
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t src = (h * 2 + j) * half + i, dst = (h * half + i) * 2 + j;
+        std::copy_n(d.begin() + src * cols, cols, out.begin() + dst * cols);
+      }
+    }
+  }
+  d.swap(out);
+}
+
+// Row blocks: the rows are [groups][per][block]; `order` lists (group, index)
+// pairs in their new sequence.
+void reorder_blocks(std::vector<float>& d, int64_t block_rows, int64_t cols,
+                    const std::vector<std::pair<int64_t, int64_t>>& order, int64_t per) {
+  std::vector<float> out(d.size());
+  int64_t at = 0;
+  for (const auto& [g, i] : order) {
+    std::copy_n(d.begin() + (g * per + i) * block_rows * cols, block_rows * cols, out.begin() + at * block_rows * cols);
+    ++at;
+  }
+  d.swap(out);
+}
+
+}  // namespace
+
+std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& ckpt, const Params& params,
+                                        std::vector<ExtraTensor> extra, TensorType outtype) {
+  const Dims& dims = params.dims;
+  std::unordered_map<std::string, const TensorRule*> rules;
+  for (const TensorRule& r : arch.rules) rules.emplace(r.hf, &r);
+  std::vector<PlannedTensor> planned;
+  std::unordered_map<std::string, size_t> index;
+  auto create = [&](const std::string& name, const StTensor* from) -> PlannedTensor& {
+    const auto [it, fresh] = index.emplace(name, planned.size());
+    if (!fresh) {
+      throw ModelError(from->file + ": tensor " + from->name + " maps to " + name +
+                       ", which another tensor of the checkpoint already gives");
+    }
+    planned.emplace_back();
+    planned.back().name = name;
+    return planned.back();
+  };
+
+  for (const StTensor* t : ckpt.tensors()) {
+    const std::string name = arch.rename ? arch.rename(t->name) : t->name;
+    if (std::any_of(arch.drop_suffixes.begin(), arch.drop_suffixes.end(),
+                    [&](const char* s) { return ends_with(name, s); }) ||
+        std::any_of(arch.drop_prefixes.begin(), arch.drop_prefixes.end(),
+                    [&](const char* s) { return name.rfind(s, 0) == 0; })) {
+      continue;
+    }
+    const NameKey key = name_key(name);
+    const auto it = rules.find(key.key);
+    if (it == rules.end()) {
+      throw ModelError(t->file + ": cannot map tensor " + t->name + " to a " + arch.gguf_arch +
+                       " GGUF name (a variant of the architecture this converter does not know)");
+    }
+    const TensorRule& rule = *it->second;
+    if (*rule.gguf == '\0') continue;
+    if (key.bid >= dims.n_layer && std::string(rule.gguf).find("{bid}") != std::string::npos) {
+      throw ModelError(t->file + ": tensor " + t->name + " is for layer " + std::to_string(key.bid) + ", but " +
+                       params.config_path() + " has " + std::to_string(dims.n_layer) + " layers");
+    }
+    if (!t->is_float()) {
+      throw ModelError(t->file + ": tensor " + t->name + " has dtype " + t->dtype +
+                       "; only F32, F16, BF16 and F64 weights can be converted");
+    }
+    check_shape(*t, rule, dims, params.config_path());
+    const std::string gguf = with_bid(rule.gguf, key.bid);
+    std::vector<int64_t> shape = t->shape;
+    if ((rule.flags & kTranspose) && shape.size() == 2) std::swap(shape[0], shape[1]);
+    if (key.xid >= 0) {
+      if (key.xid >= dims.experts) {
+        throw ModelError(t->file + ": tensor " + t->name + " is expert " + std::to_string(key.xid) + ", but " +
+                         params.config_path() + " has " + std::to_string(dims.experts) + " experts");
+      }
+      auto found = index.find(gguf);
+      PlannedTensor& p = found == index.end() ? create(gguf, t) : planned[found->second];
+      if (p.sources.empty()) {
+        p.sources.assign(static_cast<size_t>(dims.experts), nullptr);
+        p.shape = shape;
+        p.shape.insert(p.shape.begin(), dims.experts);
+        p.flags = rule.flags;
+      }
+      if (p.sources[static_cast<size_t>(key.xid)] != nullptr) {
+        throw ModelError(t->file + ": tensor " + t->name + " maps to an expert of " + gguf + " given twice");
+      }
+      p.sources[static_cast<size_t>(key.xid)] = t;
+      continue;
+    }
+    PlannedTensor& p = create(gguf, t);
+    p.sources = {t};
+    p.shape = shape;
+    p.flags = rule.flags;
+    if (rule.flags & kAlsoOutput) {
+      PlannedTensor& o = create("output.weight", t);
+      o.sources = {t};
+      o.shape = shape;
+      o.flags = rule.flags & ~kAlsoOutput;
+    }
+  }
+
+  // Experts complete; required tensors present.
+  for (const PlannedTensor& p : planned) {
+    for (size_t e = 0; e < p.sources.size(); ++e) {
+      if (p.sources[e] == nullptr) {
+        throw ModelError("the checkpoint lacks expert " + std::to_string(e) + " of " + p.name + " (" +
+                         std::to_string(p.sources.size()) + " experts in " + params.config_path() + ")");
+      }
+    }
+  }
+  for (const char* name : arch.requires_) {
+    if (!index.contains(name)) throw ModelError("the checkpoint has no tensor for " + std::string(name));
+  }
+  for (int64_t bid = 0; bid < dims.n_layer; ++bid) {
+    for (const auto& group : arch.layer_requires) {
+      const bool any = std::any_of(group.begin(), group.end(),
+                                   [&](const char* n) { return index.contains(with_bid(n, bid)); });
+      if (!any) throw ModelError("the checkpoint has no tensor for " + with_bid(group.front(), bid));
+    }
+  }
+  for (ExtraTensor& x : extra) {
+    PlannedTensor p;
+    p.name = x.name;
+    p.shape = x.shape;
+    p.generated = std::move(x.data);
+    if (index.contains(p.name)) continue;  // the checkpoint already has it
+    planned.push_back(std::move(p));
+  }
+
+  // Order: whole-model tensors first, layers in order, output tensors last.
+  auto rank = [](const PlannedTensor& p) {
+    const int64_t bid = bid_of(p.name);
+    if (bid >= 0) return bid;
+    return p.name.rfind("output", 0) == 0 ? INT64_MAX : -1;
+  };
+  std::stable_sort(planned.begin(), planned.end(),
+                   [&](const PlannedTensor& a, const PlannedTensor& b) { return rank(a) < rank(b); });
+
+  for (PlannedTensor& p : planned) {
+    if (stays_f32(p) || outtype == TensorType::F32) {
+      p.type = TensorType::F32;
+    } else if (outtype == TensorType::Q8_0 && p.shape.back() % 32 != 0) {
+      p.type = TensorType::F16;  // llama.cpp's fallback for rows Q8_0 cannot hold
+    } else {
+      p.type = outtype;
+    }
+  }
+  return planned;
+}
+
+std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
+  if (t.sources.empty()) return t.generated;
+  const StTensor& first = *t.sources.front();
+  const auto per = static_cast<size_t>(first.n_elements);
+  std::vector<float> out(per * t.sources.size());
+  std::vector<float> buf(per);
+  const int64_t rows = first.shape.empty() ? 1 : first.shape[0];
+  const int64_t cols = rows == 0 ? 0 : static_cast<int64_t>(per) / rows;
+  for (size_t e = 0; e < t.sources.size(); ++e) {
+    to_f32(*t.sources[e], buf.data());
+    if (t.flags & kPermuteQ) permute_rows(buf, rows, cols, dims.n_head, first.name);
+    if (t.flags & kPermuteK) permute_rows(buf, rows, cols, dims.n_head_kv, first.name);
+    if (t.flags & kAddOne) {
+      for (float& v : buf) v += 1.0f;
+    }
+    if ((t.flags & kTranspose) && first.shape.size() == 2) {
+      std::vector<float> tr(per);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) tr[static_cast<size_t>(c * rows + r)] = buf[static_cast<size_t>(r * cols + c)];
+      }
+      buf.swap(tr);
+    }
+    if (t.flags & kNeoxQkv) {
+      // (n_head, 3, hd) -> (3, n_head, hd)
+      const int64_t heads = dims.n_head;
+      if (heads <= 0 || rows % (3 * heads) != 0) throw ModelError("tensor " + first.name + ": rows do not split into q|k|v heads");
+      std::vector<std::pair<int64_t, int64_t>> order;
+      for (int64_t part = 0; part < 3; ++part) {
+        for (int64_t h = 0; h < heads; ++h) order.emplace_back(h, part);
+      }
+      reorder_blocks(buf, rows / (3 * heads), cols, order, 3);
+    }
+    if (t.flags & kFalconQkv) {
+      // (n_kv, n_head / n_kv + 2, hd): every group's queries, then each group's k, then each v.
+      const int64_t kv = dims.n_head_kv, g = kv > 0 ? dims.n_head / kv : 0, hd = dims.head_dim;
+      if (kv <= 0 || g <= 0 || rows != kv * (g + 2) * hd) {
+        throw ModelError("tensor " + first.name + ": rows do not split into " + std::to_string(kv) + " groups of q..q k v");
+      }
+      std::vector<std::pair<int64_t, int64_t>> order;
+      for (int64_t k = 0; k < kv; ++k) {
+        for (int64_t q = 0; q < g; ++q) order.emplace_back(k, q);
+      }
+      for (int64_t k = 0; k < kv; ++k) order.emplace_back(k, g);
+      for (int64_t k = 0; k < kv; ++k) order.emplace_back(k, g + 1);
+      reorder_blocks(buf, hd, cols, order, g + 2);
+    }
+    std::copy(buf.begin(), buf.end(), out.begin() + static_cast<std::ptrdiff_t>(e * per));
+  }
+  return out;
+}
+
+}  // namespace ferrite::convert

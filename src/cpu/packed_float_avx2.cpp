@@ -1,0 +1,119 @@
+// AVX2 kernels for packed F16/BF16 weights (packed.h, packed_float.h). A
+// 16-row group is taken as two halves of 8 rows; the 32 bytes of one half of
+// a column-pair line are widened to f32 as two vectors whose lane pairs
+// (2i, 2i+1) hold one row's two columns, multiplied by the token's pair of
+// f32 activations broadcast as (x0, x1, x0, x1, ...), and the lane pairs are
+// added at the end (vhaddps). Blocks of the weights are widened once into a
+// buffer that every token of the call then reads.
+//   F16:  vcvtph2ps of each 16-byte quarter: rows 0-3 and rows 4-7. Each
+//         lane sees the same fused multiply-adds in the same order as in the
+//         AVX-512 kernel, so both levels give the same bits.
+//   BF16: vpunpcklwd / vpunpckhwd with zeros: rows {0,1,4,5} and {2,3,6,7};
+//         the bf16 products are exact in f32, so each lane is the plain f32
+//         sum of its column's products (another order than vdpbf16ps's).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "cpu/packed.h"
+#include "cpu/packed_float.h"
+#include "cpu/packed_matmul.h"
+
+namespace ferrite::cpu {
+namespace {
+
+constexpr int64_t kLine = 64;  // bytes of one column pair of the group
+constexpr int64_t kHalfRows = 8;
+constexpr int kPrefetchBytes = 1024;
+constexpr int64_t kChunk = 4;  // tokens per pass over a block of widened weights
+
+// The two widened vectors of column pair j for one half.
+struct F16Pairs {
+  static void load(const uint8_t* line, __m256& a, __m256& b) {
+    a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line)));       // rows 0-3
+    b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 16)));  // rows 4-7
+  }
+  // [r0 r1 r2 r3 | r4 r5 r6 r7] from the pair sums [r0 r1 r4 r5 | r2 r3 r6 r7].
+  static __m256 order(__m256 s) { return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xD8)); }
+};
+
+struct Bf16Pairs {
+  static void load(const uint8_t* line, __m256& a, __m256& b) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line));
+    a = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), w));  // rows 0, 1 | 4, 5
+    b = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), w));  // rows 2, 3 | 6, 7
+  }
+  static __m256 order(__m256 s) { return s; }  // [r0 r1 r2 r3 | r4 r5 r6 r7] already
+};
+
+// Column pairs widened per pass: 8 rows x 2 x 128 f32 = 8 KiB, in L1 while
+// every token of the call reads them.
+constexpr int64_t kBlockPairs = 128;
+
+// acc (2 vectors per token, in memory between blocks) += the block's widened
+// weights w [n_pairs][2 vectors] times NT tokens' f32 activations, pair by pair.
+template <int NT>
+void block_tokens(const __m256* w, int64_t n_pairs, const float* act, int64_t k, __m256* acc) {
+  __m256 a[NT], b[NT];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = acc[2 * t];
+    b[t] = acc[2 * t + 1];
+  }
+  for (int64_t j = 0; j < n_pairs; ++j) {
+    for (int t = 0; t < NT; ++t) {
+      double pair;
+      std::memcpy(&pair, act + t * k + 2 * j, sizeof(pair));
+      const __m256 x = _mm256_castpd_ps(_mm256_set1_pd(pair));  // x0 x1 x0 x1 ...
+      a[t] = _mm256_fmadd_ps(w[2 * j], x, a[t]);
+      b[t] = _mm256_fmadd_ps(w[2 * j + 1], x, b[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    acc[2 * t] = a[t];
+    acc[2 * t + 1] = b[t];
+  }
+}
+
+template <typename Pairs>
+void group_kernel(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  using Fn = void (*)(const __m256*, int64_t, const float*, int64_t, __m256*);
+  static constexpr Fn kFns[kChunk] = {block_tokens<1>, block_tokens<2>, block_tokens<3>, block_tokens<4>};
+  const float* act = (std::is_same_v<Pairs, F16Pairs> ? static_cast<const float*>(a.data) : a.wide) + t0 * a.k;
+  const int64_t pairs = a.k / 2;
+  alignas(32) __m256 w[2 * kBlockPairs];
+  alignas(32) __m256 acc[2 * kPackFloatTokensAvx2];
+  for (int64_t half = 0; half < 2; ++half) {
+    for (int64_t i = 0; i < 2 * nt; ++i) acc[i] = _mm256_setzero_ps();
+    const uint8_t* base = group + half * (kLine / 2);
+    for (int64_t j0 = 0; j0 < pairs; j0 += kBlockPairs) {
+      const int64_t n = pairs - j0 < kBlockPairs ? pairs - j0 : kBlockPairs;
+      for (int64_t j = 0; j < n; ++j) {
+        const uint8_t* line = base + (j0 + j) * kLine;
+        _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+        Pairs::load(line, w[2 * j], w[2 * j + 1]);
+      }
+      for (int64_t t = 0; t < nt; t += kChunk) {
+        const int64_t c = nt - t < kChunk ? nt - t : kChunk;
+        kFns[c - 1](w, n, act + t * a.k + 2 * j0, a.k, acc + 2 * t);
+      }
+    }
+    for (int64_t t = 0; t < nt; ++t) {
+      _mm256_storeu_ps(y + t * ys + half * kHalfRows, Pairs::order(_mm256_hadd_ps(acc[2 * t], acc[2 * t + 1])));
+    }
+  }
+}
+
+}  // namespace
+
+PackedFloatKernel packed_float_kernel_avx2(TensorType type) {
+  switch (type) {
+    case TensorType::BF16:
+      return group_kernel<Bf16Pairs>;
+    case TensorType::F16:
+      return group_kernel<F16Pairs>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,123 @@
+// AVX2 kernel for packed Q6_K (layout and formula in packed_k.h), bit for
+// bit the layout's reference. A 16-row group is taken as two halves of 8
+// rows (one 32-byte half of each 64-byte line), 8 int32 lanes = 8 rows.
+// Per quarter (32 elements, two sub-blocks of 16) of a half super-block:
+// 8 vectors of 6-bit values built from the ql nibbles and 2 qh bits; per
+// token and sub-block 4 vpmaddubsw with broadcast dwords of its Q8_K values,
+// added by twos in int16 (2 x 2 x 63 x 127 < 2^15) and widened by vpmaddwd
+// with the rows' signed scales. The -32 offset comes off through the
+// token's 16-sums (sum_sb scale_sb * bsums_sb, by pairs with vpmaddwd).
+// The f32 finish per super-block is the reference's.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "cpu/packed.h"
+#include "cpu/packed_k.h"
+#include "cpu/simd_avx2.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using avx2::bcast32;
+using avx2::load256;
+using quant::BlockQ8_K;
+
+constexpr int kSubBlocks = 16;
+constexpr int kLanes = 8;        // 4-byte lanes per quarter of 32 elements
+constexpr int kLanesPerSub = 4;  // per sub-block of 16
+constexpr int64_t kLine = 64;    // bytes of one lane of 16 rows
+constexpr int64_t kHalfRows = 8;
+constexpr int32_t kQ6Offset = 32;
+constexpr int kPrefetchBytes = 2048;
+constexpr int kBlockLines = (kPackedQ6KBlockBytes + kLine - 1) / kLine;
+constexpr int kLinesPerQuarter = (kBlockLines + 7) / 8;
+constexpr int64_t kChunk = 4;  // tokens per pass over the weights
+
+// The 8 lanes of quarter c of half super-block hs, for 8 rows: values 0..63.
+inline void quarter_values(const uint8_t* gb, int64_t half, int hs, int c, __m256i* w) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  const uint8_t* ql = gb + kPackedQ6KQlOffset + (16 * hs + (c % 2) * kLanes) * kLine + half * (kLine / 2);
+  const uint8_t* qh = gb + kPackedQ6KQhOffset + (kLanes * hs) * kLine + half * (kLine / 2);
+  for (int i = 0; i < kLanes; ++i) {
+    const __m256i l = load256(ql + i * kLine);
+    const __m256i h = load256(qh + i * kLine);
+    const __m256i nib = _mm256_and_si256(c < 2 ? l : _mm256_srli_epi16(l, 4), low4);
+    // bits 2c, 2c+1 of qh moved to bits 4, 5
+    const __m256i hs2 = c == 0 ? _mm256_slli_epi16(h, 4) : c == 1 ? _mm256_slli_epi16(h, 2) : c == 2 ? h : _mm256_srli_epi16(h, 2);
+    w[i] = _mm256_or_si256(nib, _mm256_and_si256(hs2, bits45));
+  }
+}
+
+template <int NT>
+void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+  const BlockQ8_K* act[NT];
+  for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* gb = group + b * kPackedQ6KBlockBytes;
+    __m256i sc[kSubBlocks];        // scale in both int16 halves of each row's lane
+    __m256i pairs[kSubBlocks / 2];  // (scale of 2q, scale of 2q + 1) as int16
+    for (int q = 0; q < kSubBlocks / 2; ++q) {
+      const __m256i s0 = avx2::load8_i32(gb + kPackedQ6KScOffset + 2 * q * kPackRows + half * kHalfRows);
+      const __m256i s1 = avx2::load8_i32(gb + kPackedQ6KScOffset + (2 * q + 1) * kPackRows + half * kHalfRows);
+      sc[2 * q] = avx2::twice16(s0);
+      sc[2 * q + 1] = avx2::twice16(s1);
+      pairs[q] = avx2::pair16(s0, s1);
+    }
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) {
+      // -32 * sum_sb scale_sb * bsums_sb, two sub-blocks per vpmaddwd.
+      __m256i off = _mm256_setzero_si256();
+      for (int q = 0; q < kSubBlocks / 2; ++q) {
+        off = _mm256_add_epi32(off, _mm256_madd_epi16(pairs[q], bcast32(act[t][b].bsums + 2 * q)));
+      }
+      sumi[t] = _mm256_mullo_epi32(off, _mm256_set1_epi32(-kQ6Offset));
+    }
+    for (int hs = 0; hs < 2; ++hs) {
+      for (int c = 0; c < 4; ++c) {
+        const int quarter = 4 * hs + c;
+        for (int line = quarter * kLinesPerQuarter; line < (quarter + 1) * kLinesPerQuarter && line < kBlockLines;
+             ++line) {
+          _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line * kLine, _MM_HINT_T0);
+        }
+        __m256i w[kLanes];
+        quarter_values(gb, half, hs, c, w);
+        for (int t = 0; t < NT; ++t) {
+          for (int s = 0; s < 2; ++s) {
+            const int sb = 8 * hs + 2 * c + s;
+            const int8_t* aq = act[t][b].qs + sb * 16;
+            const __m256i* ws = w + s * kLanesPerSub;
+            const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(ws[0], bcast32(aq)),
+                                                _mm256_maddubs_epi16(ws[1], bcast32(aq + 4)));
+            const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(ws[2], bcast32(aq + 8)),
+                                                _mm256_maddubs_epi16(ws[3], bcast32(aq + 12)));
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, sc[sb]), _mm256_madd_epi16(p1, sc[sb])));
+          }
+        }
+      }
+    }
+    const __m256 d = avx2::load8_f16(gb + half * kHalfRows * 2);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 p = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(sumi[t])));
+      acc[t] = _mm256_add_ps(acc[t], p);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+}
+
+}  // namespace
+
+void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
+  static constexpr Fn kFns[kChunk] = {q6_k_half<1>, q6_k_half<2>, q6_k_half<3>, q6_k_half<4>};
+  for (int64_t t = 0; t < nt; t += kChunk) {
+    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
+    for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);
+  }
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,147 @@
+// AVX2 kernels for packed Q4_0 and Q8_0 weights (packed.h, packed_matmul.h),
+// bit for bit the layout's reference: the integer block sums are exact and
+// each block ends in the reference's one fused multiply-add.
+//
+// A 16-row group is taken as two halves of 8 rows: one 32-byte half of a
+// 64-byte line holds the same 4 bytes of 8 rows, so an 8-lane int32 vector
+// is the 8 rows' sums with no horizontal reduction. Without VNNI, a 4-byte
+// group of a token's activations is broadcast (a load, no shuffle) and
+// multiplied by vpmaddubsw (unsigned weight x signed activation -> pairs in
+// int16):
+//   Q4_0: nibbles 0..15 x |a| <= 127: a pair is at most 3,810, so the 8
+//         products of a block add up in int16 (<= 30,480), then one vpmaddwd
+//         by 1 widens them; -8 * sum(a) comes off in int32.
+//   Q8_0: the stored q + 128 is flipped back to q; |q| x sign(a, q) keeps a
+//         pair below 2^15 (128 * 127 * 2), and each product is widened at once.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "cpu/packed.h"
+#include "cpu/packed_matmul.h"
+#include "cpu/simd_avx2.h"
+#include "quant/blocks.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::kQK;
+
+constexpr int64_t kScaleBytes = kPackRows * 2;
+constexpr int64_t kHalfRows = kPackRows / 2;
+constexpr int64_t kLine = 64;      // one 4-byte lane of 16 rows
+constexpr int64_t kHalfLine = 32;  // ... of 8 rows
+constexpr int64_t kActQsOffset = 2;  // BlockQ8_0: f16 d, then 32 int8
+constexpr int kPrefetchBytes = 1024;
+
+using avx2::bcast32;
+using avx2::load256;
+
+// The reference's block step, acc + f32(s) * (d_w * d_a), the product of the
+// scales rounded first.
+inline __m256 block_fma(__m256 acc, __m256i s, __m256 dw, float da) {
+  const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(da));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, acc);
+}
+
+struct Q4_0Half {
+  static constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * kQK / 2;
+  static constexpr int kOffset = 8;
+  __m256i lo[4], hi[4];  // lane j: elements 4j..4j+3 (lo) and 16+4j..16+4j+3 (hi)
+
+  void load(const uint8_t* qs, int64_t half) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = load256(qs + j * kLine + half * kHalfLine);
+      lo[j] = _mm256_and_si256(v, m4);
+      hi[j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+  }
+  // The 8 rows' sum_i w_i a_i for one token's block (w unsigned).
+  __m256i dot(const int8_t* qa) const {
+    __m256i s = _mm256_maddubs_epi16(lo[0], bcast32(qa));
+    for (int j = 1; j < 4; ++j) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo[j], bcast32(qa + 4 * j)));
+    for (int j = 0; j < 4; ++j) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi[j], bcast32(qa + kQK / 2 + 4 * j)));
+    return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+  }
+};
+
+struct Q8_0Half {
+  static constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * kQK;
+  static constexpr int kOffset = 0;  // the values are flipped back to signed
+  __m256i q[8], aq[8];  // lane j: elements 4j..4j+3, signed and absolute
+
+  void load(const uint8_t* qs, int64_t half) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int j = 0; j < 8; ++j) {
+      q[j] = _mm256_xor_si256(load256(qs + j * kLine + half * kHalfLine), flip);
+      aq[j] = _mm256_sign_epi8(q[j], q[j]);
+    }
+  }
+  __m256i dot(const int8_t* qa) const {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j += 2) {
+      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(aq[j], _mm256_sign_epi8(bcast32(qa + 4 * j), q[j])), ones));
+      s1 = _mm256_add_epi32(
+          s1, _mm256_madd_epi16(_mm256_maddubs_epi16(aq[j + 1], _mm256_sign_epi8(bcast32(qa + 4 * j + 4), q[j + 1])), ones));
+    }
+    return _mm256_add_epi32(s0, s1);
+  }
+};
+
+// NT tokens times one 8-row half of a group.
+template <typename Half, int NT>
+void half_group(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  const uint8_t* act = a.q8 + t0 * a.row_bytes + kActQsOffset;
+  const float* ad = a.d + t0 * a.n_blocks;
+  const int32_t* as = a.sum + t0 * a.n_blocks;
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* gb = group + b * Half::kGroupBlock;
+    for (int64_t line = half * kHalfLine; line < Half::kGroupBlock; line += kLine) {
+      _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line, _MM_HINT_T0);
+    }
+    const __m256 dw = avx2::load8_f16(gb + half * kHalfRows * 2);
+    Half w;
+    w.load(gb + kScaleBytes, half);
+    for (int t = 0; t < NT; ++t) {
+      const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
+      __m256i s = w.dot(qa);
+      if constexpr (Half::kOffset != 0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(Half::kOffset * as[t * a.n_blocks + b]));
+      acc[t] = block_fma(acc[t], s, dw, ad[t * a.n_blocks + b]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+}
+
+// Tokens in chunks of up to kChunk per pass over the weights (the
+// accumulators and one block's weights fit the 16 vector registers).
+template <typename Half>
+void group(const uint8_t* g, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  constexpr int64_t kChunk = 4;
+  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
+  static constexpr Fn kFns[kChunk] = {half_group<Half, 1>, half_group<Half, 2>, half_group<Half, 3>,
+                                      half_group<Half, 4>};
+  for (int64_t t = 0; t < nt; t += kChunk) {
+    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
+    for (int64_t half = 0; half < 2; ++half) kFns[n - 1](g, half, a, t0 + t, y + t * ys, ys);
+  }
+}
+
+}  // namespace
+
+PackedKernel packed_kernel_avx2(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+      return group<Q4_0Half>;
+    case TensorType::Q8_0:
+      return group<Q8_0Half>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,47 @@
+// Small AVX2 helpers shared by the *_avx2.cpp kernels (include only from
+// files compiled with the AVX2 flags).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace ferrite::cpu::avx2 {
+
+// Four bytes broadcast to every 32-bit lane (a load, no shuffle).
+inline __m256i bcast32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Eight bytes widened to eight int32 lanes, unsigned / signed.
+inline __m256i load8_u32(const void* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
+inline __m256i load8_i32(const void* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
+
+// Eight f16 values widened to f32.
+inline __m256 load8_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
+
+// Each int32 lane's low 16 bits in both of its halves: the lane's factor for
+// vpmaddwd (which multiplies int16 pairs and adds each pair).
+inline __m256i twice16(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
+}
+
+// Lanes of a (low half) and b (high half) as int16 pairs.
+inline __m256i pair16(__m256i a, __m256i b) {
+  return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
+}
+
+// A value the compiler must compute as written: keeps a rounded product out
+// of a fused multiply-add (these files are compiled with FMA; the references
+// round each product).
+inline __m256 pinned(__m256 v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
+}  // namespace ferrite::cpu::avx2

@@ -1,0 +1,206 @@
+// Checkpoints that transformers made (scripts/train_testbed.py on the GPU
+// machine), with transformers' own float32 outputs for some tokens:
+//   fixtures/testbed-small  a 3.8M-parameter Llama trained on War and Peace,
+//                           bf16 weights, byte-level BPE trained alongside
+//   fixtures/tiny/<arch>    one random checkpoint per architecture, f32
+// `ferrite convert --outtype f32` then ferrite's forward pass must give
+// transformers' logits (bert: hidden states) within kTolerance.
+//
+// Tolerance: 1e-3 absolute (the bar for f32) for the tiny models.
+// Both sides compute in float32 from identical weights; what differs is
+// summation order, ferrite's f16 KV cache and f16 attention probabilities
+// (as llama.cpp), and llama.cpp's tanh GELU against the erf GELU of gptneox,
+// falcon and bert in transformers. Measured: 2.4e-5 (gemma) to 4.9e-4
+// (gemma2), 1.03e-3 for the six-layer gemma3. The trained model: see
+// check_testbed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "convert/bpe_pre.h"
+#include "convert/converter.h"
+#include "convert/hf_files.h"
+#include "convert/vocab.h"
+#include "gguf/file.h"
+#include "gguf/metadata.h"
+#include "hf_dir.h"
+#include "model/model.h"
+#include "ref_llama.h"
+#include "runtime/context.h"
+#include "support/test_data.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrite {
+namespace {
+
+using test::Json;
+
+constexpr double kTolerance = 1e-3;
+
+std::filesystem::path fixtures() { return std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/convert/fixtures"; }
+
+std::vector<float> read_f32(const std::filesystem::path& p) {
+  const std::string b = test::read_file(p);
+  std::vector<float> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), v.size() * 4);
+  return v;
+}
+
+Json read_json(const std::filesystem::path& p) { return Json::parse(test::read_file(p)); }
+
+// Logits of every token (decoders) or hidden states (encoders), row-major.
+std::vector<float> run(const std::string& gguf, const std::vector<int32_t>& tokens, int64_t& cols) {
+  auto model = model::Model::load(gguf);
+  runtime::Context ctx(model, {.n_ctx = 256, .n_batch = 256, .n_threads = 2});
+  std::vector<float> out;
+  if (model->arch().is_encoder()) {
+    runtime::Batch b;
+    for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], static_cast<int32_t>(i), 0, true);
+    ctx.decode(b);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const auto row = ctx.token_embeddings(static_cast<int64_t>(i));
+      out.insert(out.end(), row.begin(), row.end());
+      cols = static_cast<int64_t>(row.size());
+    }
+    return out;
+  }
+  ctx.eval(tokens, 0, /*all_logits=*/true);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto row = ctx.logits(static_cast<int64_t>(i));
+    out.insert(out.end(), row.begin(), row.end());
+    cols = static_cast<int64_t>(row.size());
+  }
+  return out;
+}
+
+double max_abs_diff(const float* a, const float* b, size_t n) {
+  double worst = 0.0;
+  for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return worst;
+}
+
+std::string convert_f32(const std::filesystem::path& dir, const test::TempDir& out, const std::string& pre) {
+  convert::ConvertOptions opt;
+  opt.outtype = TensorType::F32;
+  opt.vocab.pre_override = pre;
+  const std::string path = out.file(dir.filename().string() + ".gguf");
+  convert::convert_checkpoint(dir.string(), path, opt);
+  return path;
+}
+
+// The trained model's logits are larger and its attention sharper than the
+// random models': llama.cpp's f16 rounding in attention (the K/V cache,
+// queries, probabilities), which ferrite keeps, moves them by ~4.5e-3 from
+// the exact result. The test separates the two questions with a double-
+// precision reference (ref_llama.h) on the converted file:
+//   the conversion: transformers' logits against the reference without the
+//     f16 rounding (measured <= 1.6e-5; bound 1e-4);
+//   the engine: ferrite's against the reference with llama.cpp's rounding
+//     (measured <= 2.2e-3, rounding flips; bound 5e-3);
+// and bounds ferrite against transformers by 1e-2 (measured 4.6e-3, which the
+// f16 rounding alone reproduces in the reference).
+constexpr double kConversionBound = 1e-4, kEngineBound = 5e-3, kEndToEndBound = 1e-2;
+
+void check_testbed(const std::filesystem::path& dir) {
+  const Json ref = read_json(dir / "reference.json");
+  const std::vector<float> want = read_f32(dir / "logits.f32");
+  test::TempDir tmp;
+  // The tokenizer is the testbed's own: no row of llama.cpp's table knows its
+  // hash, so its pre-tokenizer (Llama 3's regular expression) is named.
+  const std::string gguf = convert_f32(dir, tmp, "llama-bpe");
+
+  // The hash ferrite computes for the llama-bpe candidate is the one
+  // transformers gave for the same text (reference.json).
+  const convert::HfFiles files = convert::HfFiles::open(dir.string());
+  const convert::VocabKeys vocab = convert::vocab_gpt2(files, -1, {.pre_override = "llama-bpe"});
+  const convert::PreTokenizerMatch m = convert::match_pre_tokenizer(files, vocab);
+  EXPECT_EQ(m.name, "");
+  EXPECT_NE(std::find(m.tried.begin(), m.tried.end(), "llama-bpe: " + ref["check_text_hash"].get<std::string>()),
+            m.tried.end());
+
+  const gguf::File file = gguf::File::open(gguf);
+  const gguf::Metadata md(file);
+  EXPECT_EQ(md.architecture(), "llama");
+  EXPECT_EQ(md.get_string("tokenizer.chat_template"),
+            read_json(dir / "tokenizer_config.json")["chat_template"].get<std::string>());
+  EXPECT_TRUE(md.get_bool("tokenizer.ggml.add_bos_token"));
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
+
+  const auto n_vocab = ref["n_vocab"].get<int64_t>();
+  size_t row = 0;
+  for (const Json& p : ref["prompts"]) {
+    const auto tokens = p["tokens"].get<std::vector<int32_t>>();
+    EXPECT_EQ(tok.encode(p["text"].get<std::string>(), true, false), tokens) << p["text"];
+    int64_t cols = 0;
+    const std::vector<float> got = run(gguf, tokens, cols);
+    ASSERT_EQ(cols, n_vocab);
+    const float* hf = want.data() + row * n_vocab;
+    const std::vector<double> exact = test::ref_llama_logits(file, tokens, false, false);
+    const std::vector<double> cpp = test::ref_llama_logits(file, tokens, true, true);
+    const std::vector<float> exact32(exact.begin(), exact.end()), cpp32(cpp.begin(), cpp.end());
+    const double conversion = max_abs_diff(hf, exact32.data(), got.size());
+    const double engine = max_abs_diff(got.data(), cpp32.data(), got.size());
+    const double end_to_end = max_abs_diff(got.data(), hf, got.size());
+    std::printf("%s, %zu tokens: max |transformers - exact ref| %.3g, |ferrite - llama.cpp-rounding ref| %.3g, "
+                "|ferrite - transformers| %.3g\n",
+                dir.filename().c_str(), tokens.size(), conversion, engine, end_to_end);
+    EXPECT_LE(conversion, kConversionBound) << p["text"];
+    EXPECT_LE(engine, kEngineBound) << p["text"];
+    EXPECT_LE(end_to_end, kEndToEndBound) << p["text"];
+    row += tokens.size();
+  }
+  EXPECT_EQ(row, ref["rows"].get<size_t>());
+}
+
+TEST(Testbed, SmallModelMatchesTransformers) { check_testbed(fixtures() / "testbed-small"); }
+
+// The 24M-parameter model is not committed (48 MB): scripts/train_testbed.py
+// makes it; FERRITE_TESTBED_LARGE names its folder.
+TEST(Testbed, LargeModelMatchesTransformers) {
+  const char* dir = std::getenv("FERRITE_TESTBED_LARGE");
+  if (dir == nullptr) GTEST_SKIP() << "FERRITE_TESTBED_LARGE is not set";
+  check_testbed(dir);
+}
+
+struct TinyCase {
+  const char* arch;
+  double tolerance;
+};
+
+void PrintTo(const TinyCase& c, std::ostream* os) { *os << c.arch; }
+
+class TinyArch : public ::testing::TestWithParam<TinyCase> {};
+
+TEST_P(TinyArch, MatchesTransformers) {
+  const auto dir = fixtures() / "tiny" / GetParam().arch;
+  const Json ref = read_json(dir / "reference.json");
+  const std::vector<float> want = read_f32(dir / "logits.f32");
+  test::TempDir tmp;
+  const std::string gguf = convert_f32(dir, tmp, "llama-bpe");
+  const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
+  int64_t cols = 0;
+  const std::vector<float> got = run(gguf, tokens, cols);
+  ASSERT_EQ(cols, ref["cols"].get<int64_t>());
+  ASSERT_EQ(got.size(), want.size());
+  const double err = max_abs_diff(got.data(), want.data(), got.size());
+  std::printf("%s: max |output - transformers| = %.3g over %zu values\n", GetParam().arch, err, got.size());
+  EXPECT_LE(err, GetParam().tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, TinyArch,
+    ::testing::Values(TinyCase{"llama", kTolerance}, TinyCase{"mistral", kTolerance}, TinyCase{"mixtral", kTolerance},
+                      TinyCase{"qwen2", kTolerance}, TinyCase{"qwen2moe", kTolerance}, TinyCase{"qwen3", kTolerance},
+                      TinyCase{"qwen3moe", kTolerance}, TinyCase{"gemma", kTolerance},
+                      // six layers: f16 rounding flips accumulate with depth (tests/model's
+                      // kDeepTolerance, measured on gemma3 there); 1.03e-3 here
+                      TinyCase{"gemma2", kTolerance}, TinyCase{"gemma3", 5e-3}, TinyCase{"phi3", kTolerance},
+                      TinyCase{"gpt2", kTolerance}, TinyCase{"gptneox", kTolerance},
+                      TinyCase{"starcoder2", kTolerance}, TinyCase{"falcon", kTolerance},
+                      TinyCase{"bert", kTolerance}));
+
+}  // namespace
+}  // namespace ferrite
