@@ -18,7 +18,7 @@ set(CMAKE_CUDA_STANDARD 17)  # what CMake knows for nvcc; the .cu files need no 
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(CMAKE_CUDA_FLAGS_RELEASE "-O3 -DNDEBUG")
 
-file(GLOB FERRITE_CUDA_SRCS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/*.cu ${CMAKE_SOURCE_DIR}/src/cuda/*.cpp)
+file(GLOB FERRITE_CUDA_SRCS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/*/*.cu ${CMAKE_SOURCE_DIR}/src/cuda/*/*.cpp)
 add_library(ferrite_cuda STATIC ${FERRITE_CUDA_SRCS})
 # The directory's options (-Wall, sanitizers) are host-compiler flags that
 # nvcc rejects: replace them per language.
@@ -34,7 +34,7 @@ target_link_libraries(ferrite_runtime PUBLIC ferrite_cuda)
 target_link_libraries(ferrite_lib INTERFACE ferrite_cuda)
 
 # Decode/prefill throughput on the GPU (bench/cuda).
-file(GLOB FERRITE_CUDA_BENCH_SRCS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/cuda/*.cpp)
+file(GLOB FERRITE_CUDA_BENCH_SRCS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/cuda/*.cpp ${CMAKE_SOURCE_DIR}/bench/cuda/*.cu)
 if(FERRITE_CUDA_BENCH_SRCS)
   add_executable(ferrite_cuda_bench ${FERRITE_CUDA_BENCH_SRCS})
   target_link_libraries(ferrite_cuda_bench PRIVATE ferrite_lib)

@@ -4,7 +4,8 @@
 // the fraction of the hardware limit reached: tg against the weight bytes
 // read per token over the measured read bandwidth, pp against the matrix
 // operations per token over the measured peak of the instruction class the
-// model's main matrix type runs on (src/cpu/hw_limits.h).
+// model's main matrix type runs on (src/cpu/hw_limits.h); with every layer
+// on the GPU (-ngl all), of the GPU's memory bandwidth and tensor peak.
 // Lists are comma-separated (-p 128,512) or repeated (-m a.gguf -m b.gguf).
 #include <algorithm>
 #include <chrono>
@@ -40,7 +41,8 @@ struct BenchOptions {
   std::vector<int> depth{0};
   int repetitions = 5;
   int n_batch = 512;
-  int n_gpu_layers = 0;
+  std::string ngl = "0";  // layers on the GPU: a number or "all"
+  int n_gpu_layers = 0;   // parsed from ngl
   std::string cache_type_k = "f16", cache_type_v = "f16";
   std::vector<int> flash_attn{0};  // llama-bench's -fa 0|1: accepted, one attention path here
   std::vector<int> mmap{1};        // llama-bench's -mmp 0|1: accepted, the file is always mapped
@@ -82,7 +84,6 @@ void check_options(const BenchOptions& o) {
   }
   if (o.repetitions < 1) throw InvalidArgument("-r must be at least 1");
   if (o.n_batch < 1) throw InvalidArgument("-b must be at least 1");
-  if (o.n_gpu_layers < 0) throw InvalidArgument("-ngl must not be negative");
 }
 
 // Name, sizes and per-token costs of a loaded model.
@@ -116,6 +117,7 @@ BenchModel describe(const std::string& path, const model::Model& m) {
     if (bytes > most) most = bytes, main_type = type;
   }
   b.peak_kind = cpu::peak_kind_name(cpu::peak_kind_for(main_type));
+  b.main_type = main_type;
   // "llama 1B Q4_0": architecture, parameter count, preset (or main type).
   std::string type_name = tensor_type_name(main_type);
   if (const auto ft = md.opt_uint("general.file_type")) {
@@ -180,7 +182,26 @@ cpu::PeakKind peak_kind_from_name(const std::string& s) {
   return cpu::PeakKind::F32Fma;
 }
 
+void print_gpu_limits(const runtime::GpuLimits& g, BenchFormat fmt) {
+  char line[256];
+  std::snprintf(line, sizeof(line), "GPU (%s): memory %.2f TB/s, peak %s %.0f Top/s (from its attributes)\n",
+                g.name.c_str(), g.read_bytes_per_s / 1e12, g.peak_kind.c_str(), g.peak_ops_per_s / 1e12);
+  std::fputs(line, fmt == BenchFormat::Markdown ? stdout : stderr);
+}
+
 int run_bench(BenchOptions& opt) {
+  opt.n_gpu_layers = opt.ngl == "all" ? runtime::kAllLayers : 0;
+  if (opt.ngl != "all") {
+    size_t used = 0;
+    try {
+      opt.n_gpu_layers = std::stoi(opt.ngl, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != opt.ngl.size() || opt.n_gpu_layers < 0) {
+      throw InvalidArgument("-ngl takes a number of layers or 'all', not '" + opt.ngl + "'");
+    }
+  }
   check_options(opt);
   const BenchFormat fmt = parse_format(opt.output);
   // Before the models load: their repacking depends on the level.
@@ -213,6 +234,14 @@ int run_bench(BenchOptions& opt) {
     std::shared_ptr<const model::Model> m = model::Model::load(path);
     described.push_back(std::make_unique<BenchModel>(describe(path, *m)));
     const BenchModel* bm = described.back().get();
+    // Every layer on the GPU: the fraction is of the GPU's limits (a partial
+    // offload runs on both: no single limit).
+    const bool whole_gpu = ngl == runtime::kAllLayers || (ngl > 0 && ngl >= m->hparams().n_layer);
+    runtime::GpuLimits gpu;
+    if (whole_gpu) {
+      gpu = runtime::gpu_limits(bm->main_type);
+      print_gpu_limits(gpu, fmt);
+    }
     // Tests: every pp, then every tg, each at every depth (llama-bench's order).
     std::vector<std::pair<int, int>> tests;
     for (int p : opt.n_prompt) {
@@ -232,13 +261,19 @@ int run_bench(BenchOptions& opt) {
                                    .n_gpu_layers = ngl});
           BenchRow row;
           row.model = bm;
-          row.backend = ngl > 0 ? "CUDA" : "CPU";
+          row.backend = ctx.backend_name();
+          row.ngl = ngl == 0 ? "0" : opt.ngl;
           row.threads = t;
           row.n_prompt = p;
           row.n_gen = n;
           row.n_depth = d;
-          row.read_bytes_per_s = limits[t].read_bytes_per_s;
-          row.peak_ops_per_s = limits[t].peak_ops_per_s(peak_kind_from_name(bm->peak_kind));
+          if (whole_gpu) {
+            row.read_bytes_per_s = gpu.read_bytes_per_s;
+            row.peak_ops_per_s = gpu.peak_ops_per_s;
+          } else if (ngl == 0) {
+            row.read_bytes_per_s = limits[t].read_bytes_per_s;
+            row.peak_ops_per_s = limits[t].peak_ops_per_s(peak_kind_from_name(bm->peak_kind));
+          }
           warm_up(ctx, p, rng);
           for (int r = 0; r < opt.repetitions; ++r) row.samples_ts.push_back(run_once(ctx, p, n, d, rng));
           if (fmt == BenchFormat::Markdown) std::fputs(markdown_row(row).c_str(), stdout);
@@ -270,9 +305,9 @@ const CommandRegistrar kBench({"bench", "Measure prompt and generation speed (ll
                                      ->delimiter(',');
                                  sub.add_option("-r,--repetitions", opt->repetitions, "Timed repetitions per test");
                                  sub.add_option("-b,--batch-size", opt->n_batch, "Tokens per forward pass");
-                                 sub.add_option("--n-gpu-layers", opt->n_gpu_layers,
-                                                "Layers on the GPU (also -ngl; a build without a GPU backend warns and "
-                                                "runs on the CPU)");
+                                 sub.add_option("--n-gpu-layers", opt->ngl,
+                                                "Layers on the GPU: a number or all (also -ngl; a build without a GPU "
+                                                "backend warns and runs on the CPU)");
                                  sub.add_option("--cache-type-k", opt->cache_type_k,
                                                 std::string("K cache type (also -ctk): ") + runtime::kCacheTypeNames);
                                  sub.add_option("--cache-type-v", opt->cache_type_v,

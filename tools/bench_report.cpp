@@ -22,8 +22,8 @@ std::string pad_left(const std::string& s, size_t w) { return s.size() >= w ? s 
 std::string pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 // Column widths as llama-bench prints them.
-constexpr size_t kModelW = 30, kSizeW = 10, kParamsW = 10, kBackendW = 10, kThreadsW = 7, kTestW = 13, kTsW = 20,
-                 kLimitW = 7;
+constexpr size_t kModelW = 30, kSizeW = 10, kParamsW = 10, kBackendW = 10, kNglW = 3, kThreadsW = 7, kTestW = 13,
+                 kTsW = 20, kLimitW = 7;
 
 std::string limit_cell(const BenchRow& r) {
   const double f = r.limit_fraction();
@@ -90,11 +90,11 @@ std::string format_params(uint64_t n) {
 std::string markdown_header() {
   std::string h = "| " + pad_right("model", kModelW) + " | " + pad_left("size", kSizeW) + " | " +
                   pad_left("params", kParamsW) + " | " + pad_right("backend", kBackendW) + " | " +
-                  pad_left("threads", kThreadsW) + " | " + pad_left("test", kTestW) + " | " + pad_left("t/s", kTsW) +
+                  pad_left("ngl", kNglW) + " | " + pad_left("threads", kThreadsW) + " | " + pad_left("test", kTestW) + " | " + pad_left("t/s", kTsW) +
                   " | " + pad_left("% limit", kLimitW) + " |\n";
   h += "| " + std::string(kModelW, '-') + " | " + std::string(kSizeW - 1, '-') + ": | " +
        std::string(kParamsW - 1, '-') + ": | " + std::string(kBackendW, '-') + " | " +
-       std::string(kThreadsW - 1, '-') + ": | " + std::string(kTestW - 1, '-') + ": | " +
+       std::string(kNglW - 1, '-') + ": | " + std::string(kThreadsW - 1, '-') + ": | " + std::string(kTestW - 1, '-') + ": | " +
        std::string(kTsW - 1, '-') + ": | " + std::string(kLimitW - 1, '-') + ": |\n";
   return h;
 }
@@ -102,20 +102,21 @@ std::string markdown_header() {
 std::string markdown_row(const BenchRow& r) {
   return "| " + pad_right(r.model->name, kModelW) + " | " + pad_left(format_size(r.model->size_bytes), kSizeW) + " | " +
          pad_left(format_params(r.model->n_params), kParamsW) + " | " + pad_right(r.backend, kBackendW) + " | " +
-         pad_left(std::to_string(r.threads), kThreadsW) + " | " + pad_left(r.test(), kTestW) + " | " +
+         pad_left(r.ngl, kNglW) + " | " + pad_left(std::to_string(r.threads), kThreadsW) + " | " + pad_left(r.test(), kTestW) + " | " +
          pad_left(printf_string("%.2f ± %.2f", r.mean_ts(), r.sd_ts()), kTsW) + " | " +
          pad_left(limit_cell(r), kLimitW) + " |\n";
 }
 
 std::string csv_header() {
-  return "model_filename,model_type,model_size,model_n_params,backend,n_threads,n_prompt,n_gen,n_depth,test,"
+  return "model_filename,model_type,model_size,model_n_params,backend,n_gpu_layers,n_threads,n_prompt,n_gen,n_depth,test,"
          "avg_ts,stddev_ts,limit_ts,limit_fraction,read_bytes_per_s,peak_ops_per_s,peak_kind\n";
 }
 
 std::string csv_row(const BenchRow& r) {
   const BenchModel& m = *r.model;
   return csv_quote(m.path) + "," + csv_quote(m.name) + "," + std::to_string(m.size_bytes) + "," +
-         std::to_string(m.n_params) + "," + csv_quote(r.backend) + "," + std::to_string(r.threads) + "," +
+         std::to_string(m.n_params) + "," + csv_quote(r.backend) + "," + csv_quote(r.ngl) + "," +
+         std::to_string(r.threads) + "," +
          std::to_string(r.n_prompt) + "," + std::to_string(r.n_gen) + "," + std::to_string(r.n_depth) + "," +
          csv_quote(r.test()) + "," + printf_string("%.6f", r.mean_ts()) + "," + printf_string("%.6f", r.sd_ts()) +
          "," + printf_string("%.6f", r.limit_ts()) + "," + printf_string("%.6f", r.limit_fraction()) + "," +
@@ -132,6 +133,7 @@ std::string json_rows(const std::vector<BenchRow>& rows) {
                    {"model_size", m.size_bytes},
                    {"model_n_params", m.n_params},
                    {"backend", r.backend},
+                   {"n_gpu_layers", r.ngl},
                    {"n_threads", r.threads},
                    {"n_prompt", r.n_prompt},
                    {"n_gen", r.n_gen},

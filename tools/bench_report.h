@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf/tensor_type.h"
+
 namespace ferrite::tools {
 
 // Facts of one model shown in every row.
@@ -16,19 +18,21 @@ struct BenchModel {
   uint64_t n_params = 0;      // all tensor elements
   uint64_t bytes_per_token = 0;  // weights read to decode one token
   uint64_t flops_per_token = 0;  // 2 x matrix elements used per token
-  std::string peak_kind;      // instruction class of its main matrix type
+  std::string peak_kind;      // instruction class of its main matrix type (CPU)
+  TensorType main_type = TensorType::F32;  // the type of most of its matrix bytes
 };
 
 struct BenchRow {
   const BenchModel* model = nullptr;
-  std::string backend;  // "CPU"
+  std::string backend;  // the backend of the output layers: "CPU", "CUDA"
+  std::string ngl;      // layers on the GPU: "0", a number, "all"
   int threads = 0;
   int n_prompt = 0;
   int n_gen = 0;
   int n_depth = 0;
   std::vector<double> samples_ts;  // tokens per second of each repetition
-  double read_bytes_per_s = 0.0;   // measured for this thread count
-  double peak_ops_per_s = 0.0;     // for the model's instruction class
+  double read_bytes_per_s = 0.0;   // the backend's: measured (CPU, this thread count) or the GPU's peak
+  double peak_ops_per_s = 0.0;     // for the model's instruction class on that backend (0: unknown)
 
   std::string test() const;   // "pp512", "tg128", "tg128 @ d512"
   double mean_ts() const;

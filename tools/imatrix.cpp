@@ -20,7 +20,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "load_bar.h"
-#include "model/matmul_observer.h"
+#include "backend/matmul_observer.h"
 #include "model/model.h"
 #include "model_path.h"
 #include "quant/imatrix_collector.h"
@@ -43,7 +43,7 @@ struct ImatrixOptions {
 };
 
 // Forwards the products llama.cpp collects to the collector.
-class Collect : public model::MatmulObserver {
+class Collect : public backend::MatmulObserver {
  public:
   Collect(quant::ImatrixCollector& c, bool process_output) : c_(c), process_output_(process_output) {}
   void on_matmul(const gguf::TensorInfo& w, int64_t expert, const float* x, int64_t n, int64_t cols) override {

@@ -1,11 +1,13 @@
 // `ferrite info MODEL`: architecture, hyperparameters, tokenizer summary and
-// every tensor of a GGUF file; `--json` for the same as JSON.
+// every tensor of a GGUF file, and the run-time switches in effect
+// (backend/switches.h); `--json` for the same as JSON.
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/switches.h"
 #include "command.h"
 #include "gguf/file.h"
 #include "gguf/metadata.h"
@@ -83,6 +85,10 @@ int run_info(const InfoOptions& opt) {
     j["n_params"] = n_params;
     j["n_bytes"] = n_bytes;
     j["bits_per_weight"] = bpw;
+    // The run-time switches in effect (backend/switches.h), as read from the environment.
+    nlohmann::json sw = nlohmann::json::object();
+    for (const auto& [name, value] : backend::describe(backend::env_switches())) sw[name] = value;
+    j["switches"] = sw;
     if (opt.show_metadata) {
       nlohmann::json md = nlohmann::json::object();
       for (const auto& kv : file.metadata()) md[kv.key] = kv.value.to_string(16);
@@ -132,6 +138,10 @@ int run_info(const InfoOptions& opt) {
               static_cast<double>(n_bytes) / (1024.0 * 1024.0), bpw);
   std::printf("types:        ");
   for (const auto& [name, count] : count_by_type) std::printf(" %s×%llu", name.c_str(), static_cast<unsigned long long>(count));
+  std::printf("\nswitches:     ");
+  for (const auto& [name, value] : backend::describe(backend::env_switches())) {
+    std::printf(" %s=%s", name.c_str(), value.c_str());
+  }
   std::printf("\n");
   return 0;
 }

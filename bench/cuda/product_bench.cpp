@@ -1,10 +1,12 @@
 // ferrite_cuda_bench --products: times one product y = x · W^T on the GPU per
-// (type, shape, rows), through LinearRunner, once with the new path and once
-// with the path it replaces. Quantized weights: up to kGemvMaxRows rows the
+// (type, shape, rows), once with the engine's path (LinearRunner) and once
+// with the path it replaced. Quantized weights: up to kGemvMaxRows rows the
 // bandwidth GEMV (gemv_quant.cu) against the dp4a kernel (matmul_quant.cu);
 // more rows the int8 tensor-core product (matmul_mma.cu) against the dp4a
 // kernel (16 rows or fewer) or dequantize to f16 + cuBLAS. F16 weights (up to
-// 16 rows): the round kernel of matmul_f16_fast.cu against its first version.
+// 16 rows): the round kernel of matmul_f16_fast.cu against its first version
+// (legacy_kernels.cu). F32 weights: the CPU-order product (matmul_float.cu,
+// what the engine runs) against cuBLAS in f32 (what it no longer offers).
 // Weights are random bytes with small valid scales (F16: small random
 // values); the activations' conversions are cached, as for the second
 // product of a layer. Each run reads another copy of the weights (at least
@@ -12,7 +14,7 @@
 // with pdl (pdl.cuh) a GEMV's weight loads overlap the previous GEMV's tail
 // (in a decode step the kernel before it is a norm or a quantizer).
 //
-//   ferrite_cuda_bench --products [-r 20] [-t q4_0,q8_0,q4_k,q6_k,f16]
+//   ferrite_cuda_bench --products [-r 20] [-t q4_0,q8_0,q4_k,q6_k,f16,f32]
 //                      [-s 4096x4096,11008x4096,4096x11008] [-M 1,2,8,32,...]
 #include <algorithm>
 #include <cstdio>
@@ -24,7 +26,12 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "cuda/linear.h"
+#include "cuda/backend/linear.h"
+
+namespace ferrite::cuda {
+// legacy_kernels.cu
+void legacy_gemv_f16(const GpuMatrix& w, const void* x, int64_t m, float* y, bool accumulate, cudaStream_t s);
+}  // namespace ferrite::cuda
 #include "quant/blocks.h"
 
 namespace {
@@ -47,6 +54,7 @@ TensorType parse_type(const std::string& s) {
   if (s == "q4_k") return TensorType::Q4_K;
   if (s == "q6_k") return TensorType::Q6_K;
   if (s == "f16") return TensorType::F16;
+  if (s == "f32") return TensorType::F32;
   throw InvalidArgument("product bench: unknown type " + s);
 }
 
@@ -58,6 +66,12 @@ std::vector<uint8_t> random_weights(TensorType t, int64_t n, int64_t k, std::mt1
     std::uniform_real_distribution<float> values(-1.0f, 1.0f);
     auto* h = reinterpret_cast<uint16_t*>(bytes.data());
     for (size_t i = 0; i < bytes.size() / 2; ++i) h[i] = fp32_to_fp16(values(rng));
+    return bytes;
+  }
+  if (t == TensorType::F32) {
+    std::uniform_real_distribution<float> values(-1.0f, 1.0f);
+    auto* f = reinterpret_cast<float*>(bytes.data());
+    for (size_t i = 0; i < bytes.size() / 4; ++i) f[i] = values(rng);
     return bytes;
   }
   std::uniform_int_distribution<uint32_t> dist;
@@ -88,20 +102,31 @@ constexpr int kMaxCopies = 64;
 
 // Mean microseconds of one product over reps runs (after one warm-up), the
 // runs cycling through the copies ws.
-double time_product(LinearRunner& lin, const std::vector<GpuMatrix>& ws, Activation& act, float* y, int reps) {
-  lin.run(ws[0], act, y);
+template <typename Product>
+double time_product(cudaStream_t stream, const std::vector<GpuMatrix>& ws, Product&& product, int reps) {
+  product(ws[0]);
   cudaEvent_t t0, t1;
   FERRITE_CUDA_CHECK(cudaEventCreate(&t0));
   FERRITE_CUDA_CHECK(cudaEventCreate(&t1));
-  FERRITE_CUDA_CHECK(cudaEventRecord(t0, lin.stream()));
-  for (int r = 0; r < reps; ++r) lin.run(ws[static_cast<size_t>(r) % ws.size()], act, y);
-  FERRITE_CUDA_CHECK(cudaEventRecord(t1, lin.stream()));
+  FERRITE_CUDA_CHECK(cudaEventRecord(t0, stream));
+  for (int r = 0; r < reps; ++r) product(ws[static_cast<size_t>(r) % ws.size()]);
+  FERRITE_CUDA_CHECK(cudaEventRecord(t1, stream));
   FERRITE_CUDA_CHECK(cudaEventSynchronize(t1));
   float ms = 0;
   FERRITE_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
   return 1000.0 * ms / reps;
+}
+
+// y [m, w.n] = x [m, k] · W^T for F32 W through cuBLAS (f32 operands and sums).
+void cublas_f32(cublasHandle_t h, const GpuMatrix& w, const float* x, int64_t m, float* y) {
+  // Column-major view: Y^T [n, m] = W [n, k] (stored as W^T [k, n]) · X^T [k, m].
+  const float alpha = 1.0f, beta = 0.0f;
+  FERRITE_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.n), static_cast<int>(m),
+                                    static_cast<int>(w.k), &alpha, w.data, CUDA_R_32F, static_cast<int>(w.k), x,
+                                    CUDA_R_32F, static_cast<int>(w.k), &beta, y, CUDA_R_32F, static_cast<int>(w.n),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace
@@ -120,11 +145,13 @@ int product_bench(int argc, char** argv) {
   try {
     std::mt19937 rng(1234);
     cudaStream_t stream = nullptr;
-    // old: no mma, earlier decode kernels; mma: every batch through matmul_mma; gemv: the default decode kernels.
+    // old: no mma (dequantize + cuBLAS above 16 rows; below, the earlier
+    // kernels called directly); mma: every batch through matmul_mma; gemv: the default decode kernels.
     LinearRunner old_path(stream), mma_path(stream), gemv_path(stream);
     old_path.set_mma_rows(1, 0);
-    old_path.set_gemv(false);
     mma_path.set_mma_rows(1, int64_t{1} << 40);
+    cublasHandle_t cublas = nullptr;
+    FERRITE_CUBLAS_CHECK(cublasCreate(&cublas));
     gemv_path.set_mma_rows(1, 0);
     set_exact_products(false);
     std::printf("%-5s %6s %6s %4s %10s %10s %7s %9s %5s\n", "type", "n", "k", "m", "old_us", "new_us", "speedup",
@@ -147,9 +174,23 @@ int product_bench(int argc, char** argv) {
           FERRITE_CUDA_CHECK(cudaMemcpy(xd.as(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
           Activation act;
           act.set(xd.as<float>(), m, k);
-          const bool gemv = m <= kGemvMaxRows || t == TensorType::F16;
-          const double old_us = time_product(old_path, ws, act, yd.as<float>(), reps);
-          const double new_us = time_product(gemv ? gemv_path : mma_path, ws, act, yd.as<float>(), reps);
+          const bool gemv = m <= kGemvMaxRows || t == TensorType::F16 || t == TensorType::F32;
+          float* y = yd.as<float>();
+          auto old_product = [&](const GpuMatrix& w) {
+            if (t == TensorType::F32) {
+              cublas_f32(cublas, w, act.x(), m, y);
+            } else if (t == TensorType::F16 && m <= kGemmMinRows) {
+              legacy_gemv_f16(w, act.f16(stream), m, y, false, stream);
+            } else if (m <= kGemmMinRows) {
+              matmul_quant(w, act.quantized(act_format_for(t), stream), m, y, false, stream);
+            } else {
+              old_path.run(w, act, y);
+            }
+          };
+          LinearRunner& new_path = gemv ? gemv_path : mma_path;
+          auto new_product = [&](const GpuMatrix& w) { new_path.run(w, act, y); };
+          const double old_us = time_product(stream, ws, old_product, reps);
+          const double new_us = time_product(stream, ws, new_product, reps);
           std::printf("%-5s %6lld %6lld %4lld %10.1f %10.1f %7.2f %9.0f %5s\n", ts.c_str(), static_cast<long long>(n),
                       static_cast<long long>(k), static_cast<long long>(m), old_us, new_us, old_us / new_us,
                       host.size() / (new_us * 1e3), gemv ? "gemv" : "mma");
@@ -157,6 +198,7 @@ int product_bench(int argc, char** argv) {
         }
       }
     }
+    cublasDestroy(cublas);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -2,6 +2,7 @@
 // read straight off the layout of packed.h, one value at a time.
 #include "cpu/packed_matmul.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -75,12 +76,19 @@ PackedKernel packed_kernel_ref(TensorType type) {
   }
 }
 
+namespace {
+// configure_packed_kernels' choices (on until told otherwise).
+std::atomic<bool> g_amx_allowed{true};
+std::atomic<bool> g_q6k_packed{true};
+}  // namespace
+
+void configure_packed_kernels(bool amx, bool q6k) {
+  g_amx_allowed = amx;
+  g_q6k_packed = q6k;
+}
+
 bool amx_available() {
-  static const bool hardware = [] {
-    const char* env = std::getenv("FERRITE_AMX");
-    return cpu_features().amx && !(env != nullptr && std::strcmp(env, "0") == 0);
-  }();
-  return hardware && amx_allowed();
+  return cpu_features().amx && g_amx_allowed.load() && amx_allowed();
 }
 
 PackedKernel find_packed_kernel_amx(TensorType type) {
@@ -97,15 +105,11 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::IQ4_XS) return isa == Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
-    // On unless FERRITE_REPACK_Q6K=0 (plain rows and the row-tile kernel).
+    // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).
     // Dev machine (Zen 5, 2 threads), once the packed kernel prefetched every
     // line of its super-blocks: 4096x4096 GEMV 308 vs 390 us, m=512 22 vs 37 ms;
     // llama-1b Q4_K_M tg128 67 vs 59 t/s, pp512 378 vs 353 t/s.
-    static const bool q6k = [] {
-      const char* env = std::getenv("FERRITE_REPACK_Q6K");
-      return env == nullptr || std::strcmp(env, "0") != 0;
-    }();
-    if (!q6k) return nullptr;
+    if (!g_q6k_packed.load()) return nullptr;
     return isa >= Isa::Avx512 ? packed_q6_k_avx512 : isa >= Isa::Avx2 ? packed_q6_k_avx2 : nullptr;
   }
   if (isa >= Isa::Avx512) return packed_kernel_avx512(type);

@@ -52,8 +52,13 @@ constexpr int64_t kAmxTokens = 16;
 
 // True when the CPU has AMX with int8 and bf16 tiles, the kernel lets this
 // process use them (cpu_features().amx), the dispatch cap is amx
-// (features.h), and FERRITE_AMX=0 is not in the environment.
+// (features.h), and configure_packed_kernels did not turn them off.
 bool amx_available();
+
+// Process-wide choices of the packed kernels, made at model load from the
+// switches (backend/switches.h: FERRITE_AMX, FERRITE_REPACK_Q6K): whether
+// the AMX kernels and the packed Q6_K kernel are used. Both on by default.
+void configure_packed_kernels(bool amx, bool q6k);
 
 // The AMX kernel for packed weights of `type` (nt a multiple of 16) when
 // amx_available() and the active level is AVX-512, or nullptr.

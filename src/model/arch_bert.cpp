@@ -9,11 +9,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cpu/activations.h"
-#include "cpu/vec_ops.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
-#include "model/blocks_extra.h"
+#include "model/blocks.h"
 #include "model/pooling.h"
 
 namespace ferrite::model {
@@ -38,14 +36,14 @@ class Bert : public Architecture {
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
-      L.wq = b.require(name("attn_q.weight"), {n_embd, n_embd});
-      L.bq = b.optional_vec(name("attn_q.bias"), n_embd);
-      L.wk = b.require(name("attn_k.weight"), {n_embd, n_embd});
-      L.bk = b.optional_vec(name("attn_k.bias"), n_embd);
-      L.wv = b.require(name("attn_v.weight"), {n_embd, n_embd});
-      L.bv = b.optional_vec(name("attn_v.bias"), n_embd);
-      L.wo = b.require(name("attn_output.weight"), {n_embd, n_embd});
-      L.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_embd});
+      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_embd);
+      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_embd});
+      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_embd);
+      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_embd});
+      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_embd);
+      L.attn.wo = b.require(name("attn_output.weight"), {n_embd, n_embd});
+      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
       L.attn_out_norm = bind_norm(b, name("attn_output_norm"), n_embd);
       const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
       L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
@@ -59,85 +57,40 @@ class Bert : public Architecture {
 
   bool is_encoder() const override { return true; }
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* states) const override {
-    Step s{hp_, batch, kv, pool, ws};
-    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-    float* x = grow(ws.x, n * n_embd);
-    float* y = grow(ws.block_out, n * n_embd);
-    embed_tokens(s, tok_embd_, x);
-    // Every token has type 0: its row, looked up like a token.
-    const int32_t type_id = 0;
-    const ForwardBatch type_batch{&type_id, nullptr, 1, nullptr, 0};
-    Step type_step{hp_, type_batch, kv, pool, ws};
-    float* type0 = grow(ws.router, n_embd);
-    embed_tokens(type_step, type_embd_, type0);
-    for (int64_t t = 0; t < n; ++t) add_inplace(x + t * n_embd, type0, n_embd);
-    add_position_embeddings(s, pos_embd_, x);
-    apply_norm(NormKind::Layer, hp_, embd_norm_, x, n, n_embd, x);
-
-    for (const Layer& L : layers_) {
-      attention(s, L, x, y);
-      add_inplace(x, y, n * n_embd);
-      apply_norm(NormKind::Layer, hp_, L.attn_out_norm, x, n, n_embd, x);
-      feed_forward_gelu(s, L.ffn, x, n, y);
-      add_inplace(x, y, n * n_embd);
-      apply_norm(NormKind::Layer, hp_, L.out_norm, x, n, n_embd, x);
+  void forward(Step& s, float* states) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    {
+      backend::Ops& o = s.ops();
+      const Act y = o.buffer(Buf::Y, n, n_embd);
+      o.embed(tok_embd_, Ids::Tokens, x);
+      // Every token has type 0: its row, looked up like a token.
+      o.embed(type_embd_, Ids::Zeros, y);
+      o.add(x, y);
+      add_position_embeddings(s, pos_embd_, x);
+      o.norm(NormKind::Layer, x, embd_norm_, x);
     }
-    for (int64_t i = 0; i < batch.n_out; ++i) {
-      const float* row = x + static_cast<int64_t>(batch.out_rows[i]) * n_embd;
-      std::copy_n(row, n_embd, states + i * n_embd);
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
+      const Layer& L = layers_[static_cast<size_t>(il)];
+      const Act y = o.buffer(Buf::Y, n, n_embd);
+      o.encoder_attention(L.attn, x, y);
+      o.add(x, y);
+      o.norm(NormKind::Layer, x, L.attn_out_norm, x, ffn_input(L.ffn));
+      o.feed_forward({&L.ffn, FfnKind::GeluF16}, x, y);
+      o.add(x, y);
+      o.norm(NormKind::Layer, x, L.out_norm, x);
     }
+    if (s.batch.n_out > 0) s.ops().gather_rows(x, s.ops().output(Buf::Hidden, states, s.batch.n_out, n_embd));
   }
 
  private:
   struct Layer {
-    Tensor wq, bq, wk, bk, wv, bv, wo, bo;
+    AttentionWeights attn;
     Norm attn_out_norm, out_norm;
     FfnWeights ffn;
   };
-
-  // out [n, n_embd] = wo · softmax(q k^T / sqrt(hd)) v + bo, each token
-  // attending to every token of its sequence, in f32.
-  void attention(Step& s, const Layer& L, const float* x, float* out) const {
-    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd, n_head = hp_.n_head, hd = hp_.head_dim;
-    float* q = grow(s.ws.q, n * n_embd);
-    float* k = grow(s.ws.k, n * n_embd);
-    float* v = grow(s.ws.v, n * n_embd);
-    float* a = grow(s.ws.attn, n * n_embd);
-    linear(s, L.wq, L.bq, x, n, q);
-    linear(s, L.wk, L.bk, x, n, k);
-    linear(s, L.wv, L.bv, x, n, v);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const int32_t* seq = s.batch.seq;
-    const cpu::VecOps& ops = cpu::vec_ops();
-    if (s.ws.attention.scores.size() < static_cast<size_t>(s.pool.size())) {
-      s.ws.attention.scores.resize(static_cast<size_t>(s.pool.size()));
-    }
-    s.pool.run([&](int ith, int nth) {
-      std::vector<float>& p = s.ws.attention.scores[static_cast<size_t>(ith)];
-      if (p.size() < static_cast<size_t>(n)) p.resize(static_cast<size_t>(n));
-      const cpu::Range work = cpu::split_range(n * n_head, ith, nth);
-      for (int64_t w = work.begin; w < work.end; ++w) {
-        const int64_t t = w / n_head, h = w % n_head;
-        const float* qt = q + t * n_embd + h * hd;
-        for (int64_t u = 0; u < n; ++u) {
-          const bool visible = seq == nullptr || seq[u] == seq[t];
-          p[static_cast<size_t>(u)] = visible ? ops.dot_f32(qt, k + u * n_embd + h * hd, hd) * scale : -INFINITY;
-        }
-        cpu::softmax_inplace(p.data(), n);
-        float* at = a + t * n_embd + h * hd;
-        std::fill_n(at, hd, 0.0f);
-        for (int64_t u = 0; u < n; ++u) {
-          const float pu = p[static_cast<size_t>(u)];
-          if (pu == 0.0f) continue;
-          const float* vu = v + u * n_embd + h * hd;
-          for (int64_t d = 0; d < hd; ++d) at[d] += pu * vu[d];
-        }
-      }
-    });
-    linear(s, L.wo, L.bo, a, n, out);
-  }
 
   HParams hp_;
   Tensor tok_embd_, type_embd_, pos_embd_;

@@ -1,26 +1,35 @@
-// Factories of the architecture families (one arch_*.cpp each), listed in
-// registry.cpp. Adding a family: write arch_<family>.cpp, declare its
-// factory here, add a row to the table in registry.cpp.
+// The architecture families (one arch_*.cpp each): one line per
+// `general.architecture` name and the factory that builds it. The line
+// declares the factory and lists it in the registry (registry.cpp). Adding
+// a family: write arch_<family>.cpp with its factory, add its line here.
 #pragma once
 
 #include <memory>
 
 #include "model/architecture.h"
 
+#define FERRITE_ARCHITECTURES(X) \
+  X("llama", make_llama)         \
+  X("qwen2", make_qwen2)         \
+  X("qwen2moe", make_qwen2moe)   \
+  X("qwen3", make_qwen3)         \
+  X("qwen3moe", make_qwen3)      \
+  X("gemma", make_gemma)         \
+  X("gemma2", make_gemma2)       \
+  X("gemma3", make_gemma3)       \
+  X("phi3", make_phi3)           \
+  X("gpt2", make_gpt2)           \
+  X("gptneox", make_gptneox)     \
+  X("starcoder2", make_starcoder2) \
+  X("falcon", make_falcon)       \
+  X("bert", make_bert)           \
+  X("granite", make_granite)
+
 namespace ferrite::model {
 
-std::unique_ptr<Architecture> make_llama(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_qwen2(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_qwen2moe(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_qwen3(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_gemma(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_gemma2(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_gemma3(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_phi3(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_gpt2(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_gptneox(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_starcoder2(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_falcon(const gguf::File& file, HParams& hp);
-std::unique_ptr<Architecture> make_bert(const gguf::File& file, HParams& hp);
+#define FERRITE_DECLARE_FACTORY(name, factory) \
+  std::unique_ptr<Architecture> factory(const gguf::File& file, HParams& hp);
+FERRITE_ARCHITECTURES(FERRITE_DECLARE_FACTORY)
+#undef FERRITE_DECLARE_FACTORY
 
 }  // namespace ferrite::model

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "model/arch_factories.h"
-#include "model/blocks_extra.h"
+#include "model/blocks.h"
 
 namespace ferrite::model {
 namespace {
@@ -39,32 +39,33 @@ class Falcon : public Architecture {
     hp_ = hp;
   }
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* logits) const override {
-    Step s{hp_, batch, kv, pool, ws};
-    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-    float* x = grow(ws.x, n * n_embd);
-    float* h = grow(ws.h, n * n_embd);
-    float* y = grow(ws.block_out, n * n_embd);
-    float* f = grow(ws.ffn_out, n * n_embd);
-    embed_tokens(s, tok_embd_, x);
-    prepare_rope(s, nullptr);
+  void forward(Step& s, float* logits) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    const int rope = s.prepare_rope(rope_config(hp_.rope, nullptr));
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    s.ops().embed(tok_embd_, Ids::Tokens, x);
 
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
       const Layer& L = layers_[static_cast<size_t>(il)];
-      apply_norm(NormKind::Layer, hp_, L.attn_norm, x, n, n_embd, h);
+      const Act h = o.buffer(Buf::H, n, n_embd);
+      const Act y = o.buffer(Buf::Y, n, n_embd);
+      const Act f = o.buffer(Buf::F, n, n_embd);
+      const backend::AttentionSpec a = attention_spec(hp_, il, L.attn, rope);
+      o.norm(NormKind::Layer, x, L.attn_norm, h, L.attn_norm_2.w ? ffn_input(L.ffn) : qkv_input(L.attn));
       if (L.attn_norm_2.w) {
-        float* h2 = grow(ws.ffn_a, n * n_embd);
-        apply_norm(NormKind::Layer, hp_, L.attn_norm_2, x, n, n_embd, h2);
-        self_attention(s, il, L.attn, h2, y);
+        const Act h2 = o.buffer(Buf::H2, n, n_embd);
+        o.norm(NormKind::Layer, x, L.attn_norm_2, h2, qkv_input(L.attn));
+        o.attention(a, h2, y);
       } else {
-        self_attention(s, il, L.attn, h, y);
+        o.attention(a, h, y);
       }
-      feed_forward_gelu(s, L.ffn, h, n, f);
-      add_inplace(f, y, n * n_embd);  // mlp + attn, then the residual
-      add_inplace(x, f, n * n_embd);
+      o.feed_forward({&L.ffn, FfnKind::GeluF16}, h, f);
+      o.add(f, y);  // mlp + attn, then the residual
+      o.add(x, f);
     }
-    output_head(s, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
+    output_head(s, hp_, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
   }
 
  private:

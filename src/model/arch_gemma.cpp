@@ -12,8 +12,7 @@
 
 #include "core/error.h"
 #include "model/arch_factories.h"
-#include "model/blocks_extra.h"
-#include "model/layer_rope.h"
+#include "model/blocks.h"
 
 namespace ferrite::model {
 namespace {
@@ -74,38 +73,46 @@ class Gemma : public Architecture {
     hp_ = hp;
   }
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* logits) const override {
-    Step s{hp_, batch, kv, pool, ws};
-    s.attn_scale = attn_scale_;
-    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-    float* x = grow(ws.x, n * n_embd);
-    float* h = grow(ws.h, n * n_embd);
-    float* y = grow(ws.block_out, n * n_embd);
-    embed_tokens(s, tok_embd_, x);
-    scale_inplace(x, n * n_embd, std::sqrt(static_cast<float>(n_embd)));
-
-    // gemma3's sliding layers rotate with other frequencies: the table is
-    // recomputed whenever consecutive layers differ.
-    int rope_kind = -1;  // 0: global, 1: local
-    for (int64_t il = 0; il < hp_.n_layer; ++il) {
-      const Layer& L = layers_[static_cast<size_t>(il)];
-      const int want = version_ == 3 && L.sliding ? 1 : 0;
-      if (want != rope_kind) {
-        prepare_layer_rope(s, want == 1);
-        rope_kind = want;
-      }
-      apply_norm(NormKind::Rms, hp_, L.attn_norm, x, n, n_embd, h);
-      self_attention(s, il, L.attn, h, y, L.sliding);
-      if (version_ >= 2) apply_norm(NormKind::Rms, hp_, L.post_attn_norm, y, n, n_embd, y);
-      add_inplace(x, y, n * n_embd);
-
-      apply_norm(NormKind::Rms, hp_, L.ffn_norm, x, n, n_embd, h);
-      feed_forward_gelu(s, L.ffn, h, n, y);
-      if (version_ >= 2) apply_norm(NormKind::Rms, hp_, L.post_ffn_norm, y, n, n_embd, y);
-      add_inplace(x, y, n * n_embd);
+  void forward(Step& s, float* logits) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    // gemma3's sliding layers rotate with other frequencies (a second table).
+    const int rope_global = s.prepare_rope(rope_config(hp_.rope, nullptr));
+    int rope_local = rope_global;
+    if (version_ == 3 && hp_.n_swa > 0) {
+      rope_local = s.prepare_rope(rope_config(gemma3_local_rope(hp_.rope), nullptr));
     }
-    output_head(s, NormKind::Rms, output_norm_, output_, Tensor{}, x, logits);
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    s.ops().embed(tok_embd_, Ids::Tokens, x);
+    s.ops().scale(x, std::sqrt(static_cast<float>(n_embd)));
+
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
+      const Layer& L = layers_[static_cast<size_t>(il)];
+      const Act h = o.buffer(Buf::H, n, n_embd);
+      const Act y = o.buffer(Buf::Y, n, n_embd);
+      backend::AttentionSpec a = attention_spec(hp_, il, L.attn, version_ == 3 && L.sliding ? rope_local : rope_global,
+                                                L.sliding);
+      a.scale = attn_scale_;
+      o.norm(NormKind::Rms, x, L.attn_norm, h, qkv_input(L.attn));
+      if (version_ >= 2) {
+        o.attention(a, h, y);
+        o.norm(NormKind::Rms, y, L.post_attn_norm, y);
+        o.add(x, y);
+      } else {
+        o.attention(a, h, x, /*accumulate=*/true);
+      }
+
+      o.norm(NormKind::Rms, x, L.ffn_norm, h, ffn_input(L.ffn));
+      if (version_ >= 2) {
+        o.feed_forward({&L.ffn, FfnKind::GeluF16}, h, y);
+        o.norm(NormKind::Rms, y, L.post_ffn_norm, y);
+        o.add(x, y);
+      } else {
+        o.feed_forward({&L.ffn, FfnKind::GeluF16}, h, x, true);
+      }
+    }
+    output_head(s, hp_, NormKind::Rms, output_norm_, output_, Tensor{}, x, logits);
   }
 
  private:
@@ -115,20 +122,6 @@ class Gemma : public Architecture {
     FfnWeights ffn;
     bool sliding = false;
   };
-
-  void prepare_layer_rope(Step& s, bool local) const {
-    if (!local) {
-      prepare_rope(s, nullptr);
-      return;
-    }
-    HParams local_hp = hp_;
-    local_hp.rope.freq_base = kGemma3LocalRopeBase;
-    local_hp.rope.freq_scale = 1.0f;
-    local_hp.rope.yarn_ext_factor = 0.0f;
-    Step ls{local_hp, s.batch, s.kv, s.pool, s.ws};
-    prepare_rope(ls, nullptr);
-    s.rope = ls.rope;
-  }
 
   int version_;
   HParams hp_;

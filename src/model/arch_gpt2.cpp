@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/arch_factories.h"
-#include "model/blocks_extra.h"
+#include "model/blocks.h"
 
 namespace ferrite::model {
 namespace {
@@ -43,27 +43,23 @@ class Gpt2 : public Architecture {
     hp_ = hp;
   }
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* logits) const override {
-    Step s{hp_, batch, kv, pool, ws};  // s.rope stays empty: no rotary embedding
-    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-    float* x = grow(ws.x, n * n_embd);
-    float* h = grow(ws.h, n * n_embd);
-    float* y = grow(ws.block_out, n * n_embd);
-    embed_tokens(s, tok_embd_, x);
+  void forward(Step& s, float* logits) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    s.ops().embed(tok_embd_, Ids::Tokens, x);
     add_position_embeddings(s, pos_embd_, x);
 
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
       const Layer& L = layers_[static_cast<size_t>(il)];
-      apply_norm(NormKind::Layer, hp_, L.attn_norm, x, n, n_embd, h);
-      self_attention(s, il, L.attn, h, y);
-      add_inplace(x, y, n * n_embd);
-
-      apply_norm(NormKind::Layer, hp_, L.ffn_norm, x, n, n_embd, h);
-      feed_forward_gelu(s, L.ffn, h, n, y);
-      add_inplace(x, y, n * n_embd);
+      const Act h = o.buffer(Buf::H, n, n_embd);
+      o.norm(NormKind::Layer, x, L.attn_norm, h, qkv_input(L.attn));
+      o.attention(attention_spec(hp_, il, L.attn, backend::kNoRope), h, x, /*accumulate=*/true);
+      o.norm(NormKind::Layer, x, L.ffn_norm, h, ffn_input(L.ffn));
+      o.feed_forward({&L.ffn, FfnKind::GeluF16}, h, x, true);
     }
-    output_head(s, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
+    output_head(s, hp_, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
   }
 
  private:

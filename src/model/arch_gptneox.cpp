@@ -8,7 +8,7 @@
 
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
-#include "model/blocks_extra.h"
+#include "model/blocks.h"
 
 namespace ferrite::model {
 namespace {
@@ -45,34 +45,34 @@ class GptNeoX : public Architecture {
     hp_ = hp;
   }
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* logits) const override {
-    Step s{hp_, batch, kv, pool, ws};
-    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-    float* x = grow(ws.x, n * n_embd);
-    float* h = grow(ws.h, n * n_embd);
-    float* y = grow(ws.block_out, n * n_embd);
-    float* f = grow(ws.ffn_out, n * n_embd);
-    embed_tokens(s, tok_embd_, x);
-    prepare_rope(s, nullptr);
+  void forward(Step& s, float* logits) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    const int rope = s.prepare_rope(rope_config(hp_.rope, nullptr));
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    s.ops().embed(tok_embd_, Ids::Tokens, x);
 
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
       const Layer& L = layers_[static_cast<size_t>(il)];
-      apply_norm(NormKind::Layer, hp_, L.attn_norm, x, n, n_embd, h);
-      self_attention(s, il, L.attn, h, y);
+      const Act h = o.buffer(Buf::H, n, n_embd);
+      const Act y = o.buffer(Buf::Y, n, n_embd);
+      const Act f = o.buffer(Buf::F, n, n_embd);
+      o.norm(NormKind::Layer, x, L.attn_norm, h, qkv_input(L.attn));
+      const backend::AttentionSpec a = attention_spec(hp_, il, L.attn, rope);
       if (parallel_) {
-        apply_norm(NormKind::Layer, hp_, L.ffn_norm, x, n, n_embd, h);
-        feed_forward_gelu(s, L.ffn, h, n, f);
-        add_inplace(f, y, n * n_embd);  // mlp + attn, then the residual
-        add_inplace(x, f, n * n_embd);
+        o.attention(a, h, y);
+        o.norm(NormKind::Layer, x, L.ffn_norm, h, ffn_input(L.ffn));
+        o.feed_forward({&L.ffn, FfnKind::GeluF16}, h, f);
+        o.add(f, y);  // mlp + attn, then the residual
+        o.add(x, f);
       } else {
-        add_inplace(x, y, n * n_embd);
-        apply_norm(NormKind::Layer, hp_, L.ffn_norm, x, n, n_embd, h);
-        feed_forward_gelu(s, L.ffn, h, n, f);
-        add_inplace(x, f, n * n_embd);
+        o.attention(a, h, x, /*accumulate=*/true);
+        o.norm(NormKind::Layer, x, L.ffn_norm, h, ffn_input(L.ffn));
+        o.feed_forward({&L.ffn, FfnKind::GeluF16}, h, x, true);
       }
     }
-    output_head(s, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
+    output_head(s, hp_, NormKind::Layer, output_norm_, output_, Tensor{}, x, logits);
   }
 
  private:

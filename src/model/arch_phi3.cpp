@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
-#include "model/blocks_extra.h"
+#include "model/blocks.h"
 #include "model/longrope.h"
 
 namespace ferrite::model {
@@ -55,42 +55,39 @@ class Phi3 : public Architecture {
       }
       L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      L.up = b.require(name("ffn_up.weight"), {n_embd, 2 * hp.n_ff});
-      L.down = b.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, 2 * hp.n_ff});
+      L.ffn.down = b.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
     }
     hp_ = hp;
   }
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* logits) const override {
-    Step s{hp_, batch, kv, pool, ws};
-    const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-    float* x = grow(ws.x, n * n_embd);
-    float* h = grow(ws.h, n * n_embd);
-    float* y = grow(ws.block_out, n * n_embd);
-    embed_tokens(s, tok_embd_, x);
-    prepare_rope(s, longrope_factors(rope_factors_ ? rope_factors_.f32() : nullptr,
-                                     rope_long_ ? rope_long_.f32() : nullptr, kv.n_cells, hp_.rope.n_ctx_orig));
+  void forward(Step& s, float* logits) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    const int rope = s.prepare_rope(rope_config(
+        hp_.rope, longrope_factors(rope_factors_ ? rope_factors_.f32() : nullptr,
+                                   rope_long_ ? rope_long_.f32() : nullptr, s.kv.n_cells, hp_.rope.n_ctx_orig)));
     const bool sliding = hp_.n_swa > 0;
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    s.ops().embed(tok_embd_, Ids::Tokens, x);
 
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
       const Layer& L = layers_[static_cast<size_t>(il)];
-      apply_norm(NormKind::Rms, hp_, L.attn_norm, x, n, n_embd, h);
-      self_attention(s, il, L.attn, h, y, sliding);
-      add_inplace(x, y, n * n_embd);
-
-      apply_norm(NormKind::Rms, hp_, L.ffn_norm, x, n, n_embd, h);
-      feed_forward_fused_swiglu(s, L.up, L.down, h, n, y);
-      add_inplace(x, y, n * n_embd);
+      const Act h = o.buffer(Buf::H, n, n_embd);
+      o.norm(NormKind::Rms, x, L.attn_norm, h, qkv_input(L.attn));
+      o.attention(attention_spec(hp_, il, L.attn, rope, sliding), h, x, /*accumulate=*/true);
+      o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.ffn.up);
+      o.feed_forward({&L.ffn, FfnKind::FusedSwiGlu}, h, x, true);
     }
-    output_head(s, NormKind::Rms, output_norm_, output_, output_b_, x, logits);
+    output_head(s, hp_, NormKind::Rms, output_norm_, output_, output_b_, x, logits);
   }
 
  private:
   struct Layer {
     Norm attn_norm, ffn_norm;
     AttentionWeights attn;
-    Tensor up, down;
+    FfnWeights ffn;  // up: gate | up fused [n_embd, 2 n_ff]
   };
 
   HParams hp_;

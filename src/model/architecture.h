@@ -1,21 +1,21 @@
-// An architecture binds its weights at load (checking every shape) and runs
-// the forward pass of a batch. One small file per family (arch_*.cpp);
-// registry.cpp maps `general.architecture` to its factory.
+// An architecture binds its weights at load (checking every shape) and
+// describes the forward pass of a batch once, as operations of the backend
+// interface (backend/ops.h) that every backend runs: the CPU, CUDA. One
+// small file per family (arch_*.cpp); registry.cpp maps
+// `general.architecture` to its factory.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/error.h"
-#include "cpu/thread_pool.h"
 #include "gguf/file.h"
 #include "model/forward.h"
 #include "model/hparams.h"
-#include "model/workspace.h"
+#include "model/step.h"
 
 namespace ferrite::model {
 
@@ -23,10 +23,10 @@ class Architecture {
  public:
   virtual ~Architecture() = default;
 
-  // Computes the batch, writing its keys/values into the cache, and the
-  // logits of the batch's output rows: logits [n_out, n_vocab].
-  virtual void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-                       float* logits) const = 0;
+  // Computes the batch (s.batch), writing its keys/values into the cache,
+  // and the logits of the batch's output rows into host memory logits
+  // [n_out, n_vocab]. Encoders write hidden states [n_out, n_embd] instead.
+  virtual void forward(Step& s, float* logits) const = 0;
 
   // Encoders (bert) attend over whole sequences within one batch, use no KV
   // cache, and write hidden states [n_out, n_embd] instead of logits.
@@ -37,19 +37,13 @@ class Architecture {
   // forward_hidden(): forward() that also writes those states of the output
   // rows, hidden [n_out, n_embd], and skips the logits when logits is null.
   virtual bool has_hidden_states() const { return false; }
-  virtual void forward_hidden(const ForwardBatch& /*batch*/, const KvView& /*kv*/, cpu::ThreadPool& /*pool*/,
-                              Workspace& /*ws*/, float* /*logits*/, float* /*hidden*/) const {
+  virtual void forward_hidden(Step& /*s*/, float* /*logits*/, float* /*hidden*/) const {
     throw InvalidArgument("this architecture does not give its hidden states");
   }
 
-  // Backends that keep their layers' KV cache themselves (the GPU) let a
-  // context shift re-rotate cached keys: calls rotate(row) on a host copy of
-  // the K row (bytes of the cache's K type) of each of `cells` in layer
-  // `layer`, and writes the rows back.
-  virtual void rotate_cached_keys(int64_t layer, std::span<const int32_t> /*cells*/,
-                                  const std::function<void(uint8_t* row)>& /*rotate*/) {
-    throw InvalidArgument("layer " + std::to_string(layer) + " keeps no key cache of its own");
-  }
+  // The model as a pre-norm decoder in data form (backend.h), for a backend
+  // that runs whole steps itself; null when the family is not one.
+  virtual const backend::DecoderDesc* decoder_desc() const { return nullptr; }
 };
 
 // Builds an architecture from an opened file and its common hparams (which

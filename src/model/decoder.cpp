@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "cpu/norm.h"
 #include "gguf/metadata.h"
 #include "model/pooling.h"
 
@@ -73,43 +72,41 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
     }
   }
   hp_ = hp;
+  desc_.tok_embd = &tok_embd_;
+  desc_.output_norm = &output_norm_;
+  desc_.output = &output_;
+  desc_.rope = rope_config(hp_.rope, rope_freqs_ ? rope_freqs_.f32() : nullptr);
+  for (const Layer& L : layers_) {
+    desc_.layers.push_back({&L.attn_norm, &L.attn, &L.ffn_norm, L.moe.gate_inp ? nullptr : &L.ffn,
+                            L.moe.gate_inp ? &L.moe : nullptr});
+  }
 }
 
-void Decoder::forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-                      float* logits) const {
-  forward_hidden(batch, kv, pool, ws, logits, nullptr);
-}
+void Decoder::forward(Step& s, float* logits) const { forward_hidden(s, logits, nullptr); }
 
-void Decoder::forward_hidden(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-                             float* logits, float* hidden) const {
-  Step s{hp_, batch, kv, pool, ws};
-  const int64_t n = batch.n_tokens, n_embd = hp_.n_embd;
-  float* x = grow(ws.x, n * n_embd);
-  float* h = grow(ws.h, n * n_embd);
-  float* y = grow(ws.block_out, n * n_embd);
-  embed_tokens(s, tok_embd_, x);
-  prepare_rope(s, rope_freqs_ ? rope_freqs_.f32() : nullptr);
+void Decoder::forward_hidden(Step& s, float* logits, float* hidden) const {
+  const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+  const int rope = s.prepare_rope(rope_config(hp_.rope, rope_freqs_ ? rope_freqs_.f32() : nullptr));
+  Act x = s.ops().buffer(Buf::X, n, n_embd);
+  s.ops().embed(tok_embd_, Ids::Tokens, x);
 
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
+    s.enter_layer(il, x);
+    backend::Ops& o = s.ops();
     const Layer& L = layers_[static_cast<size_t>(il)];
-    cpu::rms_norm(x, L.attn_norm.f32(), hp_.norm_rms_eps, n, n_embd, h);
-    self_attention(s, il, L.attn, h, y);
-    add_inplace(x, y, n * n_embd);
+    const Act h = o.buffer(Buf::H, n, n_embd);
+    o.norm(NormKind::Rms, x, Norm{L.attn_norm, {}}, h, qkv_input(L.attn));
+    o.attention(attention_spec(hp_, il, L.attn, rope), h, x, /*accumulate=*/true);
 
-    cpu::rms_norm(x, L.ffn_norm.f32(), hp_.norm_rms_eps, n, n_embd, h);
     if (L.moe.gate_inp) {
-      mixture_of_experts(s, L.moe, h, y);
+      o.norm(NormKind::Rms, x, Norm{L.ffn_norm, {}}, h, &L.moe.gate_exps);
+      o.moe(L.moe, h, x, true);
     } else {
-      feed_forward(s, L.ffn, Activation::Silu, h, n, y);
+      o.norm(NormKind::Rms, x, Norm{L.ffn_norm, {}}, h, ffn_input(L.ffn));
+      o.feed_forward({&L.ffn, FfnKind::SwiGlu}, h, x, true);
     }
-    add_inplace(x, y, n * n_embd);
   }
-
-  if (batch.n_out == 0) return;
-  float* rows = gather_output_rows(s, x);
-  cpu::rms_norm(rows, output_norm_.f32(), hp_.norm_rms_eps, batch.n_out, n_embd, rows);  // [n_out, n_embd]
-  if (hidden != nullptr) std::copy_n(rows, batch.n_out * n_embd, hidden);
-  if (logits != nullptr) linear(s, output_, Tensor{}, rows, batch.n_out, logits);  // [n_out, n_vocab]
+  output_head(s, hp_, NormKind::Rms, Norm{output_norm_, {}}, output_, Tensor{}, x, logits, hidden);
 }
 
 }  // namespace ferrite::model

@@ -12,6 +12,7 @@
 
 #include "model/architecture.h"
 #include "model/blocks.h"
+#include "model/step.h"
 #include "model/weights.h"
 
 namespace ferrite::model {
@@ -25,17 +26,16 @@ class Decoder : public Architecture {
  public:
   Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt);
 
-  void forward(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-               float* logits) const override;
+  void forward(Step& s, float* logits) const override;
 
   // Embeddings: the output rows after the output norm (pooling from
   // <arch>.pooling_type, none when absent, in hp.pooling).
   bool has_hidden_states() const override { return true; }
-  void forward_hidden(const ForwardBatch& batch, const KvView& kv, cpu::ThreadPool& pool, Workspace& ws,
-                      float* logits, float* hidden) const override;
+  void forward_hidden(Step& s, float* logits, float* hidden) const override;
 
-  // The bound weights, for backends that run some layers themselves
-  // (cuda/cpu_front.h runs the first layers of a partial GPU offload).
+  const backend::DecoderDesc* decoder_desc() const override { return &desc_; }
+
+ private:
   struct Layer {
     Tensor attn_norm;
     AttentionWeights attn;
@@ -43,14 +43,11 @@ class Decoder : public Architecture {
     FfnWeights ffn;       // dense layers
     MoeWeights moe;       // expert layers (moe.gate_inp set)
   };
-  const Layer& layer(int64_t il) const { return layers_[static_cast<size_t>(il)]; }
-  const Tensor& tok_embd() const { return tok_embd_; }
-  const Tensor& rope_freqs() const { return rope_freqs_; }
 
- private:
   HParams hp_;
   Tensor tok_embd_, output_norm_, output_, rope_freqs_;
   std::vector<Layer> layers_;
+  backend::DecoderDesc desc_;  // pointers into the members above
 };
 
 }  // namespace ferrite::model

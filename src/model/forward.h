@@ -1,51 +1,13 @@
-// What one forward pass receives: the batch of tokens and the view of the KV
-// cache it reads and writes. The runtime (src/runtime) owns the cache and
-// decides cells and masks; the model only computes.
+// The batch and KV view of a forward pass (backend/step.h), under the names
+// the model and the runtime use.
 #pragma once
 
-#include <cstdint>
-#include <vector>
-
-#include "gguf/tensor_type.h"
+#include "backend/step.h"
 
 namespace ferrite::model {
 
-struct ForwardBatch {
-  const int32_t* tokens = nullptr;   // [n_tokens]
-  const int32_t* pos = nullptr;      // [n_tokens] positions within each token's sequence
-  int64_t n_tokens = 0;
-  const int32_t* out_rows = nullptr; // [n_out] batch rows whose logits are wanted, ascending
-  int64_t n_out = 0;
-  const int32_t* seq = nullptr;      // [n_tokens] sequence of each token (encoders attend within it); nullptr: all one
-};
-
-// K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].
-// A quantized cache (model/kv_quant.h) instead holds K (k_q) and/or V (v_q,
-// not transposed) as rows of blocks of k_type / v_type [n_cells, row bytes];
-// the f16 pointer is then null.
-struct KvLayer {
-  uint16_t* k = nullptr;
-  uint16_t* vt = nullptr;
-  uint8_t* k_q = nullptr;
-  uint8_t* v_q = nullptr;
-  TensorType k_type = TensorType::F16;
-  TensorType v_type = TensorType::F16;
-};
-
-struct KvView {
-  std::vector<KvLayer> layers;       // [n_layer]
-  int64_t n_cells = 0;               // cache size (row length of V transposed)
-  const int32_t* slots = nullptr;    // [n_tokens] cell receiving each batch token's K/V
-  int64_t n_kv = 0;                  // attention reads cells [0, n_kv)
-  const float* mask = nullptr;       // [n_tokens, n_kv]: 0 visible, -inf hidden (causal, per sequence)
-  const float* mask_swa = nullptr;   // same with the sliding window applied, or nullptr
-  // Optional per-token cell ranges (several sequences in one cache): token t
-  // reads only cells [kv_begin[t], kv_begin[t] + kv_len[t]) (within [0, n_kv)),
-  // and row t of the masks then covers just that range: mask[t * mask_stride + j]
-  // is for cell kv_begin[t] + j. nullptr: every token reads [0, n_kv).
-  const int32_t* kv_begin = nullptr; // [n_tokens]
-  const int32_t* kv_len = nullptr;   // [n_tokens]
-  int64_t mask_stride = 0;           // with kv_begin: elements between mask rows
-};
+using backend::ForwardBatch;
+using backend::KvLayer;
+using backend::KvView;
 
 }  // namespace ferrite::model

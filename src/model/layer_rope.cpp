@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "model/longrope.h"
+#include "model/model.h"
 
 namespace ferrite::model {
 namespace {
@@ -18,9 +19,8 @@ const float* factors(const gguf::File& file, const char* name, int n_rot) {
 
 }  // namespace
 
-cpu::RopeConfig rope_config(const HParams& hp, const float* freq_factors) {
-  const RopeParams& r = hp.rope;
-  cpu::RopeConfig c;
+backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors) {
+  backend::RopeConfig c;
   c.n_rot = r.n_rot;
   c.neox = r.neox;
   c.freq_base = r.freq_base;
@@ -34,16 +34,20 @@ cpu::RopeConfig rope_config(const HParams& hp, const float* freq_factors) {
   return c;
 }
 
-cpu::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells) {
+RopeParams gemma3_local_rope(const RopeParams& r) {
+  RopeParams local = r;
+  local.freq_base = kGemma3LocalRopeBase;
+  local.freq_scale = 1.0f;
+  local.yarn_ext_factor = 0.0f;
+  return local;
+}
+
+backend::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells) {
   const HParams& hp = m.hparams();
   const gguf::File& file = m.file();
   const int n_rot = hp.rope.n_rot;
   if (hp.arch == "gemma3" && hp.n_swa > 0 && (layer + 1) % kGemma3SlidingPattern != 0) {
-    HParams local = hp;
-    local.rope.freq_base = kGemma3LocalRopeBase;
-    local.rope.freq_scale = 1.0f;
-    local.rope.yarn_ext_factor = 0.0f;
-    return rope_config(local, nullptr);
+    return rope_config(gemma3_local_rope(hp.rope), nullptr);
   }
   // LongRoPE (phi3): the short factors (or rope_freqs) up to the original
   // context, the long ones beyond it.
@@ -51,9 +55,9 @@ cpu::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells) {
   const float* long_f = factors(file, "rope_factors_long.weight", n_rot);
   const float* freqs = factors(file, "rope_freqs.weight", n_rot);
   if (short_f != nullptr || long_f != nullptr) {
-    return rope_config(hp, longrope_factors(short_f != nullptr ? short_f : freqs, long_f, n_cells, hp.rope.n_ctx_orig));
+    return rope_config(hp.rope, longrope_factors(short_f != nullptr ? short_f : freqs, long_f, n_cells, hp.rope.n_ctx_orig));
   }
-  return rope_config(hp, freqs);
+  return rope_config(hp.rope, freqs);
 }
 
 }  // namespace ferrite::model

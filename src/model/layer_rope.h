@@ -8,23 +8,27 @@
 
 #include <cstdint>
 
-#include "cpu/rope.h"
+#include "backend/ops.h"
 #include "model/hparams.h"
-#include "model/model.h"
 
 namespace ferrite::model {
+
+class Model;
 
 // gemma3: every sixth layer attends globally, the others within the window
 // and with their own RoPE base, unscaled.
 constexpr int64_t kGemma3SlidingPattern = 6;
 constexpr float kGemma3LocalRopeBase = 10000.0f;
 
-// The settings of hp.rope with `freq_factors` ([n_rot/2] divisors or null).
-cpu::RopeConfig rope_config(const HParams& hp, const float* freq_factors);
+// The backends' RoPE settings of r with `freq_factors` ([n_rot/2] divisors or null).
+backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors);
+
+// gemma3's sliding-window layers: r with the local base, unscaled.
+RopeParams gemma3_local_rope(const RopeParams& r);
 
 // Layer `layer`'s rotation of its keys in a cache of n_cells cells (n_rot
 // 0: the model has no rotary embedding). Throws ModelError for a factors
 // tensor of the wrong type or shape.
-cpu::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells);
+backend::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells);
 
 }  // namespace ferrite::model

@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <thread>
 
+#include "cpu/backend/cpu_backend.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
 #include "cpu/packed_float.h"
@@ -32,19 +31,12 @@ std::unordered_map<const gguf::TensorInfo*, const uint8_t*> g_packed;
 // set_float_repack's override: -1 none (environment), 0 off, 1 on.
 std::atomic<int> g_float_override{-1};
 
-bool repack_float_enabled() {
+bool repack_float_enabled(bool by_switch) {
   const int forced = g_float_override.load();
-  if (forced >= 0) return forced == 1;
-  const char* env = std::getenv("FERRITE_REPACK_FLOAT");
-  return env == nullptr || std::strcmp(env, "0") != 0;
+  return forced >= 0 ? forced == 1 : by_switch;
 }
 
-bool repack_enabled() {
-  const char* env = std::getenv("FERRITE_REPACK");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
-
-cpu::MatView view_of(const gguf::TensorInfo& t) { return Tensor{&t}.mat(); }
+cpu::MatView view_of(const gguf::TensorInfo& t) { return cpu::mat_view(Tensor{&t}); }
 
 // Hands the whole pages inside [p, p + n) of a read-only file mapping back
 // to the kernel; a later read faults them in again from the file.
@@ -63,16 +55,17 @@ void drop_pages(const uint8_t* p, uint64_t n) {
 
 }  // namespace
 
-std::unique_ptr<PackedWeights> PackedWeights::build(const gguf::File& file) {
+std::unique_ptr<PackedWeights> PackedWeights::build(const gguf::File& file, bool repack, bool repack_float) {
   std::unique_ptr<PackedWeights> pw(new PackedWeights());
-  if (!repack_enabled()) return pw;
+  if (!repack) return pw;
+  const bool floats = repack_float_enabled(repack_float);
   const bool has_output = file.find_tensor("output.weight") != nullptr;
   std::vector<const gguf::TensorInfo*> todo;
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (t.data == nullptr || (has_output && t.name == "token_embd.weight")) continue;
     if (t.n_dims < 2 || !cpu::packable(view_of(t))) continue;
     const bool quant_kernel = cpu::find_packed_kernel(t.type, cpu::active_isa()) != nullptr;
-    const bool float_kernel = repack_float_enabled() && cpu::find_packed_float_kernel(t.type) != nullptr;
+    const bool float_kernel = floats && cpu::find_packed_float_kernel(t.type) != nullptr;
     if (!quant_kernel && !float_kernel) continue;
     todo.push_back(&t);
   }

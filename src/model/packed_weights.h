@@ -7,8 +7,9 @@
 //
 // WeightBinder finds a tensor's packed copy with find_packed() while an
 // architecture binds its weights; the copies live as long as the Model.
-// FERRITE_REPACK=0 in the environment turns repacking off;
-// FERRITE_REPACK_FLOAT=0 keeps F16/BF16 matrices plain (see set_float_repack).
+// The load's switches (backend/switches.h: FERRITE_REPACK,
+// FERRITE_REPACK_FLOAT) turn repacking off, or keep F16/BF16 matrices plain
+// (see set_float_repack).
 #pragma once
 
 #include <cstdint>
@@ -25,10 +26,11 @@ namespace ferrite::model {
 class PackedWeights {
  public:
   // Packs the file's packable matrices when this CPU has a kernel for the
-  // packed layout and repacking is not turned off; otherwise holds nothing.
+  // packed layout and `repack` is on (F16/BF16 ones only with repack_float,
+  // unless set_float_repack says otherwise); otherwise holds nothing.
   // The token embedding is packed only when it doubles as the output matrix
   // (no output.weight). Throws IoError when memory cannot be had.
-  static std::unique_ptr<PackedWeights> build(const gguf::File& file);
+  static std::unique_ptr<PackedWeights> build(const gguf::File& file, bool repack = true, bool repack_float = true);
 
   ~PackedWeights();
   PackedWeights(const PackedWeights&) = delete;
@@ -52,7 +54,7 @@ class PackedWeights {
 // flips of f16 values: logits move by ~3e-4 of their scale. Off
 // (FERRITE_REPACK_FLOAT=0, or set_float_repack(false)), products keep
 // llama.cpp's order (the golden tests check both). Applies to later loads;
-// nullopt returns to the environment's choice.
+// nullopt returns to the load's switch.
 void set_float_repack(std::optional<bool> on);
 
 // The packed copy of t held by a live PackedWeights, or nullptr.

@@ -13,23 +13,10 @@ struct Entry {
   ArchFactory make;
 };
 
-// One row per supported `general.architecture`.
-constexpr Entry kArchitectures[] = {
-    {"llama", make_llama},
-    {"qwen2", make_qwen2},
-    {"qwen2moe", make_qwen2moe},
-    {"qwen3", make_qwen3},
-    {"qwen3moe", make_qwen3},
-    {"gemma", make_gemma},
-    {"gemma2", make_gemma2},
-    {"gemma3", make_gemma3},
-    {"phi3", make_phi3},
-    {"gpt2", make_gpt2},
-    {"gptneox", make_gptneox},
-    {"starcoder2", make_starcoder2},
-    {"falcon", make_falcon},
-    {"bert", make_bert},
-};
+// One row per supported `general.architecture` (arch_factories.h).
+#define FERRITE_ENTRY(name, factory) {name, factory},
+constexpr Entry kArchitectures[] = {FERRITE_ARCHITECTURES(FERRITE_ENTRY)};
+#undef FERRITE_ENTRY
 
 }  // namespace
 

@@ -6,16 +6,6 @@
 
 namespace ferrite::model {
 
-cpu::MatView Tensor::mat() const {
-  return cpu::MatView{info->type, info->data, info->ne[0], info->ne[1] * info->ne[2] * info->ne[3],
-                      info->row_bytes(), packed};
-}
-
-cpu::MatView Tensor::expert(int64_t e) const {
-  const cpu::MatView all = mat();
-  return all.rows(e * info->ne[1], info->ne[1]);
-}
-
 Tensor WeightBinder::check(const gguf::TensorInfo* t, const std::string& name,
                            std::initializer_list<int64_t> shape) const {
   std::array<int64_t, gguf::kMaxDims> want{1, 1, 1, 1};

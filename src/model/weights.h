@@ -1,5 +1,6 @@
 // Binding a model's weights by tensor name, with shape checks. Weights stay
 // in the memory-mapped file in their stored type; a Tensor is a view.
+// Binding helpers the families share (norms, the token table) are in blocks.h.
 #pragma once
 
 #include <array>
@@ -7,28 +8,15 @@
 #include <initializer_list>
 #include <string>
 
-#include "cpu/matmul.h"
+#include "backend/weight.h"
 #include "gguf/file.h"
 
 namespace ferrite::model {
 
 // A weight tensor in the mapped file (null when an optional tensor is absent),
-// and its copy repacked for the products when the model made one
-// (packed_weights.h).
-struct Tensor {
-  const gguf::TensorInfo* info = nullptr;
-  const uint8_t* packed = nullptr;
-
-  explicit operator bool() const { return info != nullptr; }
-  int64_t ne(int i) const { return info->ne[static_cast<size_t>(i)]; }
-
-  // As a matrix of ne(1) rows of ne(0) elements (a 1-D tensor is one row).
-  cpu::MatView mat() const;
-  // Expert `e` of a 3-D tensor [k, n, n_expert] as a matrix [n, k].
-  cpu::MatView expert(int64_t e) const;
-  // The data as f32 (norm weights and biases); the type was checked at bind.
-  const float* f32() const { return reinterpret_cast<const float*>(info->data); }
-};
+// and its copy repacked for the CPU's products when the model made one
+// (packed_weights.h): backend/weight.h.
+using Tensor = backend::Weight;
 
 class WeightBinder {
  public:

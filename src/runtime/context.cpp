@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "cpu/backend/cpu_backend.h"
 #include "cpu/features.h"
 #include "runtime/offload.h"
 
@@ -47,17 +48,48 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
       params_(params),
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
              params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
-      pool_(thread_count(params.n_threads)) {
+      pool_(thread_count(params.n_threads)),
+      cpu_(std::make_unique<cpu::CpuBackend>(model_->dims(), pool_, ws_)) {
   cpu::apply_isa_env();
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
-  // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
   if (params_.n_gpu_layers != 0) {
-    gpu_ = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type, params_.cache_type_v);
+    // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
+    Offload off = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type,
+                               params_.cache_type_v, params_.switches);
+    gpu_ = std::move(off.backend);
+    placement_ = std::make_unique<model::Placement>(*cpu_, *gpu_, off.first_layer);
+    warm_up();
+  } else {
+    placement_ = std::make_unique<model::Placement>(*cpu_);
   }
   if (params_.embeddings) set_embeddings(true);
 }
 
-void Context::set_matmul_observer(model::MatmulObserver* observer) {
+void Context::warm_up() {
+  // One step of token 0 at position 0 into cell 0, which the cache keeps
+  // free (it is written again before any step reads it; until then masks
+  // hide it): the GPU backend uploads each weight at its first use, so this
+  // happens now and not inside the first request, and a problem shows here.
+  const int32_t token = 0, pos = 0, seq = 0, row = 0, slot = 0;
+  model::ForwardBatch fb{&token, &pos, 1, &row, 1, &seq};
+  if (model_->arch().is_encoder()) {
+    std::vector<float> states(static_cast<size_t>(model_->hparams().n_embd));
+    model::run_step(model_->arch(), *placement_, fb, model::KvView{}, states.data());
+    return;
+  }
+  model::KvView kv = cache_.view();
+  kv.slots = &slot;
+  kv.n_kv = std::min(cache_.size(), kKvPad);
+  std::vector<float> mask(static_cast<size_t>(kv.n_kv), kHidden), logits(static_cast<size_t>(n_vocab()));
+  mask[0] = 0.0f;
+  kv.mask = mask.data();
+  kv.mask_swa = model_->hparams().n_swa > 0 ? mask.data() : nullptr;
+  model::run_step(model_->arch(), *placement_, fb, kv, logits.data());
+}
+
+const char* Context::backend_name() const { return (gpu_ ? gpu_ : cpu_)->name(); }
+
+void Context::set_matmul_observer(backend::MatmulObserver* observer) {
   if (observer != nullptr && gpu_) throw InvalidArgument("observing the weight products needs a CPU-only context");
   ws_.observer = observer;
 }

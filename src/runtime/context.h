@@ -14,9 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/switches.h"
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_type.h"
 #include "model/model.h"
+#include "model/step.h"
 #include "model/workspace.h"
 #include "runtime/batch.h"
 #include "runtime/kv_cache.h"
@@ -32,6 +35,8 @@ struct ContextParams {
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)
   int pooling_type = -1;   // embeddings' pooling: -1 the model's (<arch>.pooling_type), 0 none, 1 mean, 2 cls, 3 last
+  // The backends' run-time switches (backend/switches.h; the GPU ones apply here).
+  backend::Switches switches = backend::env_switches();
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -44,6 +49,8 @@ class Context {
   int64_t n_ctx() const { return cache_.size(); }
   int64_t n_vocab() const { return model_->hparams().n_vocab; }
   int n_threads() const { return pool_.size(); }
+  // The backend that runs the last layers and the output: "CPU" or "CUDA".
+  const char* backend_name() const;
   KvCache& cache() { return cache_; }
 
   // Evaluates a batch (split into passes of n_batch tokens). Afterwards
@@ -75,8 +82,7 @@ class Context {
   // logits() throws while the mode is on.
   std::span<const float> embeddings(int seq) const;
   std::span<const float> token_embeddings(int64_t i) const;
-  // Throws InvalidArgument when the architecture cannot give hidden states
-  // (or with GPU offload).
+  // Throws InvalidArgument when the architecture cannot give hidden states.
   void set_embeddings(bool on);
   bool embeddings_enabled() const { return embeddings_; }
   // The pooling in effect: ContextParams::pooling_type, else the model's.
@@ -85,7 +91,7 @@ class Context {
 
   // Lets `observer` see the inputs of the weight products of every later
   // forward pass (nullptr: none). CPU only: InvalidArgument with GPU layers.
-  void set_matmul_observer(model::MatmulObserver* observer);
+  void set_matmul_observer(backend::MatmulObserver* observer);
 
   // Forgets sequence `seq` (or everything for seq < 0).
   void clear(int seq = -1) { cache_.remove(seq, 0, -1); }
@@ -106,6 +112,8 @@ class Context {
 
  private:
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);
+  // A first step on a GPU offload, at creation (context.cpp).
+  void warm_up();
   // kv_begin_ / kv_len_ of the pass's tokens: the cells their sequences occupy.
   void token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv);
   void encode(const Batch& batch);  // context_encode.cpp
@@ -117,11 +125,13 @@ class Context {
   void pool_sequences(const Batch& batch);
 
   std::shared_ptr<const model::Model> model_;
-  std::unique_ptr<model::Architecture> gpu_;  // the offloaded model (-ngl), or null
   ContextParams params_;
   KvCache cache_;
   cpu::ThreadPool pool_;
   model::Workspace ws_;
+  std::unique_ptr<backend::Backend> cpu_;     // the CPU backend (pool_, ws_)
+  std::unique_ptr<backend::Backend> gpu_;     // the GPU backend of an offload (-ngl), or null
+  std::unique_ptr<model::Placement> placement_;  // which of them runs which layers
   std::vector<float> logits_;  // [n_out_, n_vocab]
   int64_t n_out_ = 0;
   Batch scratch_batch_;

@@ -16,7 +16,6 @@ void Context::set_embeddings(bool on) {
       throw InvalidArgument("embeddings are not supported for " + model_->hparams().arch +
                             " models (their forward pass gives no hidden states)");
     }
-    if (gpu_) throw InvalidArgument("embeddings are not supported with GPU offload");
   }
   embeddings_ = on;
   n_out_ = 0;  // what the last decode kept is of the other kind
@@ -43,13 +42,13 @@ bool Context::is_output(const Batch& batch, int64_t i) const {
 }
 
 void Context::forward_outputs(const model::ForwardBatch& fb, const model::KvView& kv) {
-  const model::Architecture& arch = gpu_ ? *gpu_ : model_->arch();
   if (!embeddings_) {
-    arch.forward(fb, kv, pool_, ws_, logits_.data() + n_out_ * n_vocab());  // [n_out, n_vocab]
+    model::run_step(model_->arch(), *placement_, fb, kv, logits_.data() + n_out_ * n_vocab());  // [n_out, n_vocab]
     return;
   }
   const int64_t n_embd = model_->hparams().n_embd;
-  arch.forward_hidden(fb, kv, pool_, ws_, /*logits=*/nullptr, states_.data() + n_out_ * n_embd);  // [n_out, n_embd]
+  model::run_step(model_->arch(), *placement_, fb, kv, /*logits=*/nullptr,
+                  states_.data() + n_out_ * n_embd);  // [n_out, n_embd]
 }
 
 void Context::pool_sequences(const Batch& batch) {

@@ -35,7 +35,8 @@ void Context::encode(const Batch& batch) {
   states_.resize(static_cast<size_t>(n * n_embd));
   pooled_.clear();
   n_out_ = 0;
-  model_->forward(fb, model::KvView{}, pool_, ws_, states_.data());  // [n, n_embd]
+  const model::KvView no_cache;
+  model::run_step(model_->arch(), *placement_, fb, no_cache, states_.data());  // [n, n_embd]
   pool_sequences(batch);
 }
 

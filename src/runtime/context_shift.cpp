@@ -1,6 +1,6 @@
 // Context::shift_sequence: each layer's RoPE settings (model/layer_rope.h)
 // for KvCache::shift; layers offloaded to the GPU rotate their keys there
-// (Architecture::rotate_cached_keys) with the same row code.
+// (backend::Backend::rotate_cached_keys) with the same row code.
 #include <vector>
 
 #include "core/error.h"

@@ -20,21 +20,28 @@ bool gpu_offload_available() {
 #endif
 }
 
-std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers,
-                                                  TensorType type_k, TensorType type_v) {
+Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, TensorType type_k, TensorType type_v,
+                     const backend::Switches& sw) {
+  const int64_t n_layer = m.hparams().n_layer;
+  if (n_gpu_layers < kAllLayers || n_gpu_layers == 0) {
+    throw InvalidArgument("GPU offload: -ngl " + std::to_string(n_gpu_layers) + " is not a number of layers to offload");
+  }
+  const int64_t n_gpu = n_gpu_layers == kAllLayers ? n_layer : std::min<int64_t>(n_gpu_layers, n_layer);
 #ifdef FERRITE_HAVE_CUDA
   cuda::OffloadParams p;
+  p.dims = m.dims();
   p.n_cells = n_cells;
-  p.n_gpu_layers = n_gpu_layers;
+  p.first_layer = n_layer - n_gpu;
   p.type_k = type_k;
   p.type_v = type_v;
-  return cuda::make_decoder(m, p);
+  p.switches = sw;
+  return Offload{cuda::make_backend(m.file(), p), p.first_layer};
 #else
-  (void)m;
   (void)n_cells;
-  (void)n_gpu_layers;
+  (void)n_gpu;
   (void)type_k;
   (void)type_v;
+  (void)sw;
   throw InvalidArgument("GPU offload (-ngl) needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
 #endif
 }
@@ -46,7 +53,7 @@ GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, T
   // The Context's rule for its cache size.
   const int64_t cells =
       n_ctx > 0 ? n_ctx : (hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx);
-  const cuda::FitReport r = cuda::fit_report(m, cells, 0, type_k, type_v);
+  const cuda::FitReport r = cuda::fit_report(m.file(), m.dims(), cells, 0, type_k, type_v);
   auto mib = [](uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / (1024.0 * 1024.0)))); };
   GpuFit fit;
   fit.n_layers = r.max_layers;
@@ -63,6 +70,22 @@ GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, T
   (void)type_k;
   (void)type_v;
   throw InvalidArgument("--fit needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
+#endif
+}
+
+GpuLimits gpu_limits(TensorType main_type) {
+#ifdef FERRITE_HAVE_CUDA
+  const cuda::DeviceLimits d = cuda::device_limits(0);
+  GpuLimits g;
+  g.name = d.name;
+  g.read_bytes_per_s = d.read_bytes_per_s;
+  const bool f32 = main_type == TensorType::F32;
+  g.peak_ops_per_s = f32 ? d.f32_ops_per_s : d.f16_tensor_ops_per_s;
+  g.peak_kind = f32 ? "f32" : "f16-tensor";
+  return g;
+#else
+  (void)main_type;
+  throw InvalidArgument("GPU limits need a build with CUDA (cmake -DFERRITE_CUDA=ON)");
 #endif
 }
 

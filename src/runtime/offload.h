@@ -7,7 +7,8 @@
 #include <string>
 
 #include "gguf/tensor_type.h"
-#include "model/architecture.h"
+#include "backend/backend.h"
+#include "backend/switches.h"
 #include "model/model.h"
 
 namespace ferrite::runtime {
@@ -18,14 +19,20 @@ constexpr int kAllLayers = -1;
 // Whether this build has a GPU backend (offload takes effect).
 bool gpu_offload_available();
 
-// The GPU architecture for `m` with a cache of n_cells cells (K and V of
-// types type_k, type_v) and its last n_gpu_layers layers (kAllLayers: all)
-// on the GPU, or throws InvalidArgument when this build has no CUDA backend,
-// the model cannot be offloaded or the GPU has no cache of those types
-// (ModelError, with the numbers, when it does not fit).
-std::unique_ptr<model::Architecture> make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers,
-                                                  TensorType type_k = TensorType::F16,
-                                                  TensorType type_v = TensorType::F16);
+// The GPU backend of an offload, and the first layer it runs (the layers
+// below run on the CPU; the output runs on the GPU).
+struct Offload {
+  std::unique_ptr<backend::Backend> backend;
+  int64_t first_layer = 0;
+};
+
+// The GPU backend for `m` with a cache of n_cells cells (K and V of types
+// type_k, type_v) for its last n_gpu_layers layers (kAllLayers: all), or
+// throws InvalidArgument when this build has no CUDA backend, the count is
+// not one of layers or the GPU has no cache of those types (ModelError, with
+// the numbers, when it does not fit).
+Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, TensorType type_k = TensorType::F16,
+                     TensorType type_v = TensorType::F16, const backend::Switches& sw = backend::env_switches());
 
 struct GpuFit {
   int n_layers = 0;    // the largest -ngl that fits (0: none)
@@ -38,5 +45,17 @@ struct GpuFit {
 // without a CUDA build or device.
 GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k = TensorType::F16,
                       TensorType type_v = TensorType::F16);
+
+// The GPU's limits for reports (`ferrite bench`: its fraction of the limit):
+// memory bandwidth and the peak of the arithmetic the GPU's prefill runs on
+// for weights of type t (f16 tensor cores; f32 units for F32 weights).
+// Throws InvalidArgument without a CUDA build or device.
+struct GpuLimits {
+  std::string name;
+  double read_bytes_per_s = 0.0;
+  double peak_ops_per_s = 0.0;
+  std::string peak_kind;  // "f16-tensor", "f32"
+};
+GpuLimits gpu_limits(TensorType main_type);
 
 }  // namespace ferrite::runtime

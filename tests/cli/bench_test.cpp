@@ -61,7 +61,8 @@ TEST(CliBench, MarkdownTableHasLlamaBenchColumnsAndOneRowPerTest) {
   EXPECT_NE(r.out.find("read "), std::string::npos) << "the bandwidth probe is printed";
   const auto t = table(r.out);
   ASSERT_EQ(t.size(), 4u) << r.out;  // header, separator, pp8, tg4
-  const std::vector<std::string> header = {"model", "size", "params", "backend", "threads", "test", "t/s", "% limit"};
+  const std::vector<std::string> header = {"model",   "size", "params", "backend", "ngl",
+                                           "threads", "test", "t/s",    "% limit"};
   EXPECT_EQ(t[0], header);
   const std::vector<std::string> tests = {"pp8", "tg4"};
   for (size_t i = 0; i < tests.size(); ++i) {
@@ -70,11 +71,12 @@ TEST(CliBench, MarkdownTableHasLlamaBenchColumnsAndOneRowPerTest) {
     EXPECT_EQ(row[0].rfind("llama ", 0), 0u) << row[0];
     EXPECT_EQ(row[2], "292.80 K");  // shared/README.md: 292,800 parameters
     EXPECT_EQ(row[3], "CPU");
-    EXPECT_EQ(row[4], "1");
-    EXPECT_EQ(row[5], tests[i]);
-    EXPECT_GT(std::stod(row[6]), 0.0) << row[6];
-    EXPECT_NE(row[6].find(" ± "), std::string::npos) << row[6];
-    EXPECT_EQ(row[7].back(), '%') << row[7];
+    EXPECT_EQ(row[4], "0");
+    EXPECT_EQ(row[5], "1");
+    EXPECT_EQ(row[6], tests[i]);
+    EXPECT_GT(std::stod(row[7]), 0.0) << row[7];
+    EXPECT_NE(row[7].find(" ± "), std::string::npos) << row[7];
+    EXPECT_EQ(row[8].back(), '%') << row[8];
   }
 }
 
@@ -85,9 +87,9 @@ TEST(CliBench, DepthsAndThreadListsMultiplyTheTests) {
   ASSERT_EQ(r.status, 0) << r.err;
   const auto t = table(r.out);
   ASSERT_EQ(t.size(), 6u) << r.out;  // header, separator, 2 threads x 2 depths
-  EXPECT_EQ(t[2][5], "tg3");
-  EXPECT_EQ(t[3][5], "tg3 @ d16");
-  EXPECT_EQ(t[4][4], "2");
+  EXPECT_EQ(t[2][6], "tg3");
+  EXPECT_EQ(t[3][6], "tg3 @ d16");
+  EXPECT_EQ(t[4][5], "2");
 }
 
 TEST(CliBench, JsonRowsCarryTheTestAndItsLimit) {
@@ -122,6 +124,7 @@ TEST(CliBench, BadFlagsFail) {
   FERRITE_SHARED_FILE(model, "models/stories260K.gguf");
   const std::vector<std::vector<std::string>> bad = {
       {"-r", "0"}, {"-p", "-1"}, {"-n", "-2"}, {"-t", "0"}, {"--depth", "-5"}, {"-o", "xml"}, {"-p", "abc"},
+      {"-ngl", "-1"}, {"-ngl", "some"},
   };
   for (const auto& extra : bad) {
     std::vector<std::string> a = {"bench", "-m", model.string(), "--probe-mib", "8"};

@@ -52,6 +52,19 @@ TEST(CliInfo, SynthLlamaTensorsMatchGolden) {
   }
 }
 
+TEST(CliInfo, JsonShowsTheRunTimeSwitches) {
+  FERRITE_SHARED_FILE(model, "models/stories260K.gguf");
+  const auto r = run_ferrite({"info", "--json", model.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_TRUE(j.contains("switches")) << r.out;
+  for (const char* name : {"FERRITE_REPACK", "FERRITE_REPACK_FLOAT", "FERRITE_REPACK_Q6K", "FERRITE_AMX",
+                           "FERRITE_CUDA_EXACT", "FERRITE_CUDA_GRAPHS", "FERRITE_CUDA_FUSE", "FERRITE_CUDA_PDL",
+                           "FERRITE_CUDA_ATTN_WARPS", "FERRITE_CUDA_MMA_ROWS"}) {
+    EXPECT_TRUE(j["switches"].contains(name)) << name;
+  }
+}
+
 TEST(CliInfo, MissingFileIsAnErrorNotACrash) {
   const auto r = run_ferrite({"info", "/nonexistent/model.gguf"});
   EXPECT_NE(r.status, 0);

@@ -1,7 +1,7 @@
 // Context shift with the cache on the GPU (every layer offloaded, and a
 // partial offload whose first layers keep their cache on the CPU): the GPU
 // layers' keys are turned through host copies with the CPU's row code
-// (GpuDecoder::rotate_cached_keys). As on the CPU
+// (CudaBackend::rotate_cached_keys). As on the CPU
 // (tests/runtime/context_shift_test.cpp): dropping the first tokens and
 // sliding the rest back must give the logits of dropping them and going on
 // at the old positions (attention sees position differences only), within

@@ -15,8 +15,8 @@
 #include "cpu/matmul.h"
 #include "cpu/thread_pool.h"
 #include "cpu/vec_ops.h"
-#include "cuda/linear.h"
-#include "cuda/ops.h"
+#include "cuda/backend/linear.h"
+#include "cuda/kernels/ops.h"
 #include "device_util.h"
 #include "quant/type_traits.h"
 

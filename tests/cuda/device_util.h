@@ -12,10 +12,10 @@
 #include <gtest/gtest.h>
 
 #include "cuda/backend.h"
-#include "cuda/check.h"
-#include "cuda/device_buffer.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_buffer.h"
 #include "core/fp16.h"
-#include "cuda/linear.h"
+#include "cuda/backend/linear.h"
 #include "quant/type_traits.h"
 #include "support/test_data.h"
 

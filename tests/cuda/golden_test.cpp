@@ -137,6 +137,33 @@ class GpuGoldenSlow : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuGoldenSlow, Prefill) { check(GetParam(), 512); }
 INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenSlow, ::testing::ValuesIn(cases("p2")));
 
+// Every other architecture of the synth models in ../shared (their llama.cpp
+// goldens), through the same operations as on the CPU (backend/ops.h): the
+// CPU golden tests' F32 tolerance in exact mode (tests/model/golden_archs_test.cpp),
+// the fast bound otherwise; every layer on the GPU and the first one on the CPU.
+std::vector<Case> arch_cases(const char* prompt) {
+  std::vector<Case> out;
+  for (const char* a : {"llama-moe", "qwen2moe", "gemma2", "phi3", "gpt2", "gptneox", "starcoder2", "falcon"}) {
+    out.push_back({std::string("models/synth/synth-") + a + "-f32.gguf",
+                   std::string("golden/logits/synth-") + a + "-f32." + prompt + ".json", Kind::F32});
+  }
+  return out;
+}
+
+class GpuGoldenArchs : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGoldenArchs, Prefill) { check(GetParam(), 512); }
+TEST_P(GpuGoldenArchs, SmallBatches) { check(GetParam(), 7); }
+TEST_P(GpuGoldenArchs, OneTokenPerPass) { check(GetParam(), 1); }
+TEST_P(GpuGoldenArchs, PartialPrefill) { check(GetParam(), 512, 1); }
+TEST_P(GpuGoldenArchs, PartialOneTokenPerPass) { check(GetParam(), 1, 1); }
+TEST_P(GpuGoldenArchs, FastPrefill) { check(GetParam(), 512, runtime::kAllLayers, false); }
+TEST_P(GpuGoldenArchs, FastOneTokenPerPass) { check(GetParam(), 1, runtime::kAllLayers, false); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenArchs, ::testing::ValuesIn(arch_cases("p1")));
+
+class GpuGoldenArchsSlow : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuGoldenArchsSlow, Prefill) { check(GetParam(), 512); }
+INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenArchsSlow, ::testing::ValuesIn(arch_cases("p2")));
+
 TEST(GpuGoldenStories, PrefillAndSmallBatches) {
   for (int64_t b : {512, 7, 1}) check({"models/stories260K.gguf", "golden/logits/stories260K.p0.json", Kind::F32}, b);
 }

@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu/attention.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/ops.h"
 #include "device_util.h"
 #include "model/kv_quant.h"
 #include "runtime/context.h"

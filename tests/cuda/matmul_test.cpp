@@ -11,7 +11,7 @@
 #include "core/fp16.h"
 #include "cpu/act_quant.h"
 #include "cpu/matmul.h"
-#include "cuda/linear.h"
+#include "cuda/backend/linear.h"
 #include "device_util.h"
 #include "quant/blocks.h"
 #include "quant/type_traits.h"

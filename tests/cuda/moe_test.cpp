@@ -18,7 +18,7 @@
 
 #include "cpu/activations.h"
 #include "cpu/vec_ops.h"
-#include "cuda/moe_ops.h"
+#include "cuda/kernels/moe_ops.h"
 #include "device_util.h"
 #include "model/golden.h"
 #include "model/packed_weights.h"

@@ -14,7 +14,7 @@
 #include "cpu/attention.h"
 #include "cpu/norm.h"
 #include "cpu/rope.h"
-#include "cuda/ops.h"
+#include "cuda/kernels/ops.h"
 #include "device_util.h"
 #include "quant/type_traits.h"
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "cuda/linear.h"
+#include "cuda/backend/linear.h"
 #include "device_util.h"
 
 namespace ferrite::cuda {

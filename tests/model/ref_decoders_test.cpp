@@ -1,7 +1,7 @@
-// qwen3, qwen3moe, gemma and gemma3 have no llama.cpp golden in the shared
-// data: each is checked here on a tiny random F32 model against a plain
-// double-precision forward written from the architecture's published
-// definition (ref_qwen3.h, ref_gemma.h). Every position's logits of a prompt
+// qwen3, qwen3moe, gemma, gemma3 and granite have no llama.cpp golden in the
+// shared data: each is checked here on a tiny random F32 model against a
+// plain double-precision forward written from the architecture's published
+// definition (ref_qwen3.h, ref_gemma.h, ref_granite.h). Every position's logits of a prompt
 // are compared, evaluated in one batch, in chunks, and one token at a time
 // through the KV cache (test::SingleSequence).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "model/model.h"
 #include "model/ref_gemma.h"
+#include "model/ref_granite.h"
 #include "model/ref_qwen3.h"
 #include "model/single_sequence.h"
 
@@ -116,6 +117,30 @@ TEST(RefGemma, LogitsMatchReference) {
   // for the residual stream).
   tiny.config().ref_scale_embd = false;
   EXPECT_GT(max_abs_diff(tiny.reference(tokens), expected), 100 * kTolerance);
+}
+
+TEST(RefGranite, LogitsMatchReference) {
+  test::GraniteConfig c;  // GQA 4:2, tied output
+  test::TinyGranite tiny(c);
+  const std::vector<int32_t> tokens = prompt(12, c.n_vocab);
+  const test::ref::Rows expected = tiny.reference(tokens);
+  check_model(tiny.path(), tokens, expected, 5);
+
+  // Each of the four multipliers matters: the reference without it gives other logits.
+  for (bool test::GraniteConfig::*m : {&test::GraniteConfig::ref_embedding, &test::GraniteConfig::ref_residual,
+                                       &test::GraniteConfig::ref_attention, &test::GraniteConfig::ref_logit}) {
+    tiny.config().*m = false;
+    EXPECT_GT(max_abs_diff(tiny.reference(tokens), expected), 20 * kTolerance);
+    tiny.config().*m = true;
+  }
+}
+
+TEST(RefGranite, UntiedOutputMatchesReference) {
+  test::GraniteConfig c;
+  c.tied_output = false;
+  test::TinyGranite tiny(c, 23);
+  const std::vector<int32_t> tokens = prompt(10, c.n_vocab);
+  check_model(tiny.path(), tokens, tiny.reference(tokens), 3);
 }
 
 test::GemmaConfig gemma3_config() {

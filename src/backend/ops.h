@@ -1,0 +1,141 @@
+// The operations an architecture's forward pass is written in (model/arch_*.cpp),
+// implemented once per device kind: the CPU (cpu/backend) with the CPU kernels
+// and thread pool, CUDA (cuda/backend) with the GPU kernels and their fusions.
+//
+// Activations are row-major f32 matrices [rows, cols] in the memory of the
+// backend that made them (Act); a forward pass names them by Buf, so that a
+// backend can keep each at a stable address from step to step (the CUDA
+// backend replays captured decode steps) and remember what it derived from
+// one (the 8-bit or f16 form a product reads). The model never reads an Act's
+// data: values reach the host through output() only.
+//
+// Operations are issued in order and may run asynchronously; a backend's
+// end_step() (backend.h) waits for them. Granularity: products, norms,
+// element-wise ops and row gathers are single operations; self-attention
+// (projections, per-head norms, RoPE, the KV cache write, attention over the
+// cache with its masks and soft-cap, the output projection), the feed-forward
+// variants and the mixture of experts are one operation each, so that a
+// backend fuses inside them as it can (the CUDA backend: Q|K|V + RoPE + K/V
+// store in one launch, the attention writing the 8-bit input of the output
+// product, SwiGLU writing the down product's).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/weight.h"
+#include "cpu/rope.h"
+
+namespace ferrite::backend {
+
+// The named activation buffers of a forward pass.
+enum class Buf : uint8_t {
+  X,       // the residual stream [n_tokens, n_embd]
+  H,       // a normed input [n_tokens, n_embd]
+  H2,      // a second normed input (falcon's attn_norm_2)
+  Y,       // what a block adds to the residual stream
+  F,       // a second block output (parallel attention and feed-forward)
+  Rows,    // the output rows [n_out, n_embd]
+  Logits,  // [n_out, n_vocab], delivered to the host (output())
+  Hidden,  // [n_out, n_embd] hidden states, delivered to the host
+  kCount
+};
+constexpr int kBufCount = static_cast<int>(Buf::kCount);
+
+struct Act {
+  float* data = nullptr;  // in the owning backend's memory
+  int64_t rows = 0, cols = 0;
+  Buf buf = Buf::X;
+  int64_t size() const { return rows * cols; }
+};
+
+// The model's sizes the operations need (model::dims_of makes it from the hyperparameters).
+struct ModelDims {
+  int64_t n_embd = 0, n_layer = 0, n_vocab = 0;
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  int64_t n_expert = 0, n_expert_used = 0;
+  float norm_eps = 1e-5f, norm_rms_eps = 1e-5f;
+  int64_t n_embd_q() const { return n_head * head_dim; }
+  int64_t n_embd_kv() const { return n_head_kv * head_dim; }
+};
+
+enum class NormKind { Rms, Layer };
+
+// Which rows of a table embed() looks up for the batch's tokens: their ids,
+// their positions (learned position embeddings), or row 0 for every token
+// (bert's token type).
+enum class Ids { Tokens, Positions, Zeros };
+
+// The RoPE of a step: its parameters, and the tables of the batch's positions
+// that prepare_rope() makes from them (one per set of parameters a model uses).
+using RopeConfig = cpu::RopeConfig;
+constexpr int kNoRope = -1;
+
+struct AttentionSpec {
+  int64_t layer = 0;                       // the KV cache layer
+  const AttentionWeights* w = nullptr;
+  int rope = kNoRope;                      // a prepare_rope() table, or kNoRope
+  bool sliding = false;                    // the sliding-window mask (KvView::mask_swa)
+  float scale = 0.0f;                      // score scale; 0: 1/sqrt(head_dim)
+  float softcap = 0.0f;                    // attention logit soft-cap; 0: none
+};
+
+enum class FfnKind {
+  SwiGlu,       // down(silu(gate h) * up h), or down(silu(up h)) without gate
+  GeluF16,      // down(gelu(gate h) * up h), or down(gelu(up h)); GELU through llama.cpp's f16 table; biases
+  FusedSwiGlu,  // up holds gate | up side by side [n_embd, 2 n_ff] (phi3): down(silu(first) * second)
+};
+
+struct FfnSpec {
+  const FfnWeights* w = nullptr;
+  FfnKind kind = FfnKind::SwiGlu;
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // Buffer b as an activation [rows, cols] (its values undefined until written).
+  virtual Act buffer(Buf b, int64_t rows, int64_t cols) = 0;
+  // Buffer b [rows, cols] whose values reach host[0, rows * cols) by the end of the step.
+  virtual Act output(Buf b, float* host, int64_t rows, int64_t cols) = 0;
+
+  // RoPE tables of the batch's positions for c; returns their id for
+  // AttentionSpec::rope. Call before the step's other operations.
+  virtual int prepare_rope(const RopeConfig& c) = 0;
+
+  // out [n_tokens, table.cols()] = rows of the table (any stored type); the ids are checked by the caller.
+  virtual void embed(const Weight& table, Ids ids, Act out) = 0;
+  // x += y (same shape); x *= c; x = cap * tanh(x / cap).
+  virtual void add(Act x, Act y) = 0;
+  virtual void scale(Act x, float c) = 0;
+  virtual void softcap(Act x, float cap) = 0;
+  // out = norm(x) * n.w (+ n.b); Rms with ModelDims::norm_rms_eps, Layer with norm_eps.
+  // feeds: the weight of the product that reads out next (a backend may write
+  // its input form in the same pass), or null. x and out may be the same.
+  virtual void norm(NormKind kind, Act x, const Norm& n, Act out, const Weight* feeds = nullptr) = 0;
+  // out [in.rows, w.rows()] = in · W^T (+ bias); accumulate: out += instead.
+  virtual void linear(const Weight& w, const Weight& bias, Act in, Act out, bool accumulate = false) = 0;
+  // out [n, n_embd] (+)= self-attention of the normed input h for spec.layer,
+  // writing the batch's keys and values into the cache.
+  virtual void attention(const AttentionSpec& spec, Act h, Act out, bool accumulate = false) = 0;
+  // out (+)= the feed-forward block of h.
+  virtual void feed_forward(const FfnSpec& spec, Act h, Act out, bool accumulate = false) = 0;
+  // out (+)= softmax router, top-k experts (their SwiGLU outputs weighted by
+  // the optionally renormalised probabilities), plus the gated shared expert.
+  virtual void moe(const MoeWeights& w, Act h, Act out, bool accumulate = false) = 0;
+  // out [n, n_embd] = bidirectional attention of h within each sequence of
+  // the batch (ForwardBatch::seq), no cache, f32 (bert), with projections.
+  virtual void encoder_attention(const AttentionWeights& w, Act h, Act out) = 0;
+  // out [n_out, x.cols] = rows ForwardBatch::out_rows of x.
+  virtual void gather_rows(Act x, Act out) = 0;
+
+  // Moving an activation between backends (model/step.h: the residual
+  // stream crosses where the layers change backend): the values of a as host
+  // memory (null when this backend's memory is not the host's), a copied to
+  // the host, and host values into a.
+  virtual const float* host_data(Act a) = 0;
+  virtual void to_host(Act a, float* host) = 0;
+  virtual void from_host(const float* host, Act a) = 0;
+};
+
+}  // namespace ferrite::backend

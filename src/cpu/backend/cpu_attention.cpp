@@ -1,0 +1,191 @@
+// Self-attention over the KV cache and the encoders' attention within a
+// sequence, on the CPU (CpuBackend::attention, encoder_attention).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/fp16.h"
+#include "cpu/activations.h"
+#include "cpu/attention.h"
+#include "cpu/backend/cpu_backend.h"
+#include "cpu/norm.h"
+#include "cpu/rope.h"
+#include "cpu/vec_ops.h"
+#include "quant/kv_quant.h"
+
+namespace ferrite::cpu {
+
+void CpuBackend::store_kv(int64_t layer, const float* k, const float* v) {
+  const backend::KvLayer& cache = kv_->layers[static_cast<size_t>(layer)];
+  const int64_t n = batch_->n_tokens, n_kv = dims_.n_embd_kv();
+  const VecOps& ops = vec_ops();
+  const int64_t k_row = cache.k_q != nullptr ? quant::kv_quant_row_bytes(cache.k_type, n_kv) : 0;
+  const int64_t v_row = cache.v_q != nullptr ? quant::kv_quant_row_bytes(cache.v_type, n_kv) : 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t cell = kv_->slots[t];
+    if (cache.k_q != nullptr) {
+      quant::kv_quantize_row(cache.k_type, k + t * n_kv, cache.k_q + cell * k_row, n_kv);
+    } else {
+      ops.f32_to_f16(k + t * n_kv, cache.k + cell * n_kv, n_kv);
+    }
+    const float* vr = v + t * n_kv;
+    if (cache.v_q != nullptr) {
+      quant::kv_quantize_row(cache.v_type, vr, cache.v_q + cell * v_row, n_kv);
+    } else {
+      for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * kv_->n_cells + cell] = fp32_to_fp16(vr[d]);
+    }
+  }
+}
+
+void CpuBackend::cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride) {
+  const backend::KvLayer& cache = kv_->layers[static_cast<size_t>(layer)];
+  const int64_t n = batch_->n_tokens, n_kv = dims_.n_embd_kv();
+  k16 = cache.k;
+  vt16 = cache.vt;
+  vt_stride = kv_->n_cells;
+  if (cache.k_q == nullptr && cache.v_q == nullptr) return;
+  // A quantized cache is read back as f16 for the attention kernel (the
+  // cells some token reads: [lo, hi)).
+  int64_t lo = 0, hi = kv_->n_kv;
+  if (kv_->kv_begin != nullptr) {
+    lo = hi;
+    hi = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      lo = std::min<int64_t>(lo, kv_->kv_begin[t]);
+      hi = std::max<int64_t>(hi, kv_->kv_begin[t] + kv_->kv_len[t]);
+    }
+  }
+  float* tmp = grow(ws_.kv_row32, n_kv);
+  if (cache.k_q != nullptr) {
+    const int64_t k_row = quant::kv_quant_row_bytes(cache.k_type, n_kv);
+    uint16_t* dst = grow(ws_.kv_k16, kv_->n_kv * n_kv);
+    for (int64_t j = lo; j < hi; ++j) {
+      quant::kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
+    }
+    k16 = dst;
+  }
+  if (cache.v_q != nullptr) {
+    const int64_t v_row = quant::kv_quant_row_bytes(cache.v_type, n_kv);
+    uint16_t* dst = grow(ws_.kv_vt16, n_kv * kv_->n_kv);
+    for (int64_t j = lo; j < hi; ++j) {
+      quant::kv_row_to_f16(cache.v_type, cache.v_q + j * v_row, n_kv, dst + j, kv_->n_kv, tmp);
+    }
+    vt16 = dst;
+    vt_stride = kv_->n_kv;
+  }
+}
+
+void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_act, backend::Act out,
+                           bool accumulate) {
+  const backend::AttentionWeights& w = *spec.w;
+  const int64_t n = batch_->n_tokens;
+  const int64_t n_q = dims_.n_embd_q(), n_kv = dims_.n_embd_kv(), hd = dims_.head_dim;
+  const float* h = h_act.data;
+  float* q = grow(ws_.q, n * n_q);
+  float* k = grow(ws_.k, n * n_kv);
+  float* v = grow(ws_.v, n * n_kv);
+
+  // 1. Projections: [n, n_q], [n, n_kv], [n, n_kv].
+  if (w.wqkv) {
+    float* qkv = grow(ws_.attn, n * (n_q + 2 * n_kv));
+    product(w.wqkv, w.bqkv, h, n, qkv);
+    for (int64_t t = 0; t < n; ++t) {
+      const float* row = qkv + t * (n_q + 2 * n_kv);
+      std::copy_n(row, n_q, q + t * n_q);
+      std::copy_n(row + n_q, n_kv, k + t * n_kv);
+      std::copy_n(row + n_q + n_kv, n_kv, v + t * n_kv);
+    }
+  } else {
+    product(w.wq, w.bq, h, n, q);
+    product(w.wk, w.bk, h, n, k);
+    product(w.wv, w.bv, h, n, v);
+  }
+
+  // 2. Per-head norms, then rotary embedding.
+  if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * dims_.n_head, hd, q);
+  if (w.k_norm) rms_norm(k, w.k_norm.f32(), dims_.norm_rms_eps, n * dims_.n_head_kv, hd, k);
+  if (spec.rope != backend::kNoRope) {
+    const size_t r = static_cast<size_t>(spec.rope);
+    const backend::RopeConfig& rc = ropes_[r];
+    rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), q, n, dims_.n_head, hd);
+    rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, dims_.n_head_kv, hd);
+  }
+
+  // 3. Keys and values into their cache cells, then the cache as f16.
+  store_kv(spec.layer, k, v);
+  const uint16_t* k16 = nullptr;
+  const uint16_t* vt16 = nullptr;
+  int64_t vt_stride = 0;
+  cache_f16(spec.layer, k16, vt16, vt_stride);
+
+  // 4. Attention over the cache: [n, n_q].
+  float* attn = grow(ws_.attn, n * n_q);
+  AttentionArgs a;
+  a.q = q;
+  a.k = k16;
+  a.vt = vt16;
+  a.vt_stride = vt_stride;
+  a.kv_stride = n_kv;
+  a.n_kv = kv_->n_kv;
+  a.mask = spec.sliding && kv_->mask_swa != nullptr ? kv_->mask_swa : kv_->mask;
+  a.kv_begin = kv_->kv_begin;
+  a.kv_len = kv_->kv_len;
+  a.mask_stride = kv_->mask_stride;
+  a.n_tokens = n;
+  a.n_head = dims_.n_head;
+  a.n_head_kv = dims_.n_head_kv;
+  a.head_dim = hd;
+  a.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  a.softcap = spec.softcap;
+  a.out = attn;
+  cpu::attention(a, pool_, ws_.attention);
+
+  // 5. Output projection: [n, n_embd].
+  product(w.wo, w.bo, attn, n, target(out, accumulate));
+  finish(out, accumulate);
+}
+
+void CpuBackend::encoder_attention(const backend::AttentionWeights& w, backend::Act x_act, backend::Act out) {
+  // out [n, n_embd] = wo · softmax(q k^T / sqrt(hd)) v + bo, each token
+  // attending to every token of its sequence, in f32.
+  const int64_t n = batch_->n_tokens, n_embd = dims_.n_embd, n_head = dims_.n_head, hd = dims_.head_dim;
+  const float* x = x_act.data;
+  float* q = grow(ws_.q, n * n_embd);
+  float* k = grow(ws_.k, n * n_embd);
+  float* v = grow(ws_.v, n * n_embd);
+  float* a = grow(ws_.attn, n * n_embd);
+  product(w.wq, w.bq, x, n, q);
+  product(w.wk, w.bk, x, n, k);
+  product(w.wv, w.bv, x, n, v);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int32_t* seq = batch_->seq;
+  const VecOps& ops = vec_ops();
+  if (ws_.attention.scores.size() < static_cast<size_t>(pool_.size())) {
+    ws_.attention.scores.resize(static_cast<size_t>(pool_.size()));
+  }
+  pool_.run([&](int ith, int nth) {
+    std::vector<float>& p = ws_.attention.scores[static_cast<size_t>(ith)];
+    if (p.size() < static_cast<size_t>(n)) p.resize(static_cast<size_t>(n));
+    const Range work = split_range(n * n_head, ith, nth);
+    for (int64_t wi = work.begin; wi < work.end; ++wi) {
+      const int64_t t = wi / n_head, h = wi % n_head;
+      const float* qt = q + t * n_embd + h * hd;
+      for (int64_t u = 0; u < n; ++u) {
+        const bool visible = seq == nullptr || seq[u] == seq[t];
+        p[static_cast<size_t>(u)] = visible ? ops.dot_f32(qt, k + u * n_embd + h * hd, hd) * scale : -INFINITY;
+      }
+      softmax_inplace(p.data(), n);
+      float* at = a + t * n_embd + h * hd;
+      std::fill_n(at, hd, 0.0f);
+      for (int64_t u = 0; u < n; ++u) {
+        const float pu = p[static_cast<size_t>(u)];
+        if (pu == 0.0f) continue;
+        const float* vu = v + u * n_embd + h * hd;
+        for (int64_t d = 0; d < hd; ++d) at[d] += pu * vu[d];
+      }
+    }
+  });
+  product(w.wo, w.bo, a, n, out.data);
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,138 @@
+// The feed-forward variants and the mixture of experts on the CPU
+// (CpuBackend::feed_forward, moe).
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "cpu/activations.h"
+#include "cpu/backend/cpu_backend.h"
+#include "cpu/gelu_f16.h"
+#include "cpu/matmul.h"
+
+namespace ferrite::cpu {
+
+void CpuBackend::ffn_gated(const backend::FfnWeights& w, bool gelu, const float* h, int64_t n, float* out) {
+  const int64_t n_ff = w.up.rows();
+  float* up = grow(ws_.ffn_b, n * n_ff);
+  product(w.up, w.up_b, h, n, up);
+  if (w.gate) {
+    float* gate = grow(ws_.ffn_a, n * n_ff);
+    product(w.gate, w.gate_b, h, n, gate);
+    if (gelu) {
+      geglu_f16(gate, up, n * n_ff, up);
+    } else {
+      swiglu(gate, up, n, n_ff, up);
+    }
+  } else if (gelu) {
+    gelu_f16_inplace(up, n * n_ff);
+  } else {
+    silu_inplace(up, n, n_ff);
+  }
+  product(w.down, w.down_b, up, n, out);
+}
+
+void CpuBackend::feed_forward(const backend::FfnSpec& spec, backend::Act h_act, backend::Act out, bool accumulate) {
+  const backend::FfnWeights& w = *spec.w;
+  const float* h = h_act.data;
+  const int64_t n = h_act.rows;
+  float* y = target(out, accumulate);
+  if (spec.kind == backend::FfnKind::FusedSwiGlu) {
+    const int64_t n_ff2 = w.up.rows();  // gate and up, side by side
+    const int64_t n_ff = n_ff2 / 2;
+    float* gu = grow(ws_.ffn_b, n * n_ff2);
+    float* act = grow(ws_.ffn_a, n * n_ff);
+    product(w.up, backend::Weight{}, h, n, gu);
+    for (int64_t t = 0; t < n; ++t) swiglu(gu + t * n_ff2, gu + t * n_ff2 + n_ff, n_ff, act + t * n_ff);
+    product(w.down, backend::Weight{}, act, n, y);
+  } else {
+    // GELU as llama.cpp computes it (cpu/gelu_f16.h).
+    ffn_gated(w, spec.kind == backend::FfnKind::GeluF16, h, n, y);
+  }
+  finish(out, accumulate);
+}
+
+void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::Act out_act, bool accumulate) {
+  const float* h = h_act.data;
+  const int64_t n = h_act.rows, n_embd = dims_.n_embd;
+  const int64_t n_expert = dims_.n_expert, k_used = dims_.n_expert_used;
+  float* out = target(out_act, accumulate);
+
+  // 1. Router: probabilities [n, n_expert]; top-k per token.
+  float* probs = grow(ws_.router, n * n_expert);
+  product(w.gate_inp, backend::Weight{}, h, n, probs);
+  std::vector<int32_t> chosen(static_cast<size_t>(n * k_used));
+  std::vector<float> weight(static_cast<size_t>(n * k_used));
+  std::vector<int32_t> order(static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < n; ++t) {
+    float* p = probs + t * n_expert;
+    softmax_inplace(p, n_expert);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [p](int32_t a, int32_t b) { return p[a] > p[b]; });
+    float sum = 0.0f;
+    for (int64_t j = 0; j < k_used; ++j) {
+      chosen[t * k_used + j] = order[j];
+      weight[t * k_used + j] = p[order[j]];
+      sum += p[order[j]];
+    }
+    if (w.norm_weights) {
+      for (int64_t j = 0; j < k_used; ++j) weight[t * k_used + j] /= sum;
+    }
+  }
+
+  // 2. Each expert on the rows routed to it.
+  std::fill_n(out, n * n_embd, 0.0f);
+  std::vector<int32_t> rows;
+  std::vector<float> row_w;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    rows.clear();
+    row_w.clear();
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t j = 0; j < k_used; ++j) {
+        if (chosen[t * k_used + j] == e) {
+          rows.push_back(static_cast<int32_t>(t));
+          row_w.push_back(weight[t * k_used + j]);
+        }
+      }
+    }
+    if (rows.empty()) continue;
+    const int64_t cnt = static_cast<int64_t>(rows.size());
+    const MatView gate = expert_view(w.gate_exps, e), up = expert_view(w.up_exps, e),
+                  down = expert_view(w.down_exps, e);
+    const int64_t n_ff = up.n;
+    float* in = grow(ws_.moe_in, cnt * n_embd);
+    for (int64_t i = 0; i < cnt; ++i) std::copy_n(h + rows[i] * n_embd, n_embd, in + i * n_embd);
+    float* a = grow(ws_.moe_a, cnt * n_ff);
+    float* b = grow(ws_.moe_b, cnt * n_ff);
+    if (ws_.observer != nullptr) {
+      ws_.observer->on_matmul(*w.gate_exps.info, e, in, cnt, n_embd);
+      ws_.observer->on_matmul(*w.up_exps.info, e, in, cnt, n_embd);
+    }
+    // Expert products in llama.cpp's vector-dot summation order (its mul_mat_id).
+    matmul(gate, in, cnt, a, pool_, ws_.matmul, DotOrder::Unrolled);
+    matmul(up, in, cnt, b, pool_, ws_.matmul, DotOrder::Unrolled);
+    swiglu(a, b, cnt, n_ff, b);
+    if (ws_.observer != nullptr) ws_.observer->on_matmul(*w.down_exps.info, e, b, cnt, n_ff);
+    float* y = grow(ws_.moe_out, cnt * n_embd);
+    matmul(down, b, cnt, y, pool_, ws_.matmul, DotOrder::Unrolled);
+    for (int64_t i = 0; i < cnt; ++i) {
+      float* o = out + rows[i] * n_embd;
+      const float* yi = y + i * n_embd;
+      for (int64_t d = 0; d < n_embd; ++d) o[d] += row_w[i] * yi[d];
+    }
+  }
+
+  // 3. Shared expert, gated by sigmoid(h · g).
+  if (w.shexp.up) {
+    float* sh = grow(ws_.ffn_out, n * n_embd);
+    ffn_gated(w.shexp, /*gelu=*/false, h, n, sh);
+    float* g = grow(ws_.shexp_gate, n);
+    if (w.shexp_gate_inp) product(w.shexp_gate_inp, backend::Weight{}, h, n, g);
+    for (int64_t t = 0; t < n; ++t) {
+      const float scale = w.shexp_gate_inp ? sigmoid(g[t]) : 1.0f;
+      for (int64_t d = 0; d < n_embd; ++d) out[t * n_embd + d] += scale * sh[t * n_embd + d];
+    }
+  }
+  finish(out_act, accumulate);
+}
+
+}  // namespace ferrite::cpu

@@ -1,0 +1,212 @@
+// The CUDA backend: the operations of backend/ops.h on one GPU, with the
+// kernels of cuda/kernels and their fusions:
+// - a norm writes the 8-bit (or f16) input of the product it feeds, SwiGLU
+//   the down product's (kernels/fused_ops.cu);
+// - one token's Q|K|V is one product of the stacked matrix, which also
+//   rotates q, k and stores k, v (adjacent-pair RoPE, f16 cache;
+//   kernels/gemv_quant.cu), and the decode attention writes the output
+//   product's Q8_0 input;
+// - decode kernels launch as programmatic dependents (kernels/pdl.cuh);
+// - one-token steps are captured into a CUDA graph the second time a shape
+//   runs and replayed after that: the model's code still runs each step, but
+//   its kernel operations return at once and end_step launches the graph.
+//   Copies (the staged inputs, the RoPE tables, a residual crossing from the
+//   CPU) are issued directly before it. A shape whose first run synchronised
+//   with the host (experts grouped through host ids, a copy to the host) is
+//   never captured.
+// The KV cache of its layers [first_layer, n_layer) lives on the device (K
+// and V [n_cells, row bytes] f16 or rows of 32-value blocks; V not
+// transposed); the runtime's cache decides cells and masks, which
+// begin_step stages with the tokens.
+//
+// Files: cuda_backend.cpp (step life, staging, graphs, buffers, the
+// element-wise and row operations), cuda_blocks.cpp (attention, the
+// feed-forward variants, the experts, the encoders' attention),
+// weights.h (device copies of the weights), gpu_moe.h, linear.h.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "backend/backend.h"
+#include "backend/switches.h"
+#include "cuda/backend/gpu_moe.h"
+#include "cuda/backend/linear.h"
+#include "cuda/backend/weights.h"
+#include "cuda/kernels/device_buffer.h"
+#include "cuda/kernels/ops.h"
+
+namespace ferrite::cuda {
+
+struct CudaBackendParams {
+  backend::ModelDims dims;
+  int64_t n_cells = 0;      // KV cache cells
+  int64_t first_layer = 0;  // the layers [first_layer, n_layer) have their cache here
+  TensorType type_k = TensorType::F16, type_v = TensorType::F16;
+  backend::Switches switches;
+};
+
+class CudaBackend final : public backend::Backend {
+ public:
+  // Allocates the cache (the caller checked that it fits). Throws
+  // InvalidArgument for cache types the GPU has not.
+  explicit CudaBackend(const CudaBackendParams& p);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  const char* name() const override { return "CUDA"; }
+  void begin_step(const backend::ForwardBatch& batch, const backend::KvView& kv) override;
+  bool end_step() override;
+  void cancel_step() override;
+
+  backend::Act buffer(backend::Buf b, int64_t rows, int64_t cols) override;
+  backend::Act output(backend::Buf b, float* host, int64_t rows, int64_t cols) override;
+  int prepare_rope(const backend::RopeConfig& c) override;
+  void embed(const backend::Weight& table, backend::Ids ids, backend::Act out) override;
+  void add(backend::Act x, backend::Act y) override;
+  void scale(backend::Act x, float c) override;
+  void softcap(backend::Act x, float cap) override;
+  void norm(backend::NormKind kind, backend::Act x, const backend::Norm& n, backend::Act out,
+            const backend::Weight* feeds) override;
+  void linear(const backend::Weight& w, const backend::Weight& bias, backend::Act in, backend::Act out,
+              bool accumulate) override;
+  void attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
+  void feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
+  void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
+  void encoder_attention(const backend::AttentionWeights& w, backend::Act h, backend::Act out) override;
+  void gather_rows(backend::Act x, backend::Act out) override;
+  const float* host_data(backend::Act) override { return nullptr; }
+  void to_host(backend::Act a, float* host) override;
+  void from_host(const float* host, backend::Act a) override;
+
+  // Context shift on this backend's layers' keys: each run of consecutive
+  // cells is copied to the host, rotated there by the CPU's row code and
+  // copied back (a shift happens once per half context, so the copies are
+  // cheap next to the tokens between two shifts). Replayed graphs read the
+  // cache by address, so they stay valid.
+  void rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
+                          const std::function<void(uint8_t* row)>& rotate) override;
+
+  // Bytes of weights uploaded so far (they are uploaded at their first use).
+  uint64_t weight_bytes() const { return weights_.bytes(); }
+
+ private:
+  enum class Mode { Direct, Capture, Replay };
+  // begin_step's parts: the tokens and cell ranges checked (max_len_,
+  // mask_stride_), the host inputs staged in one copy, the step's mode.
+  void check_view(const backend::ForwardBatch& batch, const backend::KvView& kv);
+  void stage(const backend::ForwardBatch& batch, const backend::KvView& kv, const AttentionPlan& plan);
+  void choose_mode(const backend::ForwardBatch& batch, const backend::KvView& kv);
+  // Called first by every operation that launches kernels: false in replay
+  // mode (the graph does it); begins the capture at the step's first kernel.
+  bool kernels();
+  // A copy or a host synchronisation inside the step (not capturable after the first kernel).
+  void host_work();
+  // The activation state of an Act (its cached 8-bit / f16 forms).
+  Activation& act(backend::Act a);
+  // After a kernel wrote a: forget its converted forms.
+  void written(backend::Act a) { act(a).set(a.data, a.rows, a.cols); }
+  // The device RoPE tables of id (cos then sin, [n, n_rot/2] each).
+  const float* rope_cos(int id) const;
+  const float* rope_sin(int id) const;
+  // Scratch of `bytes` (grown on demand; by index).
+  float* scratch(int i, int64_t floats);
+  // The attention parameters of a layer (cache, masks, plan) for q -> out.
+  AttentionParams attention_params(const backend::AttentionSpec& spec, float* q, float* out);
+  // A RoPE table of the step (c null: no rotation).
+  struct RopeRef {
+    const backend::RopeConfig* c = nullptr;
+    const float* cos_t = nullptr;
+    const float* sin_t = nullptr;
+  };
+  // q, k, v [n, ...] of the normed input; true when the product also
+  // rotated q, k and stored k, v (one token, gemv_quant_rope).
+  bool project_qkv(const backend::AttentionWeights& w, const RopeRef& r, backend::Act h, float* q, float* k,
+                   float* v, uint16_t* kc, uint16_t* vc);
+  // RoPE of q and k, then k and v into the layer's cache cells.
+  void rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc, uint16_t* vc);
+  void dense_ffn(const backend::FfnSpec& spec, backend::Act h, float* y, bool accumulate);
+
+  backend::ModelDims dims_;
+  backend::Switches sw_;
+  int64_t n_cells_ = 0, first_layer_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<LinearRunner> lin_;
+  WeightStore weights_;
+  std::unique_ptr<GpuMoe> moe_;
+  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer from first_layer: [n_cells, row bytes]
+  KvCacheRef k_ref_, v_ref_;                       // types and row bytes (data: per layer)
+
+  // Per step.
+  const backend::ForwardBatch* batch_ = nullptr;
+  const backend::KvView* kv_ = nullptr;
+  Mode mode_ = Mode::Direct;
+  bool kernels_begun_ = false;  // the step launched (or captured) a kernel
+  bool kernel_ops_ = false;     // the step issued a kernel operation (in any mode)
+  bool host_synced_ = false;    // this step synchronised with the host or copied after its first kernel
+  bool force_direct_ = false;   // the next step runs directly (end_step returned false)
+  std::array<int64_t, 5> key_{};
+  struct Output {
+    backend::Buf buf;
+    float* host;
+    int64_t floats;
+  };
+  std::vector<Output> outputs_;
+  int n_ropes_ = 0;
+  std::vector<backend::RopeConfig> ropes_;        // this step's, by id
+  std::vector<backend::RopeConfig> known_ropes_;  // the last steps', staged by begin_step
+  int n_staged_ropes_ = 0;
+  std::vector<const float*> rope_tables_;         // device tables by id: cos [n, n_rot/2], then sin
+
+  // Staged inputs (device pointers into staged_).
+  struct Staged {
+    const int32_t* tokens = nullptr;
+    const int32_t* pos = nullptr;
+    const int32_t* zeros = nullptr;
+    const int32_t* seq = nullptr;
+    const int32_t* slots = nullptr;
+    const int32_t* rows = nullptr;
+    const int32_t* begin = nullptr;
+    const int32_t* len = nullptr;
+    const int32_t* tiles = nullptr;
+    const int32_t* listed = nullptr;
+    const float* mask = nullptr;
+    const float* mask_swa = nullptr;
+  };
+  Staged in_;
+  int64_t n_q_tiles_ = 0, n_decode_ = 0, n_split_ = 1, max_len_ = 0, mask_stride_ = 0;
+  PinnedBuffer host_staged_, host_out_, host_cross_;
+  DeviceBuffer staged_;
+  std::vector<std::unique_ptr<PinnedBuffer>> rope_host_;
+  std::vector<std::unique_ptr<DeviceBuffer>> rope_dev_;
+
+  // The model's buffers and their activation states, and the operations' scratch.
+  DeviceBuffer bufs_[backend::kBufCount];
+  Activation acts_[backend::kBufCount];
+  // The operations' scratch buffers (scratch() indices).
+  enum ScratchId : int { kQkv, kAttn, kFfn, kSplit, kEncoder, kWide, kFfnAct, kScratch };
+  DeviceBuffer scratch_[kScratch];
+  Activation act_attn_, act_ffn_, act_tmp_;
+
+  // CUDA graphs of one-token steps, one per key (n_tokens, n_out, n_kv, cells read, mask stride).
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    uint64_t generation = 0;
+    bool seen = false;         // ran once directly
+    bool capturable = false;   // that run did not synchronise with the host
+    std::vector<std::pair<int, int64_t>> outputs;  // the captured step's outputs (buffer, floats)
+  };
+  std::map<std::array<int64_t, 5>, Graph> graphs_;
+  uint64_t capture_generation_ = 0;
+};
+
+}  // namespace ferrite::cuda

@@ -1,0 +1,279 @@
+// The CUDA backend's block operations: self-attention over the device cache
+// (projections stacked where they can be, RoPE and the K/V store fused into
+// the one-token Q|K|V product or into one launch, the decode attention
+// writing the output product's Q8_0 input), the feed-forward variants (gate
+// and up as one product for one token, SwiGLU writing the down product's
+// input), the experts (gpu_moe.h) and the encoders' attention.
+#include <cmath>
+
+#include "core/error.h"
+#include "cuda/backend/cuda_backend.h"
+#include "cuda/kernels/check.h"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr int64_t kQ8_0Block = 32;  // elements per Q8_0 activation block
+
+bool q8_0_input(TensorType t) { return t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0; }
+
+}  // namespace
+
+AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec, float* q, float* out) {
+  const int64_t li = spec.layer - first_layer_;
+  if (li < 0 || li >= static_cast<int64_t>(k_cache_.size())) {
+    throw InvalidArgument("GPU backend: layer " + std::to_string(spec.layer) + " has no cache on the GPU");
+  }
+  AttentionParams ap;
+  ap.mask = spec.sliding && in_.mask_swa != nullptr ? in_.mask_swa : in_.mask;
+  ap.n_kv = kv_->n_kv;
+  ap.kv_begin = in_.begin;
+  ap.kv_len = in_.len;
+  ap.mask_stride = mask_stride_;
+  ap.max_len = max_len_;
+  ap.q_tiles = in_.tiles;
+  ap.n_q_tiles = n_q_tiles_;
+  ap.decode_tokens = in_.listed;
+  ap.n_decode_tokens = n_decode_;
+  ap.n_split = n_split_;
+  ap.split_scratch = n_split_ > 1 ? scratch_[kSplit].as<float>() : nullptr;
+  ap.n_tokens = batch_->n_tokens;
+  ap.n_head = dims_.n_head;
+  ap.n_head_kv = dims_.n_head_kv;
+  ap.head_dim = dims_.head_dim;
+  ap.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
+  ap.softcap = spec.softcap;
+  ap.q = q;
+  ap.out = out;
+  ap.k = k_cache_[static_cast<size_t>(li)].as();
+  ap.v = v_cache_[static_cast<size_t>(li)].as();
+  ap.k_type = k_ref_.type;
+  ap.v_type = v_ref_.type;
+  ap.k_row_bytes = k_ref_.row_bytes;
+  ap.v_row_bytes = v_ref_.row_bytes;
+  return ap;
+}
+
+bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef& r, backend::Act h, float* q,
+                              float* k, float* v, uint16_t* kc, uint16_t* vc) {
+  const int64_t n = h.rows;
+  const int64_t n_q = dims_.n_embd_q(), n_ekv = dims_.n_embd_kv();
+  Activation& a = act(h);
+  LinearRunner& lin = *lin_;
+  if (w.wqkv) {
+    const GpuMatrix& m = weights_.matrix(w.wqkv);
+    const float* b = weights_.vec(w.bqkv);
+    if (n == 1) {
+      lin.run(m, a, q, false, b);  // one row: q | k | v
+    } else {
+      float* qkv = scratch(kWide, n * (n_q + 2 * n_ekv));
+      lin.run(m, a, qkv, false, b);
+      gather_columns(qkv, n_q + 2 * n_ekv, 0, n, n_q, q, stream_);
+      gather_columns(qkv, n_q + 2 * n_ekv, n_q, n, n_ekv, k, stream_);
+      gather_columns(qkv, n_q + 2 * n_ekv, n_q + n_ekv, n, n_ekv, v, stream_);
+    }
+    return false;
+  }
+  const float* bq = weights_.vec(w.bq);
+  const float* bk = weights_.vec(w.bk);
+  const float* bv = weights_.vec(w.bv);
+  // Q|K|V as one matrix, or (Q4_K_M's Q6_K V) Q|K and V.
+  const bool all3 = WeightStore::stackable({&w.wq, &w.wk, &w.wv}) || !WeightStore::stackable({&w.wq, &w.wk});
+  const WeightStore::Stack& st = all3 ? weights_.stacked({&w.wq, &w.wk, &w.wv}) : weights_.stacked({&w.wq, &w.wk});
+  const GpuMatrix& mv = all3 ? st.parts[2] : weights_.matrix(w.wv);
+  if (n == 1 && all3 && st.all.data != nullptr && bq == nullptr && bk == nullptr && bv == nullptr) {
+    // One token: Q, K and V in one launch; with adjacent-pair RoPE and an f16
+    // cache it also rotates q, k and stores k, v (gemv_quant_rope).
+    const bool typed_cache = k_ref_.type != TensorType::F16 || v_ref_.type != TensorType::F16;
+    RopeKvOut rk;
+    bool fused = false;
+    if (sw_.cuda_fuse && sw_.cuda_fuse_rope && !exact_products() && !typed_cache && r.c != nullptr && !r.c->neox &&
+        !w.q_norm && !w.k_norm) {
+      rk.cos_t = r.cos_t;
+      rk.sin_t = r.sin_t;
+      rk.n_q = n_q;
+      rk.n_kv = n_ekv;
+      rk.head_dim = dims_.head_dim;
+      rk.half = r.c->n_rot / 2;
+      rk.slot = in_.slots;
+      rk.k_cache = kc;
+      rk.v_cache = vc;
+      fused = lin.takes_rope(st.all, n, rk);
+    }
+    lin.run(st.all, a, q, false, nullptr, fused ? &rk : nullptr);
+    return fused;
+  }
+  if (n == 1 && !all3 && st.all.data != nullptr && bq == nullptr && bk == nullptr) {
+    lin.run(st.all, a, q, false);  // q | k
+    lin.run(mv, a, v, false, bv);
+    return false;
+  }
+  lin.run(st.parts[0], a, q, false, bq);
+  lin.run(st.parts[1], a, k, false, bk);
+  lin.run(mv, a, v, false, bv);
+  return false;
+}
+
+void CudaBackend::rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc,
+                                 uint16_t* vc) {
+  const int64_t hd = dims_.head_dim, n_ekv = dims_.n_embd_kv();
+  const bool typed_cache = k_ref_.type != TensorType::F16 || v_ref_.type != TensorType::F16;
+  if (n == 1 && sw_.cuda_fuse && !exact_products() && !typed_cache) {
+    // q | k: one row of heads, rotated and k, v stored by one launch.
+    rope_store_kv(q, v, r.cos_t, r.sin_t, dims_.n_head, dims_.n_head_kv, hd, r.c != nullptr ? r.c->n_rot : 0,
+                  r.c != nullptr && r.c->neox, in_.slots, kc, vc, stream_);
+    return;
+  }
+  if (r.c != nullptr && n == 1) {
+    rope(q, r.cos_t, r.sin_t, 1, dims_.n_head + dims_.n_head_kv, hd, r.c->n_rot, r.c->neox, stream_);  // q | k
+  } else if (r.c != nullptr) {
+    rope(q, r.cos_t, r.sin_t, n, dims_.n_head, hd, r.c->n_rot, r.c->neox, stream_);
+    rope(k, r.cos_t, r.sin_t, n, dims_.n_head_kv, hd, r.c->n_rot, r.c->neox, stream_);
+  }
+  if (typed_cache) {
+    // A block-type K or V: the rows quantized into the cache.
+    KvCacheRef kr = k_ref_, vr = v_ref_;
+    kr.data = kc;
+    vr.data = vc;
+    store_kv_typed(k, v, in_.slots, n, n_ekv, kr, vr, stream_);
+  } else {
+    store_kv(k, v, in_.slots, n, n_ekv, kc, vc, stream_);
+  }
+}
+
+void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out, bool accumulate) {
+  if (!kernels()) return;
+  const backend::AttentionWeights& w = *spec.w;
+  const int64_t n = batch_->n_tokens;
+  const int64_t n_q = dims_.n_embd_q(), n_ekv = dims_.n_embd_kv(), hd = dims_.head_dim;
+  // [n, n_q], [n, n_ekv], [n, n_ekv] one after another: for one token, the
+  // output row of a stacked product.
+  float* q = scratch(kQkv, n * (n_q + 2 * n_ekv));
+  float* k = q + n * n_q;
+  float* v = k + n * n_ekv;
+  float* attn = scratch(kAttn, n * n_q);
+  AttentionParams ap = attention_params(spec, q, attn);
+  uint16_t* kc = static_cast<uint16_t*>(const_cast<void*>(ap.k));
+  uint16_t* vc = static_cast<uint16_t*>(const_cast<void*>(ap.v));
+  RopeRef r;
+  if (spec.rope != backend::kNoRope) r = {&ropes_[static_cast<size_t>(spec.rope)], rope_cos(spec.rope), rope_sin(spec.rope)};
+
+  // 1. Projections, per-head norms, RoPE, keys and values into the cache.
+  const bool done = project_qkv(w, r, h, q, k, v, kc, vc);
+  const float eps = dims_.norm_rms_eps;
+  if (w.q_norm) rms_norm(q, weights_.vec(w.q_norm), eps, n * dims_.n_head, hd, q, stream_);
+  if (w.k_norm) rms_norm(k, weights_.vec(w.k_norm), eps, n * dims_.n_head_kv, hd, k, stream_);
+  if (!done) rope_and_store(r, n, q, k, v, kc, vc);
+
+  // 2. Attention over the cache; the decode kernel writes the Q8_0 blocks
+  // the output product reads (one quantizer launch less per layer).
+  const GpuMatrix& wo = weights_.matrix(w.wo);
+  act_attn_.set(attn, n, n_q);
+  const bool attn_q8 = sw_.cuda_fuse && sw_.cuda_fuse_attn && !exact_products() && q8_0_input(wo.type) &&
+                       n_q % kQ8_0Block == 0 && attention_decode_takes_all(ap);
+  ap.out_q8 = attn_q8 ? act_attn_.quant_buffers(ActFormat::Q8_0) : QuantAct{};
+  cuda::attention(ap, stream_);
+  if (attn_q8) act_attn_.mark_quantized(ActFormat::Q8_0);
+
+  // 3. Output projection: out (+)= attn · Wo^T (+ bo).
+  const float* bo = weights_.vec(w.bo);
+  if (accumulate) {
+    lin_->run(wo, act_attn_, out.data, true);
+    if (bo != nullptr) add_bias(out.data, bo, n, dims_.n_embd, stream_);
+  } else {
+    lin_->run(wo, act_attn_, out.data, false, bo);
+  }
+  written(out);
+}
+
+void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float* y, bool accumulate) {
+  const backend::FfnWeights& w = *spec.w;
+  const int64_t n = h.rows;
+  const bool fuse = sw_.cuda_fuse && !exact_products();
+  Activation& a = act(h);
+  LinearRunner& lin = *lin_;
+  const GpuMatrix& down = weights_.matrix(w.down);
+  const float* down_b = weights_.vec(w.down_b);
+  if (spec.kind == backend::FfnKind::FusedSwiGlu) {
+    const GpuMatrix& up = weights_.matrix(w.up);  // gate | up [2 n_ff, n_embd]
+    const int64_t n_ff = up.n / 2;
+    float* gu = scratch(kFfn, n * up.n);
+    float* mid = scratch(kFfnAct, n * n_ff);
+    lin.run(up, a, gu);
+    swiglu_fused(gu, n, n_ff, mid, stream_);
+    act_ffn_.set(mid, n, n_ff);
+  } else {
+    const float* gate_b = weights_.vec(w.gate_b);
+    const float* up_b = weights_.vec(w.up_b);
+    const bool gated = static_cast<bool>(w.gate);
+    // One token: gate|up as one product (rows stacked) where they stack.
+    const bool stack = gated && WeightStore::stackable({&w.gate, &w.up});
+    const WeightStore::Stack* st = stack ? &weights_.stacked({&w.gate, &w.up}) : nullptr;
+    const GpuMatrix& up = st != nullptr ? st->parts[1] : weights_.matrix(w.up);
+    const int64_t n_ff = up.n;
+    float* gate = scratch(kFfn, 2 * n * n_ff);  // [n, n_ff], then up [n, n_ff]
+    float* upv = gate + n * n_ff;
+    if (gated && n == 1 && st != nullptr && gate_b == nullptr && up_b == nullptr) {
+      lin.run(st->all, a, gate);  // gate | up
+    } else {
+      if (gated) lin.run(st != nullptr ? st->parts[0] : weights_.matrix(w.gate), a, gate, false, gate_b);
+      lin.run(up, a, upv, false, up_b);
+    }
+    act_ffn_.set(upv, n, n_ff);
+    if (spec.kind == backend::FfnKind::GeluF16) {
+      geglu_f16(gated ? gate : upv, gated ? upv : nullptr, n * n_ff, upv, stream_);
+    } else if (!gated) {
+      silu(upv, n, n_ff, stream_);
+    } else {
+      // SwiGLU also writing the down product's input form outside the exact mode.
+      ActOut form;
+      if (fuse && fused_out(down.type, act_ffn_, form)) {
+        swiglu_act(gate, upv, n, n_ff, upv, form, stream_);
+        mark_made(act_ffn_, form);
+      } else {
+        swiglu(gate, upv, n, n_ff, upv, stream_);
+      }
+    }
+  }
+  if (accumulate && down_b != nullptr) {
+    lin.run(down, act_ffn_, y, true);
+    add_bias(y, down_b, n, dims_.n_embd, stream_);
+  } else {
+    lin.run(down, act_ffn_, y, accumulate, down_b);
+  }
+}
+
+void CudaBackend::feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) {
+  if (!kernels()) return;
+  dense_ffn(spec, h, out.data, accumulate);
+  written(out);
+}
+
+void CudaBackend::moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) {
+  if (!kernels()) return;
+  // The grouped path copies the expert ids to the host (such a step is never captured).
+  if (!moe_->device_only(w, h.rows)) host_synced_ = true;
+  if (!accumulate) FERRITE_CUDA_CHECK(cudaMemsetAsync(out.data, 0, static_cast<size_t>(out.size()) * sizeof(float), stream_));
+  moe_->run(w, act(h), out.data, *lin_);
+  written(out);
+}
+
+void CudaBackend::encoder_attention(const backend::AttentionWeights& w, backend::Act h, backend::Act out) {
+  if (!kernels()) return;
+  const int64_t n = h.rows, n_embd = dims_.n_embd;
+  float* q = scratch(kEncoder, 3 * n * n_embd);
+  float* k = q + n * n_embd;
+  float* v = k + n * n_embd;
+  float* att = scratch(kAttn, n * n_embd);
+  Activation& a = act(h);
+  lin_->run(weights_.matrix(w.wq), a, q, false, weights_.vec(w.bq));
+  lin_->run(weights_.matrix(w.wk), a, k, false, weights_.vec(w.bk));
+  lin_->run(weights_.matrix(w.wv), a, v, false, weights_.vec(w.bv));
+  attention_seq(q, k, v, in_.seq, n, dims_.n_head, dims_.head_dim,
+                1.0f / std::sqrt(static_cast<float>(dims_.head_dim)), att, stream_);
+  act_attn_.set(att, n, n_embd);
+  lin_->run(weights_.matrix(w.wo), act_attn_, out.data, false, weights_.vec(w.bo));
+  written(out);
+}
+
+}  // namespace ferrite::cuda

@@ -1,0 +1,222 @@
+// Row and element-wise kernels the non-Llama families need (ops.h "other
+// families"): LayerNorm, scaling, soft-capping, GELU through llama.cpp's f16
+// table, SiLU, the SwiGLU of a fused gate|up product, column gathers, and
+// the encoders' attention within a sequence. Each mirrors its CPU twin:
+// cpu/norm.cpp layer_norm (f32 terms summed in double), cpu/gelu_f16.cpp
+// (the CPU's table itself, copied to the device), cpu/activations.cpp
+// (silu with the row kernels' exp), cpu/backend/cpu_attention.cpp
+// encoder_attention (f32 scores, softmax, weighted sum).
+#include <cuda_fp16.h>
+
+#include <mutex>
+
+#include "core/error.h"
+#include "cpu/gelu_f16.h"
+#include "cuda/kernels/check.h"
+#include "cuda/kernels/device_buffer.h"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/ops.h"
+
+namespace ferrite::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kNormThreads = 256;
+// gelu_f16's bounds (cpu/gelu_f16.cpp): the table is bypassed beyond them.
+constexpr float kGeluLowCut = -10.0f;
+constexpr float kGeluHighCut = 10.0f;
+constexpr int64_t kGeluTableSize = int64_t{1} << 16;
+// Keys an encoder block holds in shared memory (its scores).
+constexpr int64_t kSeqMaxTokens = 4096;
+
+unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+__global__ void layer_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                                  const float* __restrict__ b, float eps, int64_t n, float* __restrict__ y) {
+  __shared__ double scratch[kWarp];
+  __shared__ float shared_mean;
+  const float* xr = x + blockIdx.x * n;
+  float* yr = y + blockIdx.x * n;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(xr[i]);
+  sum = block_sum(sum, scratch);
+  if (threadIdx.x == 0) shared_mean = static_cast<float>(sum / static_cast<double>(n));
+  __syncthreads();
+  const float mean = shared_mean;
+  double sum2 = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float d = xr[i] - mean;
+    sum2 += static_cast<double>(d * d);
+  }
+  __syncthreads();  // scratch is reused
+  sum2 = block_sum(sum2, scratch);
+  const float variance = static_cast<float>(sum2 / static_cast<double>(n));
+  const float scale = 1.0f / sqrtf(variance + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float v = (xr[i] - mean) * scale;
+    if (w != nullptr) v *= w[i];
+    if (b != nullptr) v += b[i];
+    yr[i] = v;
+  }
+}
+
+__global__ void scale_kernel(float* x, float c, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n) x[idx] *= c;
+}
+
+__global__ void softcap_kernel(float* x, float cap, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n) x[idx] = tanhf(x[idx] * (1.0f / cap)) * cap;
+}
+
+__device__ __forceinline__ float gelu_lookup(const uint16_t* __restrict__ table, float v) {
+  if (v <= kGeluLowCut) return 0.0f;
+  if (v >= kGeluHighCut) return v;
+  return __half2float(__ushort_as_half(table[__half_as_ushort(__float2half_rn(v))]));
+}
+
+// y = gelu(gate) * up, or gelu(gate) without up (y may alias either).
+__global__ void geglu_kernel(const uint16_t* __restrict__ table, const float* gate, const float* up, int64_t n,
+                             float* y) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n) return;
+  const float g = gelu_lookup(table, gate[idx]);
+  y[idx] = up != nullptr ? g * up[idx] : g;
+}
+
+__global__ void silu_kernel(float* x, int64_t rows, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= rows * n) return;
+  const float g = x[idx];
+  x[idx] = g / (1.0f + row_exp(-g, idx % n, n));
+}
+
+// y [rows, n] = silu(gu[:, :n]) * gu[:, n:] of gu [rows, 2n].
+__global__ void swiglu_fused_kernel(const float* __restrict__ gu, int64_t rows, int64_t n, float* __restrict__ y) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= rows * n) return;
+  const int64_t r = idx / n, i = idx % n;
+  const float g = gu[r * 2 * n + i];
+  y[idx] = g / (1.0f + row_exp(-g, i, n)) * gu[r * 2 * n + n + i];
+}
+
+__global__ void gather_columns_kernel(const float* __restrict__ src, int64_t ld, int64_t col0, int64_t rows,
+                                      int64_t cols, float* __restrict__ dst) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < rows * cols) dst[idx] = src[(idx / cols) * ld + col0 + idx % cols];
+}
+
+// One block per (token, head): scores over the tokens of the same sequence
+// in shared memory, their softmax, and the weighted sum of v.
+__global__ void attention_seq_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                                     const float* __restrict__ v, const int32_t* __restrict__ seq, int64_t n,
+                                     int64_t n_head, int64_t hd, float scale, float* __restrict__ out) {
+  extern __shared__ float p[];  // [n]
+  __shared__ float red[kWarp];
+  const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
+  const int64_t width = n_head * hd;
+  const float* qt = q + t * width + h * hd;
+  for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
+    float s = -INFINITY;
+    if (seq == nullptr || seq[u] == seq[t]) {
+      const float* ku = k + u * width + h * hd;
+      float acc = 0.0f;
+      for (int64_t d = 0; d < hd; ++d) acc = __fmaf_rn(qt[d], ku[d], acc);
+      s = acc * scale;
+    }
+    p[u] = s;
+  }
+  __syncthreads();
+  float m = -INFINITY;
+  for (int64_t u = threadIdx.x; u < n; u += blockDim.x) m = fmaxf(m, p[u]);
+  m = block_max(m, red);
+  float sum = 0.0f;
+  for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
+    const float e = p[u] == -INFINITY ? 0.0f : expf(p[u] - m);
+    p[u] = e;
+    sum += e;
+  }
+  sum = block_sum(sum, red);  // (its first barrier orders the writes of p before the reads below)
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t u = 0; u < n; ++u) acc = __fmaf_rn(p[u] * inv, v[u * width + h * hd + d], acc);
+    out[t * width + h * hd + d] = acc;
+  }
+}
+
+}  // namespace
+
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t rows, int64_t n, float* y,
+                cudaStream_t s) {
+  if (rows == 0) return;
+  layer_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, s>>>(x, w, b, eps, n, y);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void scale(float* x, float c, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  scale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, c, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void softcap(float* x, float cap, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  softcap_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, cap, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+const uint16_t* gelu_table_device() {
+  // One copy per process on the current device (the engine runs on one device).
+  static std::mutex mutex;
+  static DeviceBuffer* table = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (table == nullptr) {
+    auto* t = new DeviceBuffer(static_cast<size_t>(kGeluTableSize) * sizeof(uint16_t));
+    FERRITE_CUDA_CHECK(cudaMemcpy(t->as(), cpu::gelu_f16_table(), t->size(), cudaMemcpyHostToDevice));
+    // (a pageable copy may return before it lands; kernels on other streams read it next)
+    FERRITE_CUDA_CHECK(cudaDeviceSynchronize());
+    table = t;
+  }
+  return table->as<uint16_t>();
+}
+
+void geglu_f16(const float* gate, const float* up, int64_t n, float* y, cudaStream_t s) {
+  if (n == 0) return;
+  geglu_kernel<<<blocks_for(n), kThreads, 0, s>>>(gelu_table_device(), gate, up, n, y);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void silu(float* x, int64_t rows, int64_t n, cudaStream_t s) {
+  if (rows * n == 0) return;
+  silu_kernel<<<blocks_for(rows * n), kThreads, 0, s>>>(x, rows, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void swiglu_fused(const float* gu, int64_t rows, int64_t n, float* y, cudaStream_t s) {
+  if (rows * n == 0) return;
+  swiglu_fused_kernel<<<blocks_for(rows * n), kThreads, 0, s>>>(gu, rows, n, y);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, int64_t cols, float* dst,
+                    cudaStream_t s) {
+  if (rows * cols == 0) return;
+  gather_columns_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(src, ld, col0, rows, cols, dst);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, int64_t n, int64_t n_head,
+                   int64_t head_dim, float scale, float* out, cudaStream_t s) {
+  if (n == 0) return;
+  if (n > kSeqMaxTokens) {
+    throw InvalidArgument("GPU encoder attention: " + std::to_string(n) + " tokens in one pass (at most " +
+                          std::to_string(kSeqMaxTokens) + ")");
+  }
+  attention_seq_kernel<<<static_cast<unsigned>(n * n_head), kThreads, static_cast<size_t>(n) * sizeof(float), s>>>(
+      q, k, v, seq, n, n_head, head_dim, scale, out);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+}  // namespace ferrite::cuda

@@ -1,0 +1,114 @@
+// granite (IBM Granite 3.x dense): the Llama decoder (adjacent-pair RoPE,
+// GQA, SwiGLU, optional Q/K/V/O biases, tied output when the file has no
+// output.weight) with four multipliers from the file:
+//   x = embed(tokens) * embedding_scale
+//   per layer: x += residual_scale * attn(rms_norm(x))    (scores scaled by attention.scale)
+//              x += residual_scale * ffn(rms_norm(x))
+//   logits = output(rms_norm(x)) / logit_scale
+// (absent keys: 1, 1/sqrt(head_dim), 1 and 1).
+#include <cmath>
+#include <vector>
+
+#include "gguf/metadata.h"
+#include "model/arch_factories.h"
+#include "model/blocks.h"
+
+namespace ferrite::model {
+namespace {
+
+class Granite : public Architecture {
+ public:
+  Granite(const gguf::File& file, HParams& hp) {
+    const WeightBinder b(file);
+    const gguf::Metadata md(file);
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    hp.rope.neox = false;
+    embd_scale_ = md.opt_float(md.arch_key("embedding_scale")).value_or(1.0f);
+    residual_scale_ = md.opt_float(md.arch_key("residual_scale")).value_or(1.0f);
+    attn_scale_ = md.opt_float(md.arch_key("attention.scale")).value_or(0.0f);
+    logit_scale_ = md.opt_float(md.arch_key("logit_scale")).value_or(1.0f);
+    if (logit_scale_ == 0.0f) throw ModelError(file.path() + ": granite logit_scale must not be 0");
+    tok_embd_ = bind_token_embd(b, hp);
+    output_norm_ = bind_norm(b, "output_norm", n_embd);
+    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
+    if (!output_) output_ = tok_embd_;
+    rope_freqs_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
+
+    layers_.resize(static_cast<size_t>(hp.n_layer));
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      Layer& L = layers_[static_cast<size_t>(il)];
+      auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+      L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
+      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
+      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
+      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
+      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
+      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
+      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
+      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
+      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
+      L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
+      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
+      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+    }
+    hp_ = hp;
+  }
+
+  void forward(Step& s, float* logits) const override {
+    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
+    const int rope = s.prepare_rope(rope_config(hp_.rope, rope_freqs_ ? rope_freqs_.f32() : nullptr));
+    Act x = s.ops().buffer(Buf::X, n, n_embd);
+    s.ops().embed(tok_embd_, Ids::Tokens, x);
+    s.ops().scale(x, embd_scale_);
+
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      s.enter_layer(il, x);
+      backend::Ops& o = s.ops();
+      const Layer& L = layers_[static_cast<size_t>(il)];
+      const Act h = o.buffer(Buf::H, n, n_embd);
+      const Act y = o.buffer(Buf::Y, n, n_embd);
+      backend::AttentionSpec a = attention_spec(hp_, il, L.attn, rope);
+      a.scale = attn_scale_;
+      o.norm(NormKind::Rms, x, L.attn_norm, h, qkv_input(L.attn));
+      o.attention(a, h, y);
+      o.scale(y, residual_scale_);
+      o.add(x, y);
+
+      o.norm(NormKind::Rms, x, L.ffn_norm, h, ffn_input(L.ffn));
+      o.feed_forward({&L.ffn, FfnKind::SwiGlu}, h, y);
+      o.scale(y, residual_scale_);
+      o.add(x, y);
+    }
+    if (s.batch.n_out == 0) return;
+    backend::Ops& o = s.ops();
+    const Act rows = o.buffer(Buf::Rows, s.batch.n_out, n_embd);
+    o.gather_rows(x, rows);
+    o.norm(NormKind::Rms, rows, output_norm_, rows, &output_);
+    const Act out = o.output(Buf::Logits, logits, s.batch.n_out, hp_.n_vocab);
+    o.linear(output_, Tensor{}, rows, out);
+    o.scale(out, 1.0f / logit_scale_);
+  }
+
+ private:
+  struct Layer {
+    Norm attn_norm, ffn_norm;
+    AttentionWeights attn;
+    FfnWeights ffn;
+  };
+
+  HParams hp_;
+  float embd_scale_ = 1.0f, residual_scale_ = 1.0f, attn_scale_ = 0.0f, logit_scale_ = 1.0f;
+  Tensor tok_embd_, output_, rope_freqs_;
+  Norm output_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_granite(const gguf::File& file, HParams& hp) {
+  return std::make_unique<Granite>(file, hp);
+}
+
+}  // namespace ferrite::model
