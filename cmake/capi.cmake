@@ -20,7 +20,7 @@ string(REGEX REPLACE ".* ([0-9]+)$" "\\1" FERRITE_API_MINOR "${_minor}")
 
 # The engine modules the C API uses, in link order.
 set(FERRITE_CAPI_MODULES ferrite_runtime ferrite_model ferrite_sampling ferrite_chat ferrite_grammar
-    ferrite_tokenizer ferrite_cpu ferrite_quant ferrite_gguf ferrite_core)
+    ferrite_tokenizer ferrite_cpu ferrite_backend ferrite_quant ferrite_gguf ferrite_core)
 if(TARGET ferrite_cuda)
   list(INSERT FERRITE_CAPI_MODULES 1 ferrite_cuda)
 endif()
