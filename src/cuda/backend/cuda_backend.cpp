@@ -459,13 +459,7 @@ void CudaBackend::linear(const backend::Weight& w, const backend::Weight& bias, 
                          bool accumulate) {
   if (!kernels()) return;
   const GpuMatrix& m = weights_.matrix(w);
-  const float* b = weights_.vec(bias);
-  if (accumulate && b != nullptr) {
-    lin_->run(m, act(in), out.data, true);
-    add_bias(out.data, b, out.rows, out.cols, stream_);
-  } else {
-    lin_->run(m, act(in), out.data, accumulate, b);
-  }
+  project_out(m, weights_.vec(bias), act(in), out.data, accumulate);
   written(out);
 }
 

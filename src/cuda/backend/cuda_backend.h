@@ -135,6 +135,8 @@ class CudaBackend final : public backend::Backend {
   // RoPE of q and k, then k and v into the layer's cache cells.
   void rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc, uint16_t* vc);
   void dense_ffn(const backend::FfnSpec& spec, backend::Act h, float* y, bool accumulate);
+  // y (+)= a · W^T + bias in the CPU backend's order of the additions.
+  void project_out(const GpuMatrix& w, const float* bias, Activation& a, float* y, bool accumulate);
 
   backend::ModelDims dims_;
   backend::Switches sw_;

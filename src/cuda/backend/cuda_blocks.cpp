@@ -176,13 +176,7 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   if (attn_q8) act_attn_.mark_quantized(ActFormat::Q8_0);
 
   // 3. Output projection: out (+)= attn · Wo^T (+ bo).
-  const float* bo = weights_.vec(w.bo);
-  if (accumulate) {
-    lin_->run(wo, act_attn_, out.data, true);
-    if (bo != nullptr) add_bias(out.data, bo, n, dims_.n_embd, stream_);
-  } else {
-    lin_->run(wo, act_attn_, out.data, false, bo);
-  }
+  project_out(wo, weights_.vec(w.bo), act_attn_, out.data, accumulate);
   written(out);
 }
 
@@ -235,12 +229,22 @@ void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float*
       }
     }
   }
-  if (accumulate && down_b != nullptr) {
-    lin.run(down, act_ffn_, y, true);
-    add_bias(y, down_b, n, dims_.n_embd, stream_);
-  } else {
-    lin.run(down, act_ffn_, y, accumulate, down_b);
+  project_out(down, down_b, act_ffn_, y, accumulate);
+}
+
+void CudaBackend::project_out(const GpuMatrix& w, const float* bias, Activation& a, float* y, bool accumulate) {
+  if (!accumulate || bias == nullptr) {
+    lin_->run(w, a, y, accumulate, bias);
+    return;
   }
+  // The CPU backend's order (cpu_backend.cpp target/finish): the biased
+  // product first, then the residual: y + (a·W^T + b), not (y + a·W^T) + b,
+  // whose last bits differ and, through the f16 roundings of the cache,
+  // move the logits of a float model by up to 3e-3 (starcoder2).
+  const int64_t n = a.m();
+  float* t = scratch(kWide, n * w.n);
+  lin_->run(w, a, t, false, bias);
+  cuda::add(y, t, n * w.n, stream_);
 }
 
 void CudaBackend::feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) {
