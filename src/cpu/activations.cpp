@@ -64,8 +64,5 @@ void softmax_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void softcap_inplace(float* x, int64_t n, float cap) {
-  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
-}
 
 }  // namespace ferrite::cpu

@@ -29,7 +29,5 @@ void gelu_inplace(float* x, int64_t n);
 // -infinity becomes all zeros.
 void softmax_inplace(float* x, int64_t n);
 
-// x = cap * tanh(x / cap)  (logit soft-capping).
-void softcap_inplace(float* x, int64_t n, float cap);
 
 }  // namespace ferrite::cpu

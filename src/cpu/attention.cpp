@@ -9,6 +9,7 @@
 #include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/features.h"
+#include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
@@ -33,7 +34,7 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
     }
     float s = ops.dot_f16(q16, kbase + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
     // Soft-capping as llama.cpp orders it: scale by 1/cap, tanh, scale by cap.
-    if (a.softcap > 0.0f) s = std::tanh(s * (1.0f / a.softcap)) * a.softcap;
+    if (a.softcap > 0.0f) s = tanh_f32(s * (1.0f / a.softcap)) * a.softcap;
     scores[j] = s + mask[j];
   }
   softmax_inplace(scores, r.len);

@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "cpu/attention_avx2.h"
+#include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
@@ -272,7 +273,7 @@ class Worker {
     if (a_.softcap > 0.0f) {
       alignas(32) float v[kLanes];
       _mm256_store_ps(v, s);
-      for (int64_t c = 0; c < n; ++c) v[c] = std::tanh(v[c] * (1.0f / a_.softcap)) * a_.softcap;
+      for (int64_t c = 0; c < n; ++c) v[c] = tanh_f32(v[c] * (1.0f / a_.softcap)) * a_.softcap;
       s = _mm256_load_ps(v);
     }
     const __m256 m = load_partial(mask, n, kNegInf);

@@ -26,6 +26,7 @@
 #include <limits>
 
 #include "cpu/attention_avx512.h"
+#include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {
@@ -295,7 +296,7 @@ class Worker {
     if (a_.softcap > 0.0f) {
       alignas(64) float v[kLanes];
       _mm512_store_ps(v, s);
-      for (int64_t c = 0; c < n; ++c) v[c] = std::tanh(v[c] * (1.0f / a_.softcap)) * a_.softcap;
+      for (int64_t c = 0; c < n; ++c) v[c] = tanh_f32(v[c] * (1.0f / a_.softcap)) * a_.softcap;
       s = _mm512_load_ps(v);
     }
     const __m512 m = _mm512_mask_loadu_ps(_mm512_set1_ps(kNegInf), lanes_mask(n), mask);

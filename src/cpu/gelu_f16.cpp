@@ -7,6 +7,7 @@
 
 #include "core/fp16.h"
 #include "cpu/features.h"
+#include "cpu/tanh_f32.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -24,7 +25,7 @@ constexpr float kGeluCoef = 0.044715f;
 // llama.cpp's table is built by code that compilers contract this way
 // (x86-64 builds with FMA), and the last bit decides some f16 roundings.
 float gelu_fma(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kGeluCoef * x, x, 1.0f)));
+  return 0.5f * x * (1.0f + tanh_f32(kSqrt2OverPi * x * std::fma(kGeluCoef * x, x, 1.0f)));
 }
 
 // f16 bits -> f16 bits of gelu, built once (128 KiB).

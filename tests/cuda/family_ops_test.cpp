@@ -5,6 +5,7 @@
 // soft-capping (as the CPU backend writes it), column gathers, and the
 // encoders' attention (the CPU backend's, cpu/backend/cpu_attention.cpp).
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/gelu_f16.h"
 #include "cpu/norm.h"
+#include "cpu/tanh_f32.h"
 #include "cuda/kernels/ops.h"
 #include "device_util.h"
 
@@ -86,12 +88,12 @@ TEST(GpuFamilyOps, ScaleSoftcapAndColumns) {
   const auto x = random_floats(kRows * kCols, rng, -80.0f, 80.0f);
   std::vector<float> scaled = x, capped = x;
   for (float& v : scaled) v *= 0.37f;
-  for (float& v : capped) v = std::tanh(v * (1.0f / 30.0f)) * 30.0f;
+  cpu::softcap_f32(capped.data(), static_cast<int64_t>(capped.size()), 30.0f);
   DeviceBuffer sd = to_device(x), cd = to_device(x);
   scale(sd.as<float>(), 0.37f, kRows * kCols, nullptr);
   softcap(cd.as<float>(), 30.0f, kRows * kCols, nullptr);
   EXPECT_EQ(to_host<float>(sd, x.size()), scaled);
-  EXPECT_LE(relative_error(to_host<float>(cd, x.size()), capped), 1e-6);
+  EXPECT_EQ(to_host<float>(cd, x.size()), capped);
 
   std::vector<float> cols(kRows * 7);
   for (int64_t r = 0; r < kRows; ++r) {
@@ -100,6 +102,40 @@ TEST(GpuFamilyOps, ScaleSoftcapAndColumns) {
   DeviceBuffer xd = to_device(x), od = test::poisoned(cols.size());
   gather_columns(xd.as<float>(), kCols, 11, kRows, 7, od.as<float>(), nullptr);
   EXPECT_EQ(to_host<float>(od, cols.size()), cols);
+}
+
+// The device's tanh is the host's (cpu/tanh_f32_impl.h), bit for bit, on a
+// sample of the whole float line (soft-capping at 1 is tanh itself) and on
+// every float of [-1, 1] around the branches of its expm1.
+TEST(GpuFamilyOps, TanhIsTheCpuTanhOnTheFloatLine) {
+  FERRITE_REQUIRE_GPU();
+  std::vector<float> x;
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 4099) {
+    const uint32_t b = static_cast<uint32_t>(u);
+    float v;
+    std::memcpy(&v, &b, sizeof v);
+    x.push_back(v);
+  }
+  for (uint32_t b = 0x3e800000u; b < 0x3f900000u; b += 3) {  // 0.25 .. 1.125 and their negatives
+    float v;
+    std::memcpy(&v, &b, sizeof v);
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  std::vector<float> want = x;
+  for (float& v : want) v = cpu::tanh_f32(v);
+  DeviceBuffer d = to_device(x);
+  softcap(d.as<float>(), 1.0f, static_cast<int64_t>(x.size()), nullptr);
+  const std::vector<float> got = to_host<float>(d, x.size());
+  int64_t differ = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &got[i], sizeof a);
+    std::memcpy(&b, &want[i], sizeof b);
+    if (a != b && !(std::isnan(got[i]) && std::isnan(want[i]))) ++differ;
+  }
+  EXPECT_EQ(differ, 0) << "of " << x.size();
+  EXPECT_GT(x.size(), 1000000u);
 }
 
 // The encoders' attention against a plain double reference of its

@@ -74,9 +74,11 @@ void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayer
   const size_t nv = static_cast<size_t>(model->hparams().n_vocab);
   ASSERT_EQ(all.size(), g.tokens.size() * nv);
   double worst = 0, total = 0;
+  size_t worst_at = 0;
   for (size_t i = 0; i < g.positions.size(); ++i) {
     const double err = test::max_logit_error(all.subspan(i * nv, nv), g.positions[i]);
     const double rel = c.kind == Kind::F32 ? err : err / test::logit_scale(g.positions[i]);
+    if (rel > worst) worst_at = i;
     worst = std::max(worst, rel);
     total += rel;
     const double tol = !exact                    ? fast_tol(c.kind)
@@ -90,8 +92,9 @@ void check(const Case& c, int64_t n_batch, int n_gpu_layers = runtime::kAllLayer
   if (c.kind == Kind::Quantized) {
     EXPECT_LE(mean, exact ? kMeanTol : kFastMeanTol) << c.golden;
   }
-  std::printf("  %s (batch %lld, -ngl %d, %s products): max error %.3g, mean %.3g\n", c.golden.c_str(),
-              static_cast<long long>(n_batch), n_gpu_layers, exact ? "exact" : "fast", worst, mean);
+  std::printf("  %s (batch %lld, -ngl %d, %s products): max error %.3g (position %zu), mean %.3g\n",
+              c.golden.c_str(), static_cast<long long>(n_batch), n_gpu_layers, exact ? "exact" : "fast", worst, worst_at,
+              mean);
 }
 
 std::vector<Case> cases(const char* prompt) {
@@ -162,6 +165,9 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenArchs, ::testing::ValuesIn(arch_cases(
 
 class GpuGoldenArchsSlow : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuGoldenArchsSlow, Prefill) { check(GetParam(), 512); }
+TEST_P(GpuGoldenArchsSlow, SmallBatches) { check(GetParam(), 7); }
+TEST_P(GpuGoldenArchsSlow, OneTokenPerPass) { check(GetParam(), 1); }
+TEST_P(GpuGoldenArchsSlow, FastPrefill) { check(GetParam(), 512, runtime::kAllLayers, false); }
 INSTANTIATE_TEST_SUITE_P(Models, GpuGoldenArchsSlow, ::testing::ValuesIn(arch_cases("p2")));
 
 TEST(GpuGoldenStories, PrefillAndSmallBatches) {

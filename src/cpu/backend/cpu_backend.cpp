@@ -8,6 +8,7 @@
 #include "core/fp16.h"
 #include "cpu/norm.h"
 #include "cpu/rope.h"
+#include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 #include "quant/type_traits.h"
 
@@ -99,9 +100,7 @@ void CpuBackend::scale(backend::Act x, float c) {
 }
 
 void CpuBackend::softcap(backend::Act x, float cap) {
-  // As llama.cpp: scale by 1/cap, tanh, scale by cap.
-  const float inv = 1.0f / cap;
-  for (int64_t i = 0; i < x.size(); ++i) x.data[i] = std::tanh(x.data[i] * inv) * cap;
+  softcap_f32(x.data, x.size(), cap);  // as llama.cpp: scale by 1/cap, tanh, scale by cap
 }
 
 void CpuBackend::norm(backend::NormKind kind, backend::Act x, const backend::Norm& n, backend::Act out,

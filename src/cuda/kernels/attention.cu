@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   // Scores s_j = (q·K_j) * scale (+ soft-cap) + mask_j.
   auto finish_score = [&](int64_t j, float dot) {
     float s = __fmul_rn(dot, p.scale);
-    if (p.softcap > 0.0f) s = __fmul_rn(tanhf(__fmul_rn(s, 1.0f / p.softcap)), p.softcap);
+    if (p.softcap > 0.0f) s = softcap_f32(s, p.softcap);
     scores[j] = __fadd_rn(s, mask[j]);
   };
   if (hd % kOrderLanes == 0) {

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "cpu/tanh_f32_impl.h"
+
 namespace ferrite::cuda {
 
 constexpr int kWarp = 32;
@@ -12,6 +14,25 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 // CPU SiLU/softmax use the polynomial exp on whole groups of this many
 // elements and libm's exp on the tail of a row (cpu/vec_ops.h kExpGroup).
 constexpr int64_t kExpGroup = 16;
+
+// Each operation rounded on its own (no contraction), for the libm
+// algorithms of cpu/tanh_f32_impl.h.
+struct RoundedOps {
+  static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+  static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+  static __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+  static __device__ __forceinline__ float div(float a, float b) { return __fdiv_rn(a, b); }
+  static __device__ __forceinline__ uint32_t bits(float x) { return __float_as_uint(x); }
+  static __device__ __forceinline__ float from(uint32_t u) { return __uint_as_float(u); }
+};
+
+// cpu::tanh_f32's bits (CUDA's tanhf is up to 2 ulp from it).
+__device__ __forceinline__ float tanh_f32(float x) { return cpu::tanh_detail::tanh_f32<RoundedOps>(x); }
+
+// cpu::softcap_f32: tanh_f32(x * (1 / cap)) * cap.
+__device__ __forceinline__ float softcap_f32(float x, float cap) {
+  return __fmul_rn(tanh_f32(__fmul_rn(x, __fdiv_rn(1.0f, cap))), cap);
+}
 
 __device__ __forceinline__ float fast_exp(float x) {
   constexpr float kShift = 0x1.8p23f;

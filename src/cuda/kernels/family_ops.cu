@@ -67,7 +67,7 @@ __global__ void scale_kernel(float* x, float c, int64_t n) {
 
 __global__ void softcap_kernel(float* x, float cap, int64_t n) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx < n) x[idx] = tanhf(x[idx] * (1.0f / cap)) * cap;
+  if (idx < n) x[idx] = softcap_f32(x[idx], cap);
 }
 
 __device__ __forceinline__ float gelu_lookup(const uint16_t* __restrict__ table, float v) {
