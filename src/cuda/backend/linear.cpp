@@ -257,9 +257,8 @@ void LinearRunner::run_dequantized(const GpuMatrix& w, Activation& a, float* y, 
     rows_f32.k = w.k;
     rows_f32.data = w32_.as<uint8_t>();
     rows_f32.row_bytes = static_cast<uint64_t>(w.k) * sizeof(float);
-    // y32 [m, rows]: the dots, then (Q8_1) the offset term, then into y's columns.
+    // y32 [m, rows]: the dots, then into y's columns.
     matmul_float(rows_f32, x32_.as<float>(), m, y32_.as<float>(), false, stream_);
-    if (f == ActFormat::Q8_1) q8_1_offset_add(part, q, m, y32_.as<float>(), stream_);
     store_columns(y32_.as<float>(), m, rows, y + r0, w.n, accumulate, stream_);
   }
 }

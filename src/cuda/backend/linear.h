@@ -21,9 +21,9 @@
 // (The earlier kernels, for comparisons: bench/cuda.) Both are launched as
 // programmatic dependents of the kernel before them (pdl.cuh) where
 // pdl_enabled().
-// In the exact mode Q4_1/Q5_0/Q5_1 and the IQ/TQ types take the CPU's dequantized product
-// (ops.h exact_dequantized: f32 rows, matmul_float's order, the Q8_1 offset
-// term), the other quantized types matmul_quant.
+// In the exact mode the IQ/TQ types take the dequantized product (ops.h
+// exact_dequantized: f32 rows, matmul_float's order), the other quantized
+// types matmul_quant.
 // An Activation caches its converted forms (8-bit blocks, f16) until its
 // values change, so Q, K and V (or gate and up) convert their input once; a
 // kernel that writes x can also write a converted form itself (fused_ops.cu)
@@ -132,8 +132,8 @@ class LinearRunner {
  private:
   // The CPU's arithmetic (matmul_quant / matmul_float).
   void run_exact(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
-  // The CPU's dequantized product of Q4_1/Q5_0/Q5_1 weights (exact_dequantized),
-  // in row blocks of at most scratch_limit_ values.
+  // The dequantized product of the IQ/TQ types (exact_dequantized), in row
+  // blocks of at most scratch_limit_ values.
   void run_dequantized(const GpuMatrix& w, Activation& a, float* y, bool accumulate);
   // gemv_quant over the activation rows in groups of kGemvMaxRows.
   void gemv_groups(const GpuMatrix& w, const QuantAct& q, int64_t m, float* y, bool accumulate);

@@ -7,7 +7,8 @@
 //   Q5_K: as Q4_K, q with its fifth bit
 //   Q3_K: d_a d ((sc0 - 32) sum_{16}(q a) + (sc1 - 32) sum_{16}(...)), q signed
 //   Q2_K: d_a (d (sc0 sum_{16}(q a) + ...) - dmin (m0 sum_{16}(a) + m1 sum_{16}(a)))
-// (Q4_1/Q5_0/Q5_1 take the CPU's dequantized product instead: legacy_exact.cu.)
+//   Q5_0: d_w d_a sum((q - 16) a)       Q4_1, Q5_1: d_w d_a sum(q a) + m_w s_a
+// (Q8_1 activations for Q4_1/Q5_1: s_a = f16(d sum(q)); cpu/quant_dot_legacy_ref.cpp.)
 // One warp per weight row; each lane takes 32-element chunks (16-byte loads
 // for Q4_0/Q8_0 repacked, and Q4_K). Up to kCols activation rows share the
 // weights a lane decoded; blocks walk column chunks fastest so that a row
@@ -34,7 +35,7 @@ constexpr int kChunksPerK = 8;      // 256 / 32
 constexpr uint32_t kOnes = 0x01010101u;
 
 struct Chunk {
-  int w[kWords];  // signed int8 weights, packed
+  int w[kWords];  // int8 weights, packed (unsigned 0..31 for Q4_1/Q5_1)
   float f0 = 0.0f, f1 = 0.0f;  // per-type factors (see dot_chunk)
   float f2 = 0.0f, f3 = 0.0f;  // Q2_K: dmin m of the two 16-element halves
 };
@@ -58,6 +59,41 @@ __device__ __forceinline__ void q4k_scale_min(int j, const uint8_t* q, int& sc, 
   }
 }
 
+// Bits 0..3 of x to bit 4 of bytes 0..3 (the fifth bits of 4 elements).
+__device__ __forceinline__ int fifth_bits(uint32_t x) {
+  return static_cast<int>((((x & 0xFu) * 0x00204081u) & kOnes) << 4);
+}
+
+// Q4_1, Q5_0, Q5_1 (gpu_matrix.h): 16 nibble bytes per chunk (element i low,
+// i + 16 high), the fifth bits (bit j: element j), d or (d, m).
+template <TensorType T>
+__device__ __forceinline__ void load_legacy(const GpuMatrix& w, int64_t row, int64_t c, int64_t n_chunks, Chunk& ch) {
+  constexpr bool kHigh = T != TensorType::Q4_1, kMin = T != TensorType::Q5_0;
+  const int4 v = reinterpret_cast<const int4*>(w.data)[row * n_chunks + c];
+  const int vv[4] = {v.x, v.y, v.z, v.w};
+  const uint32_t h = kHigh ? w.high[row * n_chunks + c] : 0u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    int lo = lo_nibbles(vv[i]), hi = hi_nibbles(vv[i]);
+    if constexpr (kHigh) {
+      lo |= fifth_bits(h >> (4 * i));
+      hi |= fifth_bits(h >> (16 + 4 * i));
+    }
+    if constexpr (!kMin) {  // Q5_0: q - 16
+      lo = __vsubss4(lo, 0x10101010);
+      hi = __vsubss4(hi, 0x10101010);
+    }
+    ch.w[i] = lo;
+    ch.w[i + 4] = hi;
+  }
+  if constexpr (kMin) {
+    ch.f0 = __half2float(__ushort_as_half(w.scales[2 * (row * n_chunks + c)]));
+    ch.f1 = __half2float(__ushort_as_half(w.scales[2 * (row * n_chunks + c) + 1]));
+  } else {
+    ch.f0 = __half2float(__ushort_as_half(w.scales[row * n_chunks + c]));
+  }
+}
+
 template <TensorType T>
 __device__ __forceinline__ void load_chunk(const GpuMatrix& w, int64_t row, int64_t c, int64_t n_chunks, Chunk& ch) {
   if constexpr (T == TensorType::Q4_0) {
@@ -69,6 +105,8 @@ __device__ __forceinline__ void load_chunk(const GpuMatrix& w, int64_t row, int6
       ch.w[i + 4] = __vsubss4(hi_nibbles(vv[i]), 0x08080808);
     }
     ch.f0 = __half2float(__ushort_as_half(w.scales[row * n_chunks + c]));
+  } else if constexpr (T == TensorType::Q4_1 || T == TensorType::Q5_0 || T == TensorType::Q5_1) {
+    load_legacy<T>(w, row, c, n_chunks, ch);
   } else if constexpr (T == TensorType::Q8_0) {
     const int4* p = reinterpret_cast<const int4*>(w.data) + 2 * (row * n_chunks + c);
     const int4 a = p[0], b = p[1];
@@ -168,7 +206,7 @@ __device__ __forceinline__ void load_chunk(const GpuMatrix& w, int64_t row, int6
 }
 
 template <TensorType T>
-__device__ __forceinline__ float dot_chunk(const Chunk& ch, const int8_t* aq, float ad, int asum) {
+__device__ __forceinline__ float dot_chunk(const Chunk& ch, const int8_t* aq, float ad, int asum, float as) {
   const int4* ap = reinterpret_cast<const int4*>(aq);
   const int4 a0 = ap[0], a1 = ap[1];
   const int a[kWords] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
@@ -195,6 +233,9 @@ __device__ __forceinline__ float dot_chunk(const Chunk& ch, const int8_t* aq, fl
     for (int i = 0; i < kWords; ++i) s = __dp4a(ch.w[i], a[i], s);
     if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K) {
       return ad * (ch.f0 * static_cast<float>(s) - ch.f1 * static_cast<float>(asum));
+    } else if constexpr (T == TensorType::Q4_1 || T == TensorType::Q5_1) {
+      // The CPU's terms, each rounded: (d_w d_a) s + m_w s_a.
+      return __fadd_rn(__fmul_rn(__fmul_rn(ch.f0, ad), static_cast<float>(s)), __fmul_rn(ch.f1, as));
     } else {
       return ch.f0 * ad * static_cast<float>(s);
     }
@@ -204,8 +245,8 @@ __device__ __forceinline__ float dot_chunk(const Chunk& ch, const int8_t* aq, fl
 template <TensorType T, int kCols>
 __global__ void __launch_bounds__(kWarp * kRowsPerBlock)
     matmul_quant_kernel(const GpuMatrix w, const int8_t* __restrict__ aq, const float* __restrict__ ad,
-                        const int32_t* __restrict__ asum, int64_t m, int64_t n_col_chunks, float* __restrict__ y,
-                        bool accumulate) {
+                        const int32_t* __restrict__ asum, const float* __restrict__ as, int64_t m,
+                        int64_t n_col_chunks, float* __restrict__ y, bool accumulate) {
   const int64_t col_chunk = blockIdx.x % n_col_chunks;
   const int64_t row = (blockIdx.x / n_col_chunks) * kRowsPerBlock + threadIdx.y;
   if (row >= w.n) return;
@@ -224,7 +265,8 @@ __global__ void __launch_bounds__(kWarp * kRowsPerBlock)
     for (int t = 0; t < kCols; ++t) {
       if (t < n_cols) {
         const int64_t col = col0 + t;
-        acc[t] += dot_chunk<T>(ch, aq + col * w.k + c * kChunk, ad[col * n_chunks + c], asum[col * n_chunks + c]);
+        const int64_t b = col * n_chunks + c;
+        acc[t] += dot_chunk<T>(ch, aq + col * w.k + c * kChunk, ad[b], asum[b], as != nullptr ? as[b] : 0.0f);
       }
     }
   }
@@ -245,7 +287,7 @@ void launch(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool acc
   const int64_t blocks = n_col_chunks * row_blocks;
   if (blocks > 0x7FFFFFFF) throw InvalidArgument("matmul_quant: matrix too large for one launch");
   matmul_quant_kernel<T, kCols><<<static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, s>>>(
-      w, a.qs, a.d, a.sums, m, n_col_chunks, y, accumulate);
+      w, a.qs, a.d, a.sums, a.s, m, n_col_chunks, y, accumulate);
   FERRITE_CUDA_LAUNCHED();
 }
 
@@ -266,6 +308,9 @@ void launch_type(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, boo
 bool matmul_quant_supports(TensorType t) {
   switch (t) {
     case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
     case TensorType::Q8_0:
     case TensorType::Q2_K:
     case TensorType::Q3_K:
@@ -284,6 +329,9 @@ void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bo
   switch (w.type) {
     case TensorType::Q4_0: launch_type<TensorType::Q4_0>(w, a, m, y, accumulate, s); break;
     case TensorType::Q8_0: launch_type<TensorType::Q8_0>(w, a, m, y, accumulate, s); break;
+    case TensorType::Q4_1: launch_type<TensorType::Q4_1>(w, a, m, y, accumulate, s); break;
+    case TensorType::Q5_0: launch_type<TensorType::Q5_0>(w, a, m, y, accumulate, s); break;
+    case TensorType::Q5_1: launch_type<TensorType::Q5_1>(w, a, m, y, accumulate, s); break;
     case TensorType::Q4_K: launch_type<TensorType::Q4_K>(w, a, m, y, accumulate, s); break;
     case TensorType::Q6_K: launch_type<TensorType::Q6_K>(w, a, m, y, accumulate, s); break;
     case TensorType::Q5_K: launch_type<TensorType::Q5_K>(w, a, m, y, accumulate, s); break;

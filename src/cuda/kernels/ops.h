@@ -37,8 +37,9 @@ struct QuantAct {
 // k must be a multiple of 32 (Q8_0, Q8_1) or 256 (Q8_K).
 void quantize_act(ActFormat f, const float* x, int64_t m, int64_t k, const QuantAct& out, cudaStream_t s);
 
-// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q8_0, Q2_K .. Q6_K) with the
-// activations already quantized in act_format_for(w.type); accumulate: y +=.
+// y [m, w.n] = x · W^T for a quantized W (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K
+// .. Q6_K) with the activations already quantized in act_format_for(w.type),
+// per block the CPU's integer dot and float terms; accumulate: y +=.
 bool matmul_quant_supports(TensorType t);
 void matmul_quant(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s);
 
@@ -73,17 +74,12 @@ void quantized_act_to_f16(const QuantAct& a, int64_t m, int64_t k, uint16_t* out
 // out [m, k] = d * q (exact in f32): the CPU's activation round trip.
 void quantized_act_to_f32(const QuantAct& a, int64_t m, int64_t k, float* out, cudaStream_t s);
 
-// ---- the CPU's dequantized product (legacy_exact.cu) -----------------------
-// Q4_1, Q5_0, Q5_1 and the IQ/TQ types have no integer dot product on the CPU: cpu/matmul.cpp
-// multiplies rows dequantized to f32 by the activations' 8-bit round trip in
-// f32 (its float dot order: matmul_float on those operands), and for Q4_1
-// and Q5_1 then adds sum_b m_b (s_b - sum_j y_bj) per output (llama.cpp's
-// m * s term). These are its pieces, for the exact mode.
+// ---- the dequantized product (dequant_product.cu) --------------------------
+// The exact mode's product for the IQ/TQ types: rows dequantized to f32 times
+// the activations' 8-bit round trip in f32 (matmul_float's order), as the
+// CPU multiplied them before its integer IQ/TQ dots (cpu/quant_dot_iq_ref.cpp:
+// per-block integer sums). Within the golden tolerances of those, not their bits.
 bool exact_dequantized(TensorType t);
-
-// y [m, w.n] += that offset term for Q4_1/Q5_1 W and Q8_1 activations a, in
-// the CPU's order (blocks in order, each term rounded, then one addition).
-void q8_1_offset_add(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, cudaStream_t s);
 
 // y [m, cols] with rows ldy apart = src [m, cols] (accumulate: y + src).
 void store_columns(const float* src, int64_t m, int64_t cols, float* y, int64_t ldy, bool accumulate, cudaStream_t s);
