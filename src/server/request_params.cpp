@@ -123,7 +123,7 @@ void read_sampler_fields(const json& body, Engine& engine, sampling::SamplerPara
   }
 }
 
-std::string grammar_of(const json& body) {
+std::string grammar_of(const json& body, const grammar::SchemaLimits& limits) {
   std::string gbnf;
   if (body.contains("response_format") && !body["response_format"].is_null()) {
     const json& rf = body["response_format"];
@@ -142,14 +142,14 @@ std::string grammar_of(const json& body) {
       if (!schema.is_object() && !schema.is_boolean()) {
         throw bad_request("response_format.json_schema.schema must be an object", "response_format");
       }
-      gbnf = grammar::json_schema_to_gbnf(schema);
+      gbnf = grammar::json_schema_to_gbnf(schema, limits);
     } else if (type != "text") {
       throw bad_request("response_format type '" + type + "' is not one of text, json_object, json_schema",
                         "response_format");
     }
   }
   if (body.contains("json_schema") && body["json_schema"].is_object()) {
-    gbnf = grammar::json_schema_to_gbnf(body["json_schema"]);
+    gbnf = grammar::json_schema_to_gbnf(body["json_schema"], limits);
   }
   if (auto g = opt_string(body, "grammar"); g && !g->empty()) gbnf = *g;
   if (!gbnf.empty()) grammar::Grammar::parse(gbnf);  // reports GBNF errors now, as a 400
@@ -202,7 +202,8 @@ void check_model(const json& body, const std::string& model_id) {
   }
 }
 
-RequestOptions parse_generation_fields(const json& body, Engine& engine, bool chat) {
+RequestOptions parse_generation_fields(const json& body, Engine& engine, bool chat,
+                                      const grammar::SchemaLimits& limits) {
   RequestOptions r;
   sampling::SamplerParams& sp = r.gen.sampling;
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
@@ -242,7 +243,7 @@ RequestOptions parse_generation_fields(const json& body, Engine& engine, bool ch
   r.gen.ignore_eos = opt_bool(body, "ignore_eos").value_or(false);
   if (auto v = opt_integer(body, "n_keep", -1, kMaxInt)) r.gen.n_keep = *v;
   try {
-    r.gen.grammar = grammar_of(body);
+    r.gen.grammar = grammar_of(body, limits);
   } catch (const ApiError&) {
     throw;
   } catch (const InvalidArgument& e) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/json_schema.h"
 #include "server/task.h"
 
 namespace ferrite::server {
@@ -33,8 +34,11 @@ constexpr size_t kMaxStopStrings = 16;
 constexpr int kMaxTopLogprobs = 20;
 
 // `chat`: logprobs is a bool with top_logprobs (chat) rather than an integer
-// (completions). Throws ApiError.
-RequestOptions parse_generation_fields(const nlohmann::ordered_json& body, Engine& engine, bool chat);
+// (completions). A JSON schema (response_format, json_schema) converts within
+// `limits` (the server's --schema-* bounds and the client's cancel flag:
+// routes.h schema_limits). Throws ApiError, or Cancelled.
+RequestOptions parse_generation_fields(const nlohmann::ordered_json& body, Engine& engine, bool chat,
+                                       const grammar::SchemaLimits& limits);
 
 // 404 when `model` names another model (absent or equal to id is fine).
 void check_model(const nlohmann::ordered_json& body, const std::string& model_id);

@@ -36,7 +36,7 @@ ChatRequest parse_chat(ServerState& st, const Json& body, const Request& req) {
   c.tools = parse_tools(body);
   const ToolChoice choice = parse_tool_choice(body, c.tools);
   if (choice.none) c.tools = nullptr;
-  c.ro = parse_generation_fields(body, st.engine, /*chat=*/true);
+  c.ro = parse_generation_fields(body, st.engine, /*chat=*/true, schema_limits(st, req));
   c.ro.gen.parse_tool_calls = !c.tools.is_null();  // the generation step parses the reply's calls
   // A forced call is generated under its grammar (it takes the place of any response_format).
   if (choice.forced) {

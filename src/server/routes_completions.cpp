@@ -32,7 +32,7 @@ std::vector<Json> split_prompts(const Json& prompt) {
   return out;
 }
 
-CompletionRequest parse_completion(ServerState& st, const Json& body) {
+CompletionRequest parse_completion(ServerState& st, const Json& body, const Request& req) {
   check_model_name(st, body);
   if (st.engine.is_encoder()) throw bad_request("this model is an encoder: it serves /v1/embeddings only", "model");
   if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
@@ -40,7 +40,7 @@ CompletionRequest parse_completion(ServerState& st, const Json& body) {
     throw bad_request("'suffix' (fill-in-the-middle) is not supported by this server", "suffix");
   }
   CompletionRequest c;
-  c.ro = parse_generation_fields(body, st.engine, /*chat=*/false);
+  c.ro = parse_generation_fields(body, st.engine, /*chat=*/false, schema_limits(st, req));
   const bool echo = opt_bool(body, "echo").value_or(false);
   const std::vector<Json> prompts = split_prompts(body["prompt"]);
   if (prompts.size() * static_cast<size_t>(c.ro.n) > static_cast<size_t>(kMaxChoices)) {
@@ -124,7 +124,7 @@ bool stream_all(ServerState& st, const CompletionRequest& c, const std::vector<s
 
 void add_completion_routes(Routes& routes, ServerState& st) {
   auto handler = json_route(st, true, [&st](const Json& body, const Request& req, Response& res) {
-    CompletionRequest c = parse_completion(st, body);
+    CompletionRequest c = parse_completion(st, body, req);
     auto tasks = submit_tasks(st.engine, task_params(c));
     if (c.ro.stream) {
       current_record().streamed = true;

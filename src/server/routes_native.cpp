@@ -64,7 +64,7 @@ void respond(ServerState& st, RequestOptions& ro, const Request& req, Response& 
 void completion(ServerState& st, const Json& body, const Request& req, Response& res) {
   if (st.engine.is_encoder()) throw bad_request("this model is an encoder: it serves /v1/embeddings only");
   if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
-  RequestOptions ro = parse_generation_fields(body, st.engine, /*chat=*/false);
+  RequestOptions ro = parse_generation_fields(body, st.engine, /*chat=*/false, schema_limits(st, req));
   ro.gen.prompt = prompt_tokens(st, body["prompt"], "prompt");
   respond(st, ro, req, res);
 }
@@ -87,7 +87,7 @@ void infill(ServerState& st, const Json& body, const Request& req, Response& res
       extra.push_back({opt_string(c, "filename").value_or(""), opt_string(c, "text").value_or("")});
     }
   }
-  RequestOptions ro = parse_generation_fields(body, st.engine, /*chat=*/false);
+  RequestOptions ro = parse_generation_fields(body, st.engine, /*chat=*/false, schema_limits(st, req));
   ro.gen.prompt = fim_prompt(st.engine.tokenizer(), st.fim, opt_string(body, "input_prefix").value_or(""),
                              opt_string(body, "input_suffix").value_or(""), opt_string(body, "prompt").value_or(""),
                              extra);

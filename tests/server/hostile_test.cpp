@@ -197,19 +197,30 @@ TEST(ServerHostile, ExponentialSchemasAreRefusedAndCancelled) {
       EXPECT_EQ(srv.post("/v1/chat/completions", forced_tool(schema)).first, 400);
     }
   }
-  {
-    // No limits but the client's presence: it hangs up, the work stops.
+  // No limits but the client's presence: it hangs up, the work stops; for a
+  // forced tool call, a response_format and a completion's json_schema alike
+  // (the server's limits, here lifted, and the client's flag reach each).
+  const Json msgs = {{{"role", "user"}, {"content", "x"}}};
+  const std::pair<const char*, Json> hangups[] = {
+      {"/v1/chat/completions", forced_tool(nested_types(30))},
+      {"/v1/chat/completions",
+       {{"messages", msgs},
+        {"max_tokens", 4},
+        {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", nested_types(30)}}}}}}},
+      {"/v1/completions", {{"prompt", "x"}, {"max_tokens", 4}, {"json_schema", nested_types(30)}}},
+  };
+  for (const auto& [path, request] : hangups) {
     LogLines log;
     FERRITE_TEST_SERVER(srv, logging_config(log, true));
     Watch watch(srv.port());
     RawClient c(srv.port());
-    const std::string body = forced_tool(nested_types(30)).dump();
-    ASSERT_TRUE(c.send(std::string("POST /v1/chat/completions HTTP/1.1\r\n") + kJsonHead +
+    const std::string body = request.dump();
+    ASSERT_TRUE(c.send(std::string("POST ") + path + " HTTP/1.1\r\n" + kJsonHead +
                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
     while (srv.http().front_stats().busy == 0) std::this_thread::yield();  // the conversion runs
     c.close();
-    const std::string line = log.wait_for("/v1/chat/completions");
-    EXPECT_TRUE(stopped_for_the_client(line)) << line;
+    const std::string line = log.wait_for(path);
+    EXPECT_TRUE(stopped_for_the_client(line)) << path << ": " << line;
   }
   {
     // Shutdown: stop() while a conversion runs ends it.
