@@ -40,6 +40,7 @@ struct ServeOptions {
   int parallel = 1;
   size_t queue = 64;
   bool no_context_shift = false;
+  bool no_prefix_cache = false;
   std::string api_key;
   std::string api_key_file;
   std::string log_format = "text";
@@ -94,6 +95,7 @@ int run_serve(const ServeOptions& opt) {
                          .cache_type_v = lm.context.cache_type_v,
                          .n_gpu_layers = ngl,
                          .context_shift = !opt.no_context_shift,
+                         .prefix_cache = !opt.no_prefix_cache,
                          .embeddings = so.embeddings,
                          .pooling = pooling_code(opt.pooling)});
   server::HttpServer http(engine, so);
@@ -209,6 +211,9 @@ const CommandRegistrar kServe({"serve", "Serve a model over an OpenAI-compatible
                                  sub.add_flag("--no-context-shift", opt->no_context_shift,
                                               "A slot that fills its context ends the request (finish_reason length) "
                                               "instead of dropping the oldest half of it");
+                                 sub.add_flag("--no-prefix-cache", opt->no_prefix_cache,
+                                              "Evaluate every prompt in its own slot, even when another slot's cache "
+                                              "holds its start (by default those cells are copied)");
                                  sub.add_option("--log-format", opt->log_format, "Access log: text, json or none");
                                  sub.add_option("--chat-template", opt->chat_template, "Built-in template name or file (default: the model's)");
                                  sub.add_option("--chat-template-file", opt->chat_template, "Jinja file of the chat template");

@@ -82,6 +82,11 @@ class Backend : public Ops {
                                   const std::function<void(uint8_t* row)>& /*rotate*/) {
     throw InvalidArgument("layer " + std::to_string(layer) + " keeps no key cache on this backend");
   }
+  // A backend that keeps K/V cells of its own: copies cell from[i] to
+  // to[i] in each of its layers (KvCache::copy_cells). Between steps only.
+  virtual void copy_cached_cells(std::span<const int32_t> /*from*/, std::span<const int32_t> /*to*/) {
+    throw InvalidArgument("this backend keeps no KV cache");
+  }
 };
 
 }  // namespace ferrite::backend

@@ -100,6 +100,10 @@ class Context {
   // Context shift: positions [p0, p1) of `seq` move by `delta`, their cached
   // keys re-rotated (KvCache::shift; context_shift.cpp).
   void shift_sequence(int seq, int32_t p0, int32_t p1, int32_t delta);
+  // Copies positions [p0, p1) of `src` into new cells of `dst` (K/V on the
+  // CPU and on the GPU; KvCache::copy_cells): `dst` then continues from
+  // there without evaluating them. Returns the number of cells copied.
+  int64_t copy_range(int src, int dst, int32_t p0, int32_t p1);
 
   // Saves sequence `seq` (its cells, and the caller's `tokens` of it) to a
   // file, and restores one into `seq` of a context of the same model,

@@ -1,6 +1,8 @@
 // Context::shift_sequence: each layer's RoPE settings (model/layer_rope.h)
 // for KvCache::shift; layers offloaded to the GPU rotate their keys there
 // (backend::Backend::rotate_cached_keys) with the same row code.
+// Context::copy_range: KvCache::copy_cells, the GPU's layers through
+// backend::Backend::copy_cached_cells.
 #include <vector>
 
 #include "core/error.h"
@@ -22,6 +24,17 @@ void Context::shift_sequence(int seq, int32_t p0, int32_t p1, int32_t delta) {
     };
   }
   cache_.shift(seq, p0, p1, delta, ropes, offloaded);
+}
+
+int64_t Context::copy_range(int src, int dst, int32_t p0, int32_t p1) {
+  if (model_->arch().is_encoder()) throw InvalidArgument("encoder models have no cache to copy");
+  KvCache::CellCopier offloaded;
+  if (gpu_) {
+    offloaded = [this](std::span<const int32_t> from, std::span<const int32_t> to) {
+      gpu_->copy_cached_cells(from, to);
+    };
+  }
+  return cache_.copy_cells(src, dst, p0, p1, offloaded);
 }
 
 }  // namespace ferrite::runtime

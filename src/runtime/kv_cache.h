@@ -113,6 +113,16 @@ class KvCache {
   void remove(int seq, int32_t p0, int32_t p1);
   // Makes `dst` share every cell of `src` (prompt reuse without recompute).
   void copy_sequence(int src, int dst);
+  // Copies the cells of `src` at positions [p0, p1) into new cells of `dst`
+  // at the same positions (allocated as allocate() places dst's tokens), K
+  // and V of every layer stored here, and those kept elsewhere (a GPU
+  // backend's) through `offloaded(src cells, dst cells)`. Unlike
+  // copy_sequence the two stay independent (a shift of one leaves the
+  // other). Returns the number of cells copied. Throws InvalidArgument when
+  // dst already holds one of those positions, when the cache has too few
+  // free cells, or with layers elsewhere and no `offloaded`. kv_cache_copy.cpp.
+  using CellCopier = std::function<void(std::span<const int32_t> from, std::span<const int32_t> to)>;
+  int64_t copy_cells(int src, int dst, int32_t p0, int32_t p1, const CellCopier& offloaded = {});
   void clear();
   // Highest position of `seq`, or -1 when it has none.
   int32_t max_pos(int seq) const;

@@ -249,16 +249,44 @@ void Engine::assign_locked() {
   }
 }
 
+size_t Engine::reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt) const {
+  size_t len = common_prefix(s.cached, prompt);
+  if (s.reuse_limit >= 0) len = std::min(len, static_cast<size_t>(s.reuse_limit));
+  return len;
+}
+
+size_t Engine::copy_prefix(Slot& slot, const std::vector<int32_t>& prompt, size_t keep) {
+  if (!opt_.prefix_cache) return keep;
+  const Slot* donor = nullptr;
+  size_t len = keep;
+  for (const Slot& s : slots_) {
+    if (&s == &slot) continue;
+    const size_t l = std::min(reusable_prefix(s, prompt), prompt.size() - 1);
+    if (l > len) {
+      donor = &s;
+      len = l;
+    }
+  }
+  if (donor == nullptr) return keep;
+  try {
+    ctx_.copy_range(donor->id, slot.id, static_cast<int32_t>(keep), static_cast<int32_t>(len));
+  } catch (const InvalidArgument&) {
+    return keep;  // too few free cells: evaluate the prompt instead
+  }
+  slot.cached.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(len));
+  stats_.prefix_copied_tokens += len - keep;
+  return len;
+}
+
 void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
   const GenerationParams& p = task->params();
   // Keep the common prefix, but evaluate at least the last prompt token to
   // get its logits.
-  size_t keep = common_prefix(slot.cached, p.prompt);
-  if (slot.reuse_limit >= 0) keep = std::min(keep, static_cast<size_t>(slot.reuse_limit));
-  if (keep >= p.prompt.size()) keep = p.prompt.size() - 1;
+  size_t keep = std::min(reusable_prefix(slot, p.prompt), p.prompt.size() - 1);
   slot.reuse_limit = -1;
   ctx_.cache().remove(slot.id, static_cast<int32_t>(keep), -1);
   slot.cached.resize(keep);
+  keep = copy_prefix(slot, p.prompt, keep);
   slot.n_prompt_done = keep;
   slot.pending = -1;
   slot.task = std::move(task);

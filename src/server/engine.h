@@ -47,6 +47,10 @@ struct EngineOptions {
   int n_gpu_layers = 0;                       // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool context_shift = true;                  // a full slot drops the oldest half of its tokens after n_keep
                                               // (false: the request ends with finish_reason "length")
+  // A prompt that starts as another slot's cache (a shared system prompt)
+  // copies those cells (runtime::Context::copy_range) instead of evaluating
+  // them again.
+  bool prefix_cache = true;
   // Embedding requests for a decoder model: they run in a context of their
   // own (one slot's cells), so the slots' caches are untouched.
   bool embeddings = false;
@@ -58,7 +62,8 @@ struct EngineStats {
   uint64_t cancelled = 0;         // tasks ended by cancellation
   uint64_t rejected = 0;          // submissions refused (queue full or stopping)
   uint64_t prompt_tokens = 0;     // prompt tokens evaluated
-  uint64_t cached_tokens = 0;     // prompt tokens reused from a slot's cache
+  uint64_t cached_tokens = 0;     // prompt tokens reused from a slot's cache (its own or, copied, another's)
+  uint64_t prefix_copied_tokens = 0;  // of those, copied from another slot's cache
   uint64_t generated_tokens = 0;  // tokens sampled
   uint64_t steps = 0;             // batches decoded
   double decode_ms = 0.0;         // time in the model's passes (all steps)
@@ -125,6 +130,12 @@ class Engine {
   bool has_work_locked() const;
   void assign_locked();                  // queued tasks -> idle slots
   void start(Slot& slot, std::shared_ptr<Task> task);
+  // The start of `prompt` that slot s's cache holds and may lend.
+  size_t reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt) const;
+  // When another slot's cache holds more of `prompt` than the first `keep`
+  // tokens `slot` holds: copies the rest of that prefix into `slot` and
+  // returns its length; else `keep`.
+  size_t copy_prefix(Slot& slot, const std::vector<int32_t>& prompt, size_t keep);
   void step();                           // one batch (engine_step.cpp)
   void sample(Slot& slot, std::span<const float> logits);
   // Room in the slot's share of the cache for its next token: a context

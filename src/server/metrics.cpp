@@ -50,6 +50,9 @@ std::string render_metrics(const ServerState& st) {
   metric(out, "prompt_tokens_total", "counter", "Prompt tokens evaluated.", static_cast<double>(s.prompt_tokens));
   metric(out, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache.",
          static_cast<double>(s.cached_tokens));
+  metric(out, "prompt_tokens_prefix_copied_total", "counter",
+         "Prompt tokens copied from another slot's cache (of the cached ones).",
+         static_cast<double>(s.prefix_copied_tokens));
   metric(out, "tokens_predicted_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens));
   metric(out, "decode_steps_total", "counter", "Batches evaluated.", static_cast<double>(s.steps));
   metric(out, "requests_processing", "gauge", "Slots busy.", s.active);

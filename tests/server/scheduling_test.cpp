@@ -78,6 +78,55 @@ TEST(ServerScheduling, PrefixReuseSkipsCachedPromptTokens) {
   EXPECT_EQ(greedy(srv, base + " Then", 30), greedy(fresh, base + " Then", 30));
 }
 
+// Prefix cache: a prompt that starts as another, busy slot's cache takes a
+// copy of those cells instead of evaluating them, and answers what a server
+// without the copy answers.
+TEST(ServerScheduling, PrefixOfAnotherSlotIsCopiedNotEvaluated) {
+  ServerConfig cfg;
+  cfg.parallel = 2;
+  cfg.n_batch = 512;  // A's prompt in one step: its first token comes before the engine waits
+  FERRITE_TEST_SERVER(srv, cfg);
+  const std::string base = golden_greedy_text().substr(0, 200);
+  srv.gate().close();  // the engine waits after each step
+  std::promise<void> started;
+  std::thread a([&] {
+    httplib::Client c = srv.client();
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = Json{{"prompt", base}, {"max_tokens", 20}, {"temperature", 0}, {"stream", true}}.dump();
+    req.set_header("Content-Type", "application/json");
+    bool first = true;
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      if (first) started.set_value();
+      first = false;
+      return true;
+    };
+    c.send(req);
+  });
+  started.get_future().wait();  // A is generating in slot 0, its prompt in the cache
+  const Json b_body = {{"prompt", base + " The end."}, {"max_tokens", 20}, {"temperature", 0}};
+  auto b = std::async(std::launch::async, [&] { return srv.post("/v1/completions", b_body); });
+  while (srv.engine().stats().queued == 0) std::this_thread::yield();  // B waits for the engine
+  srv.gate().open();
+  const auto [status, body] = b.get();
+  a.join();
+  ASSERT_EQ(status, 200) << body.dump();
+  const int64_t n_prompt = body["usage"]["prompt_tokens"];
+  const int64_t cached = body["usage"]["prompt_tokens_details"]["cached_tokens"];
+  EXPECT_GE(cached, n_prompt - 6);  // all but " The end." (and a token at the seam)
+  EXPECT_LT(cached, n_prompt);
+  EXPECT_EQ(srv.engine().stats().prefix_copied_tokens, static_cast<uint64_t>(cached));
+  ServerConfig plain = cfg;
+  plain.engine = [](EngineOptions& o) { o.prefix_cache = false; };
+  FERRITE_TEST_SERVER(fresh, plain);
+  const auto [fresh_status, fresh_body] = fresh.post("/v1/completions", b_body);
+  ASSERT_EQ(fresh_status, 200);
+  EXPECT_EQ(fresh_body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(body["choices"][0]["text"], fresh_body["choices"][0]["text"]);
+  EXPECT_FALSE(body["choices"][0]["text"].get<std::string>().empty());
+}
+
 TEST(ServerScheduling, FullQueueAnswers503WithRetryAfter) {
   ServerConfig cfg;
   cfg.parallel = 1;

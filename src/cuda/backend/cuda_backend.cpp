@@ -101,6 +101,32 @@ void CudaBackend::rotate_cached_keys(int64_t layer, std::span<const int32_t> cel
   }
 }
 
+void CudaBackend::copy_cached_cells(std::span<const int32_t> from, std::span<const int32_t> to) {
+  if (from.size() != to.size()) throw InvalidArgument("copy_cached_cells: " + std::to_string(from.size()) +
+                                                      " source cells for " + std::to_string(to.size()));
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] < 0 || from[i] >= n_cells_ || to[i] < 0 || to[i] >= n_cells_) {
+      throw InvalidArgument("copy_cached_cells: cell outside the GPU cache");
+    }
+  }
+  // Runs of consecutive cells on both sides in one copy per layer and side.
+  for (size_t i = 0; i < from.size();) {
+    size_t j = i + 1;
+    while (j < from.size() && from[j] == from[j - 1] + 1 && to[j] == to[j - 1] + 1) ++j;
+    const size_t n = j - i;
+    for (size_t l = 0; l < k_cache_.size(); ++l) {
+      for (auto [buf, row] : {std::pair{&k_cache_[l], k_ref_.row_bytes}, std::pair{&v_cache_[l], v_ref_.row_bytes}}) {
+        uint8_t* base = buf->as<uint8_t>();
+        const auto r = static_cast<size_t>(row);
+        FERRITE_CUDA_CHECK(cudaMemcpyAsync(base + static_cast<size_t>(to[i]) * r, base + static_cast<size_t>(from[i]) * r,
+                                           n * r, cudaMemcpyDeviceToDevice, stream_));
+      }
+    }
+    i = j;
+  }
+  FERRITE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
 // ---- the step ----------------------------------------------------------------
 
 void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::KvView& kv) {

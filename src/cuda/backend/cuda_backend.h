@@ -95,6 +95,7 @@ class CudaBackend final : public backend::Backend {
   // cache by address, so they stay valid.
   void rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
                           const std::function<void(uint8_t* row)>& rotate) override;
+  void copy_cached_cells(std::span<const int32_t> from, std::span<const int32_t> to) override;
 
   // Bytes of weights uploaded so far (they are uploaded at their first use).
   uint64_t weight_bytes() const { return weights_.bytes(); }
