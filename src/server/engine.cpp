@@ -218,10 +218,10 @@ void Engine::loop() {
 }
 
 void Engine::assign_locked() {
-  while (!queue_.empty()) {
-    std::shared_ptr<Task> task = queue_.front();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    std::shared_ptr<Task> task = *it;
     if (task->cancelled()) {
-      queue_.pop_front();
+      it = queue_.erase(it);
       Event ev;
       ev.final = true;
       ev.finish = FinishReason::Cancelled;
@@ -229,6 +229,10 @@ void Engine::assign_locked() {
       ++stats_.requests;
       ++stats_.cancelled;
       done_cv_.notify_all();
+      continue;
+    }
+    if (awaits_prefix(*task)) {
+      ++it;  // later requests may go first
       continue;
     }
     // The idle slot whose cache shares the longest prefix with the prompt.
@@ -243,10 +247,25 @@ void Engine::assign_locked() {
       }
     }
     if (!best) return;
-    queue_.pop_front();
+    it = queue_.erase(it);
     --n_idle_;
     start(*best, std::move(task));
   }
+}
+
+bool Engine::awaits_prefix(const Task& task) const {
+  if (!opt_.prefix_cache) return false;
+  const std::vector<int32_t>& prompt = task.params().prompt;
+  if (prompt.size() < 2) return false;
+  const size_t limit = prompt.size() - 1;  // the last prompt token is always evaluated
+  size_t cached = 0;
+  for (const Slot& s : slots_) cached = std::max(cached, std::min(reusable_prefix(s, prompt), limit));
+  for (const Slot& s : slots_) {
+    if (s.state != SlotState::Prefill || !s.task) continue;
+    const size_t coming = std::min(common_prefix(s.task->params().prompt, prompt), limit);
+    if (coming >= cached + kPrefixWaitMin && s.n_prompt_done < coming) return true;
+  }
+  return false;
 }
 
 size_t Engine::reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt) const {

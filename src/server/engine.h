@@ -49,7 +49,7 @@ struct EngineOptions {
                                               // (false: the request ends with finish_reason "length")
   // A prompt that starts as another slot's cache (a shared system prompt)
   // copies those cells (runtime::Context::copy_range) instead of evaluating
-  // them again.
+  // them again; one whose start another slot is reading now waits for it.
   bool prefix_cache = true;
   // Embedding requests for a decoder model: they run in a context of their
   // own (one slot's cells), so the slots' caches are untouched.
@@ -99,6 +99,10 @@ class Engine {
 
   // Queues a task; false when the queue is full or the engine is stopping.
   bool submit(std::shared_ptr<Task> task);
+
+  // The prefix cache: a request waits for another slot to read a shared
+  // prompt start when this many or more of its tokens are still to come.
+  static constexpr size_t kPrefixWaitMin = 64;
   // Cancels queued and running tasks and stops the thread (idempotent).
   void shutdown();
 
@@ -130,6 +134,11 @@ class Engine {
   bool has_work_locked() const;
   void assign_locked();                  // queued tasks -> idle slots
   void start(Slot& slot, std::shared_ptr<Task> task);
+  // With the prefix cache: true while a slot reading its prompt will soon
+  // hold kPrefixWaitMin or more tokens of this task's prompt beyond what any
+  // cache holds now; the task then waits for them (copied when they are
+  // there) rather than evaluate the same tokens beside it.
+  bool awaits_prefix(const Task& task) const;
   // The start of `prompt` that slot s's cache holds and may lend.
   size_t reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt) const;
   // When another slot's cache holds more of `prompt` than the first `keep`

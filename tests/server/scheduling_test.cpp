@@ -127,6 +127,41 @@ TEST(ServerScheduling, PrefixOfAnotherSlotIsCopiedNotEvaluated) {
   EXPECT_FALSE(body["choices"][0]["text"].get<std::string>().empty());
 }
 
+// Requests that arrive together with the same long start: it is evaluated
+// once (the second waits for the first slot to read it, then copies it, or
+// finds it in that slot), and each gets what a server without the cache
+// answers.
+TEST(ServerScheduling, SharedStartOfConcurrentPromptsIsEvaluatedOnce) {
+  ServerConfig cfg;
+  cfg.parallel = 2;
+  cfg.n_batch = 16;  // the first prompt takes several steps
+  FERRITE_TEST_SERVER(srv, cfg);
+  const std::string base = golden_greedy_text().substr(0, 700);
+  const Json a_body = {{"prompt", base + " The end."}, {"max_tokens", 8}, {"temperature", 0}};
+  const Json b_body = {{"prompt", base + " Then a bird came."}, {"max_tokens", 8}, {"temperature", 0}};
+  auto a = std::async(std::launch::async, [&] { return srv.post("/v1/completions", a_body); });
+  auto b = std::async(std::launch::async, [&] { return srv.post("/v1/completions", b_body); });
+  const auto [a_status, a_res] = a.get();
+  const auto [b_status, b_res] = b.get();
+  ASSERT_EQ(a_status, 200);
+  ASSERT_EQ(b_status, 200);
+  const auto n_base = static_cast<uint64_t>(srv.post("/tokenize", {{"content", base}}).second["tokens"].size());
+  ASSERT_GT(n_base, 50u);
+  const uint64_t n_a = a_res["usage"]["prompt_tokens"], n_b = b_res["usage"]["prompt_tokens"];
+  // Both prompts in full would be n_a + n_b. With the cache the base is read
+  // once: the later request waits for it and copies it, or (arriving when
+  // fewer than Engine::kPrefixWaitMin of its tokens are still to come)
+  // copies what is there and reads the rest itself; give or take the tokens
+  // at the seam.
+  EXPECT_LE(srv.engine().stats().prompt_tokens, n_a + n_b - n_base + Engine::kPrefixWaitMin + 8)
+      << "prompts of " << n_a << " and " << n_b << " tokens, base " << n_base;
+  ServerConfig plain = cfg;
+  plain.engine = [](EngineOptions& o) { o.prefix_cache = false; };
+  FERRITE_TEST_SERVER(fresh, plain);
+  EXPECT_EQ(a_res["choices"][0]["text"], fresh.post("/v1/completions", a_body).second["choices"][0]["text"]);
+  EXPECT_EQ(b_res["choices"][0]["text"], fresh.post("/v1/completions", b_body).second["choices"][0]["text"]);
+}
+
 TEST(ServerScheduling, FullQueueAnswers503WithRetryAfter) {
   ServerConfig cfg;
   cfg.parallel = 1;
