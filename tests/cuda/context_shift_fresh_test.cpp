@@ -24,33 +24,18 @@
 #include "runtime/context.h"
 #include "runtime/offload.h"
 #include "runtime/sequence.h"
+#include "support/logits.h"
 #include "support/test_data.h"
 #include "support/tiny_llama.h"
 
 namespace ferrite {
 namespace {
 
+using test::logit_magnitude;
+using test::max_abs_diff;
+using test::random_tokens;
+
 constexpr double kShiftRelTol = 2e-3;
-
-double max_diff(std::span<const float> a, std::span<const float> b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
-
-double scale(std::span<const float> l) {
-  double m = 0;
-  for (float v : l) m = std::max(m, std::fabs(static_cast<double>(v)));
-  return m;
-}
-
-std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(3, static_cast<int32_t>(std::min<int64_t>(n_vocab, 4000) - 1));
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
 
 struct FreshCase {
   std::string name;
@@ -154,14 +139,15 @@ TEST_P(GpuShiftFresh, ShiftedCacheEqualsFreshEvaluationOfTheKeptTokens) {
   ASSERT_GT(s.dropped, 0);
   ASSERT_LE(static_cast<int64_t>(s.kept.size()), 32);
   ASSERT_TRUE(std::equal(s.kept.begin(), s.kept.begin() + 3, tokens.begin()));
-  ASSERT_TRUE(std::equal(s.kept.begin() + 3, s.kept.end(), tokens.end() - static_cast<std::ptrdiff_t>(s.kept.size() - 3)));
+  const auto tail = static_cast<std::ptrdiff_t>(s.kept.size() - 3);
+  ASSERT_TRUE(std::equal(s.kept.begin() + 3, s.kept.end(), tokens.end() - tail));
 
   runtime::Context fresh(model, {.n_ctx = 32, .n_threads = 2, .n_gpu_layers = runtime::kAllLayers});
   const std::span<const float> want = fresh.eval(s.kept);
   ASSERT_EQ(s.logits.size(), want.size());
-  EXPECT_LT(max_diff(s.logits, want), kShiftRelTol * scale(want)) << GetParam().name;
+  EXPECT_LT(max_abs_diff(s.logits, want), kShiftRelTol * logit_magnitude(want)) << GetParam().name;
   std::printf("  %s: dropped %lld, max |diff| %.3g, logit scale %.3g\n", GetParam().name.c_str(),
-              static_cast<long long>(s.dropped), max_diff(s.logits, want), scale(want));
+              static_cast<long long>(s.dropped), max_abs_diff(s.logits, want), logit_magnitude(want));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuShiftFresh, ::testing::ValuesIn(cases()), case_name);
@@ -187,7 +173,7 @@ TEST(GpuShiftFreshSensitivity, UnturnedKeysAreFarOff) {
   const std::vector<float> unturned(old_positions.logits(0).begin(), old_positions.logits(0).end());
   runtime::Context fresh(model, cp);
   const std::span<const float> want = fresh.eval(s.kept);
-  EXPECT_GT(max_diff(unturned, want), 20 * kShiftRelTol * scale(want));
+  EXPECT_GT(max_abs_diff(unturned, want), 20 * kShiftRelTol * logit_magnitude(want));
 }
 
 }  // namespace

@@ -12,16 +12,15 @@
 #include "model/model.h"
 #include "runtime/context.h"
 #include "runtime/offload.h"
+#include "support/logits.h"
 #include "support/test_data.h"
 
 namespace ferrite {
 namespace {
 
-double max_diff(std::span<const float> a, std::span<const float> b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
+using test::logit_magnitude;
+using test::max_abs_diff;
+using test::random_tokens;
 
 std::vector<float> next_logits(runtime::Context& ctx, int seq, int32_t token, int32_t pos) {
   runtime::Batch b;
@@ -49,7 +48,7 @@ TEST_P(GpuKvCopy, CopiedPrefixGoesOnAsIfEvaluated) {
   ASSERT_EQ(ctx.copy_range(0, 1, 0, 40), 40);
   ctx.eval(rest, 1);
   const std::vector<float> got = next_logits(ctx, 1, tokens[3], 60);
-  EXPECT_EQ(max_diff(got, want), 0.0);
+  EXPECT_EQ(max_abs_diff(got, want), 0.0);
 
   // The source shifts; the copy's next logits do not move.
   ctx.remove_range(1, 40, -1);
@@ -57,7 +56,7 @@ TEST_P(GpuKvCopy, CopiedPrefixGoesOnAsIfEvaluated) {
   ctx.remove_range(1, 40, -1);
   ctx.remove_range(0, 0, 10);
   ctx.shift_sequence(0, 10, -1, -10);
-  EXPECT_EQ(max_diff(next_logits(ctx, 1, tokens[41], 40), before), 0.0);
+  EXPECT_EQ(max_abs_diff(next_logits(ctx, 1, tokens[41], 40), before), 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Offload, GpuKvCopy, ::testing::Values(runtime::kAllLayers, 1));

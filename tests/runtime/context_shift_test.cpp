@@ -38,41 +38,26 @@
 #include "model/ref_gemma.h"
 #include "runtime/context.h"
 #include "runtime/sequence.h"
+#include "support/logits.h"
 #include "support/test_data.h"
 #include "support/tiny_llama.h"
 
 namespace ferrite {
 namespace {
 
+using test::logit_magnitude;
+using test::max_abs_diff;
+using test::random_tokens;
+
 namespace fs = std::filesystem;
 
 constexpr double kShiftRelTol = 2e-3;
-
-double max_diff(std::span<const float> a, std::span<const float> b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
-
-double scale(std::span<const float> l) {
-  double m = 0;
-  for (float v : l) m = std::max(m, std::fabs(static_cast<double>(v)));
-  return m;
-}
 
 std::vector<float> eval_at(runtime::Context& ctx, const std::vector<int32_t>& toks, int32_t start) {
   runtime::Batch b;
   for (size_t i = 0; i < toks.size(); ++i) b.add(toks[i], start + static_cast<int32_t>(i), 0, i + 1 == toks.size());
   ctx.decode(b);
   return {ctx.logits(0).begin(), ctx.logits(0).end()};
-}
-
-std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(3, static_cast<int32_t>(std::min<int64_t>(n_vocab, 4000) - 1));
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
 }
 
 // A model file for a case: a shared synth model, or one written here.
@@ -219,8 +204,9 @@ TEST_P(ShiftAnyDepth, SlidingBackKeepsRelativePositions) {
   ref.eval(tokens);
   ref.remove_range(0, 0, kDrop);
   const std::vector<float> want = eval_at(ref, next, 40);
-  EXPECT_LT(max_diff(got, want), kShiftRelTol * scale(want)) << GetParam().name;
-  std::printf("  %s: max |diff| %.3g, logit scale %.3g\n", GetParam().name.c_str(), max_diff(got, want), scale(want));
+  EXPECT_LT(max_abs_diff(got, want), kShiftRelTol * logit_magnitude(want)) << GetParam().name;
+  std::printf("  %s: max |diff| %.3g, logit scale %.3g\n", GetParam().name.c_str(), max_abs_diff(got, want),
+              logit_magnitude(want));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ShiftAnyDepth, ::testing::ValuesIn(deep_cases()), case_name);
@@ -250,8 +236,9 @@ TEST_P(ShiftOneLayer, ShiftedCacheEqualsFreshEvaluationOfTheKeptTokens) {
 
   runtime::Context fresh(model, {.n_ctx = 32, .n_threads = 2});
   const std::span<const float> want = fresh.eval(kept);
-  EXPECT_LT(max_diff(got, want), kShiftRelTol * scale(want)) << GetParam().name;
-  std::printf("  %s: max |diff| %.3g, logit scale %.3g\n", GetParam().name.c_str(), max_diff(got, want), scale(want));
+  EXPECT_LT(max_abs_diff(got, want), kShiftRelTol * logit_magnitude(want)) << GetParam().name;
+  std::printf("  %s: max |diff| %.3g, logit scale %.3g\n", GetParam().name.c_str(), max_abs_diff(got, want),
+              logit_magnitude(want));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ShiftOneLayer, ::testing::ValuesIn(one_layer_cases()), case_name);
@@ -269,7 +256,7 @@ TEST(ShiftSensitivity, UnrotatedKeysAreFarOff) {
   runtime::Context ref(model, {.n_ctx = 128, .n_threads = 2});
   ref.eval(tokens);
   const std::vector<float> want = eval_at(ref, next, 40);
-  EXPECT_GT(max_diff(got, want), 50 * kShiftRelTol * scale(want));
+  EXPECT_GT(max_abs_diff(got, want), 50 * kShiftRelTol * logit_magnitude(want));
 }
 
 // A cache quantized to q8_0 is shifted by dequantizing, turning and
@@ -292,7 +279,7 @@ TEST(ShiftQuantizedCache, Q8ZeroKeysTurnToo) {
   const std::vector<float> want = eval_at(ref, {tokens[3]}, 40);
   // q8_0 keys carry about 2^-8 relative rounding, requantized once more:
   // eight times the f16 bound.
-  EXPECT_LT(max_diff(got, want), 8 * kShiftRelTol * scale(want));
+  EXPECT_LT(max_abs_diff(got, want), 8 * kShiftRelTol * logit_magnitude(want));
 }
 
 }  // namespace

@@ -15,16 +15,15 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/context.h"
+#include "support/logits.h"
 #include "support/test_data.h"
 
 namespace ferrite {
 namespace {
 
-double max_diff(std::span<const float> a, std::span<const float> b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
+using test::logit_magnitude;
+using test::max_abs_diff;
+using test::random_tokens;
 
 class KvCopy : public ::testing::TestWithParam<TensorType> {
  protected:
@@ -66,7 +65,7 @@ TEST_P(KvCopy, CopiedPrefixGoesOnAsIfEvaluated) {
   ASSERT_EQ(got.size(), want.size());
   // The same cells' values in the same order: only the batches differ (40 +
   // 20 tokens against the reference's 40 + 20 too), so the same bits.
-  EXPECT_EQ(max_diff(got, want), 0.0);
+  EXPECT_EQ(max_abs_diff(got, want), 0.0);
 }
 
 TEST_P(KvCopy, CopiesAreIndependentOfTheSource) {
@@ -83,7 +82,7 @@ TEST_P(KvCopy, CopiesAreIndependentOfTheSource) {
   EXPECT_EQ(ctx.cache().max_pos(0), 29);
   EXPECT_EQ(ctx.cache().max_pos(1), 39);
   const std::vector<float> after = next_logits(ctx, 1, tokens_[41], 40);
-  EXPECT_EQ(max_diff(before, after), 0.0);
+  EXPECT_EQ(max_abs_diff(before, after), 0.0);
 }
 
 TEST_P(KvCopy, BadRequestsThrowAndCopyNothing) {
