@@ -1,7 +1,9 @@
 // cpu::tanh_f32 (the soft-cap's tanh, cpu/tanh_f32_impl.h): within 2 ulp of
-// tanh in double everywhere, odd, with the limits of tanh; and on glibc
-// 2.36, the library llama.cpp's goldens came from, equal to its tanhf bit
-// for bit on a sample of every float.
+// tanh in double everywhere, odd, with the limits of tanh; and on x86-64
+// glibc 2.36, the library llama.cpp's goldens came from, equal to its tanhf
+// bit for bit on a sample of every float. (arm64's glibc 2.36 builds the
+// same C with fused multiply-adds: 1,568 of the 44 million sampled floats
+// differ by an ulp under qemu-aarch64, so ARM is not compared.)
 #include <gnu/libc-version.h>
 
 #include <algorithm>
@@ -66,6 +68,9 @@ TEST(TanhF32, SoftcapScalesTanh) {
 }
 
 TEST(TanhF32, EqualsGlibc236Tanhf) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "this architecture's glibc rounds its tanhf's steps otherwise (fused multiply-adds)";
+#endif
   if (std::string(gnu_get_libc_version()) != "2.36") {
     GTEST_SKIP() << "glibc " << gnu_get_libc_version() << ": its tanhf is another algorithm";
   }
