@@ -218,6 +218,10 @@ void Engine::loop() {
 }
 
 void Engine::assign_locked() {
+  auto idle_slots = [this] {
+    return std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.active(); });
+  };
+  auto idle = idle_slots();
   for (auto it = queue_.begin(); it != queue_.end();) {
     std::shared_ptr<Task> task = *it;
     if (task->cancelled()) {
@@ -231,8 +235,8 @@ void Engine::assign_locked() {
       done_cv_.notify_all();
       continue;
     }
-    if (awaits_prefix(*task)) {
-      ++it;  // later requests may go first
+    if (idle <= 0 || awaits_prefix(*task)) {
+      ++it;  // no slot yet (cancelled tasks behind still end), or later requests may go first
       continue;
     }
     // The idle slot whose cache shares the longest prefix with the prompt.
@@ -250,6 +254,7 @@ void Engine::assign_locked() {
     it = queue_.erase(it);
     --n_idle_;
     start(*best, std::move(task));
+    idle = idle_slots();
   }
 }
 
