@@ -121,13 +121,13 @@ class HealthProbe {
   static constexpr int kLimitMs = 1000;
   static constexpr auto kPeriod = std::chrono::milliseconds(20);
 
+  // At least one probe, however soon stop() comes (a scenario shorter than
+  // the thread's start would otherwise see none).
   void run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
+    for (;;) {
       probe();
-      lock.lock();
-      cv_.wait_for(lock, kPeriod, [&] { return stop_; });
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, kPeriod, [&] { return stop_; })) return;
     }
   }
 
