@@ -66,7 +66,12 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
       remove(dst, p0, p1);  // nothing half done
       throw InvalidArgument("copy_cells: layers kept elsewhere and no way to copy them");
     }
-    offloaded(src_cells, dst_cells);
+    try {
+      offloaded(src_cells, dst_cells);
+    } catch (...) {
+      remove(dst, p0, p1);  // nothing half done
+      throw;
+    }
   }
   return n;
 }

@@ -294,8 +294,8 @@ size_t Engine::copy_prefix(Slot& slot, const std::vector<int32_t>& prompt, size_
   if (donor == nullptr) return keep;
   try {
     ctx_.copy_range(donor->id, slot.id, static_cast<int32_t>(keep), static_cast<int32_t>(len));
-  } catch (const InvalidArgument&) {
-    return keep;  // too few free cells: evaluate the prompt instead
+  } catch (const std::exception&) {
+    return keep;  // too few free cells, or the GPU's copy failed (nothing copied): evaluate the prompt instead
   }
   slot.cached.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(len));
   stats_.prefix_copied_tokens += len - keep;
