@@ -218,10 +218,6 @@ void Engine::loop() {
 }
 
 void Engine::assign_locked() {
-  auto idle_slots = [this] {
-    return std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.active(); });
-  };
-  auto idle = idle_slots();
   for (auto it = queue_.begin(); it != queue_.end();) {
     std::shared_ptr<Task> task = *it;
     if (task->cancelled()) {
@@ -235,7 +231,7 @@ void Engine::assign_locked() {
       done_cv_.notify_all();
       continue;
     }
-    if (idle <= 0 || awaits_prefix(*task)) {
+    if (n_idle_ <= 0 || awaits_prefix(*task)) {
       ++it;  // no slot yet (cancelled tasks behind still end), or later requests may go first
       continue;
     }
@@ -254,7 +250,6 @@ void Engine::assign_locked() {
     it = queue_.erase(it);
     --n_idle_;
     start(*best, std::move(task));
-    idle = idle_slots();
   }
 }
 
