@@ -49,7 +49,7 @@ def hub(stories_path, tmp_path, monkeypatch):
     _Hub.files = {"README.md": b"# tiny stories\n", "stories260K.gguf": Path(stories_path).read_bytes()}
     _Hub.requests = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     monkeypatch.setenv("FERRITE_HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     monkeypatch.setenv("FERRITE_CACHE", str(tmp_path / "cache"))
