@@ -113,8 +113,8 @@ class Llama(ChatMixin, TokenLoopMixin):
         self._logits_all = bool(logits_all)
         self._cache: Any = None
         self._live_session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
-                                         embedding=self._embedding, vocab_only=bool(vocab_only),
-                                         n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
+                                              embedding=self._embedding, vocab_only=bool(vocab_only),
+                                              n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)
@@ -222,9 +222,9 @@ class Llama(ChatMixin, TokenLoopMixin):
         self._seed = state.seed
 
     def set_cache(self, cache: Any) -> None:
-        """Accepted for llama-cpp-python's LlamaCache/LlamaRAMCache/LlamaDiskCache;
-        stores nothing: ferrite reuses the context's cached prefix of each
-        prompt by itself."""
+        """Accepted for llama-cpp-python's LlamaCache/LlamaRAMCache/LlamaDiskCache
+        (llama_cpp/llama_cache.py), which hold nothing and are never consulted:
+        ferrite reuses the context's cached prefix of each prompt by itself."""
         self._cache = cache
 
     def close(self) -> None:
