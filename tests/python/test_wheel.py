@@ -38,6 +38,19 @@ def build_dir() -> Path:
     return folder
 
 
+def _check_record(wheel: zipfile.ZipFile, dist_info: str) -> None:
+    """RECORD lists every other file with its SHA-256 (urlsafe base64, no padding) and size."""
+    record = list(csv.reader(io.StringIO(wheel.read(f"{dist_info}/RECORD").decode())))
+    assert sorted(r[0] for r in record) == sorted(wheel.namelist())
+    for name, digest, size in record:
+        if name == f"{dist_info}/RECORD":
+            assert digest == size == ""
+            continue
+        data = wheel.read(name)
+        want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        assert digest == f"sha256={want}" and int(size) == len(data)
+
+
 def _check_wheel(path: Path) -> zipfile.ZipFile:
     wheel = zipfile.ZipFile(path)
     names = wheel.namelist()
@@ -46,16 +59,7 @@ def _check_wheel(path: Path) -> zipfile.ZipFile:
     dist_info = f"ferrite-{ferrite.__version__}.dist-info"
     py = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert path.name.startswith(f"ferrite-{ferrite.__version__}-{py}-{py}-linux_")
-    # RECORD lists every other file with its SHA-256 (urlsafe base64, no padding) and size.
-    record = list(csv.reader(io.StringIO(wheel.read(f"{dist_info}/RECORD").decode())))
-    assert sorted(r[0] for r in record) == sorted(names)
-    for name, digest, size in record:
-        if name == f"{dist_info}/RECORD":
-            assert digest == size == ""
-            continue
-        data = wheel.read(name)
-        want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        assert digest == f"sha256={want}" and int(size) == len(data)
+    _check_record(wheel, dist_info)
     meta = wheel.read(f"{dist_info}/METADATA").decode()
     assert "Metadata-Version: 2.1\n" in meta and "Name: ferrite\n" in meta
     assert f"Version: {ferrite.__version__}\n" in meta
@@ -82,6 +86,12 @@ def test_backend_writes_a_valid_wheel(build_dir, tmp_path, monkeypatch):
     dist_info = ferrite_build.prepare_metadata_for_build_wheel(str(meta_dir))
     wheel = zipfile.ZipFile(tmp_path / name)
     assert (meta_dir / dist_info / "METADATA").read_bytes() == wheel.read(f"{dist_info}/METADATA")
+
+    # The editable wheel: one .pth naming the folder CMake assembles the packages in.
+    (tmp_path / "editable").mkdir()
+    editable = zipfile.ZipFile(tmp_path / "editable" / ferrite_build.build_editable(str(tmp_path / "editable")))
+    _check_record(editable, dist_info)
+    assert editable.read("ferrite_editable.pth").decode() == f"{build_dir / 'python'}\n"
 
 
 def _clean_env() -> dict:
