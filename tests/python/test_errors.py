@@ -47,7 +47,8 @@ def test_bad_constructor_arguments(stories_path):
         Llama(model_path=stories_path, n_batch=0, verbose=False)
     with pytest.raises(TypeError, match="n_ctx"):
         Llama(model_path=stories_path, n_ctx="big", verbose=False)
-    with pytest.raises(TypeError, match="no_such_option"):
+    # As llama-cpp-python, unknown keyword arguments are accepted, but with a warning (test_llama_cpp_api.py).
+    with pytest.warns(UserWarning, match="no_such_option"):
         Llama(model_path=stories_path, no_such_option=1, verbose=False)
     with pytest.raises(ValueError, match="lora_path"):
         Llama(model_path=stories_path, lora_path="x.gguf", verbose=False)

@@ -17,6 +17,8 @@ from ._ferrite import (  # noqa: F401  (re-exported)
     ModelError,
     sampler_parameters,
 )
+from ._closed import LlamaClosedError
+from ._options import IgnoredArgumentWarning
 from .llama import (
     LLAMA_DEFAULT_SEED,
     LLAMA_POOLING_TYPE_CLS,
@@ -49,5 +51,7 @@ __all__ = [
     "IoError",
     "EngineError",
     "ModelNotFoundError",
+    "LlamaClosedError",
+    "IgnoredArgumentWarning",
     "sampler_parameters",
 ]

@@ -32,6 +32,7 @@ class CompletionRequest:
     model: str = ""
     prompt_text: Optional[str] = None  # the prompt as given, when given as text (echo prints it exactly)
     tool_calls: bool = False           # parse tool calls out of the reply at the end
+    ignore_eos: bool = False           # generate past end-of-generation tokens (Llama.generate)
 
 
 def start_generation(req: CompletionRequest) -> Any:
@@ -42,7 +43,8 @@ def start_generation(req: CompletionRequest) -> Any:
         max_tokens = max(req.llama.n_ctx() - len(req.prompt_tokens), 0)
     n_logprobs = -1 if req.logprobs is None else req.logprobs
     return req.llama._session.generate(req.prompt_tokens, req.sampling, max_tokens, req.stop,
-                                       grammar_text(req.grammar), n_logprobs, False, req.tool_calls)
+                                       grammar_text(req.grammar), n_logprobs, req.ignore_eos,
+                                       req.tool_calls)
 
 
 def piece_text(piece: bytes) -> str:

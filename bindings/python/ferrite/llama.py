@@ -12,7 +12,11 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _ferrite
+from ._closed import LlamaClosedError
 from ._completion import CompletionRequest, run_completion, stream_completion
+from ._options import check_options
+from ._pretrained import from_pretrained
+from ._token_loop import TokenLoopMixin
 from .llama_chat import ChatMixin
 
 # llama.cpp's "pick a random seed" value.
@@ -38,7 +42,8 @@ class LlamaState:
 
     load_state() copies the cache back without evaluating anything. A state
     without ``llama_state`` (built by hand) is restored by evaluating
-    ``input_ids``. ``scores`` is None: ferrite keeps no per-token logits.
+    ``input_ids``. ``scores`` is None: Llama.scores recomputes logits from
+    the restored tokens when read.
     """
 
     def __init__(self, input_ids: Sequence[int], scores: Any, n_tokens: int, llama_state: bytes,
@@ -51,23 +56,6 @@ class LlamaState:
         self.seed = seed
 
 
-# Constructor options of llama-cpp-python that do not change results here
-# (memory mapping, GPU placement, batch splitting) are accepted and ignored.
-_IGNORED_OPTIONS = (
-    "split_mode", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ubatch", "n_threads_batch",
-    "offload_kqv", "flash_attn", "numa", "last_n_tokens_size", "logits_all", "rpc_servers", "no_perf",
-    "op_offload", "swa_full", "type_k", "type_v", "spm_infill", "lora_scale",
-    "rope_scaling_type", "yarn_ext_factor", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow",
-    "yarn_orig_ctx", "mul_mat_q", "embd_normalize",
-)
-# Options that would change results and ferrite does not implement: refused
-# when set to anything but their default.
-_UNSUPPORTED_OPTIONS = {
-    "kv_overrides": None, "rope_freq_base": 0.0, "rope_freq_scale": 0.0,
-    "lora_base": None, "lora_path": None, "chat_handler": None, "draft_model": None, "tokenizer": None,
-}
-
-
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
@@ -76,8 +64,12 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return value
 
 
-class Llama(ChatMixin):
-    """A model and its context. Not for use from several threads at once."""
+class Llama(ChatMixin, TokenLoopMixin):
+    """A model and its context. Not for use from several threads at once.
+
+    Keyword arguments of llama-cpp-python that change nothing here (use_mmap,
+    flash_attn, n_threads_batch, ... : _options.py) are accepted; unknown ones
+    are ignored with one IgnoredArgumentWarning per name."""
 
     def __init__(
         self,
@@ -92,19 +84,14 @@ class Llama(ChatMixin):
         pooling_type: int = LLAMA_POOLING_TYPE_UNSPECIFIED,
         vocab_only: bool = False,
         chat_format: Optional[str] = None,
+        logits_all: bool = False,
         verbose: bool = True,
         **kwargs: Any,
     ) -> None:
         self.verbose = verbose
-        self._session = None
-        for key, value in kwargs.items():
-            if key in _IGNORED_OPTIONS:
-                continue
-            if key in _UNSUPPORTED_OPTIONS:
-                if value != _UNSUPPORTED_OPTIONS[key]:
-                    raise ValueError(f"Llama({key}=...) is not supported by ferrite")
-                continue
-            raise TypeError(f"Llama() got an unexpected keyword argument '{key}'")
+        self._live_session = None
+        self._formatter = None
+        check_options("Llama", kwargs)
         if not isinstance(model_path, (str, os.PathLike)):
             raise TypeError(f"model_path must be a path, not {type(model_path).__name__}")
         model_path = os.fspath(model_path)
@@ -123,15 +110,38 @@ class Llama(ChatMixin):
         self.model_path = model_path
         self._seed = LLAMA_DEFAULT_SEED if seed == -1 else seed
         self._embedding = bool(embedding)
-        self._session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
-                                         embedding=self._embedding, vocab_only=bool(vocab_only),
-                                         n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
+        self._logits_all = bool(logits_all)
+        self._cache: Any = None
+        self._live_session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
+                                              embedding=self._embedding, vocab_only=bool(vocab_only),
+                                              n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)
         if verbose and not vocab_only:
             print(f"ferrite: loaded {model_path} ({self._session.arch}, n_ctx={self._session.n_ctx}, "
                   f"threads={self._session.n_threads})", file=sys.stderr)
+
+    @classmethod
+    def from_pretrained(cls, repo_id: str, filename: Optional[str] = None,
+                        additional_files: Optional[List[str]] = None, local_dir: Optional[str] = None,
+                        local_dir_use_symlinks: Any = "auto", cache_dir: Optional[str] = None,
+                        **kwargs: Any) -> "Llama":
+        """A model from the Hugging Face hub (``filename`` may be a glob
+        pattern matching one file; without it, the Q4_K_M file or the only
+        GGUF file), downloaded through ferrite's pull into its cache
+        (FERRITE_CACHE, or ``local_dir``/``cache_dir`` as the cache folder:
+        the file goes to ``<folder>/<owner>/<repo>/<file>``). The other
+        keyword arguments go to Llama()."""
+        return from_pretrained(cls, repo_id, filename, additional_files, local_dir, local_dir_use_symlinks,
+                               cache_dir, **kwargs)
+
+    @property
+    def _session(self) -> Any:
+        session = self._live_session
+        if session is None:
+            raise LlamaClosedError()
+        return session
 
     # -- model facts ---------------------------------------------------------
 
@@ -211,8 +221,17 @@ class Llama(ChatMixin):
             self._session.restore(list(state.input_ids))
         self._seed = state.seed
 
+    def set_cache(self, cache: Any) -> None:
+        """Accepted for llama-cpp-python's LlamaCache/LlamaRAMCache/LlamaDiskCache
+        (llama_cpp/llama_cache.py), which hold nothing and are never consulted:
+        ferrite reuses the context's cached prefix of each prompt by itself."""
+        self._cache = cache
+
     def close(self) -> None:
-        self._session = None
+        """Releases the model; using this Llama afterwards raises LlamaClosedError."""
+        self._live_session = None
+        self._formatter = None
+        self._logits_memo = None
 
     def __enter__(self) -> "Llama":
         return self

@@ -18,7 +18,7 @@ from .llama_grammar import json_schema_gbnf
 CHAT_FORMATS = {
     "llama-2": "llama2", "llama2": "llama2",
     "llama-3": "llama3", "llama3": "llama3",
-    "chatml": "chatml",
+    "chatml": "chatml", "qwen": "chatml", "chatml-function-calling": "chatml",
     "mistral-instruct": "mistral", "mistral": "mistral",
     "gemma": "gemma",
     "zephyr": "zephyr",
@@ -136,6 +136,7 @@ class ChatMixin:
         create_completion()."""
         from .llama import _sampling, _stop_list  # noqa: PLC0415 (circular at import time)
 
+        self._session  # noqa: B018 (raises LlamaClosedError after close(), as every method does)
         if logits_processor is not None:
             raise ValueError("logits_processor is not supported by ferrite")
         legacy_functions = functions is not None and tools is None

@@ -176,6 +176,17 @@ void bind_session(py::module_& m) {
           },
           py::arg("tokens"), "Appends tokens to the cache; returns the logits after the last one.")
       .def(
+          "all_logits",
+          [](Session& s, const std::vector<int32_t>& tokens) {
+            // The cache then holds `tokens`, every position evaluated afresh.
+            Session::Busy busy(s);
+            s.next_epoch();
+            s.prefill(tokens, /*all_logits=*/true);
+            const std::vector<float>& rows = s.prompt_logits();
+            return py::bytes(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float));
+          },
+          py::arg("tokens"), "Makes the cache hold `tokens`; the logits after each, float32 rows [n][n_vocab].")
+      .def(
           "prompt_logprobs",
           [](Session& s, const std::vector<int32_t>& tokens, int n_top) {
             // Entry i (i >= 1): log p(tokens[i] | tokens[:i]) and the best alternatives there.

@@ -19,6 +19,7 @@
 namespace ferrite::python {
 
 void bind_session(pybind11::module_& m);  // bind_session.cpp
+void bind_hub(pybind11::module_& m);      // bind_hub.cpp
 
 namespace {
 namespace py = pybind11;
@@ -48,7 +49,8 @@ void bind_text_tools(py::module_& m) {
       .def(py::init([](Session& s, const std::string& override_name, const std::string& fallback) {
              return std::make_unique<runtime::ChatFormatter>(s.file(), override_name, fallback);
            }),
-           py::arg("session"), py::arg("override") = "", py::arg("fallback") = "llama2")
+           // The formatter reads the session's file: the session lives as long as it.
+           py::arg("session"), py::arg("override") = "", py::arg("fallback") = "llama2", py::keep_alive<1, 2>())
       .def(
           "render",
           [](const runtime::ChatFormatter& f, const std::string& messages_json, const std::string& tools_json,
@@ -70,4 +72,5 @@ PYBIND11_MODULE(_ferrite, m) {
   ferrite::python::register_errors(m);
   ferrite::python::bind_text_tools(m);
   ferrite::python::bind_session(m);
+  ferrite::python::bind_hub(m);
 }
