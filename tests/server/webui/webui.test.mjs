@@ -223,3 +223,66 @@ test('the page asks for the API key of a server that has one', { skip }, async (
     assert.equal(answer.content, want.content);
   }, { allowConsole });
 });
+
+// A stored answer with markup, a script link and code: drawn as text,
+// elements built by the renderer, and highlighted spans; nothing runs.
+test('the page draws markdown without running what it holds', { skip }, async () => {
+  const hostile = [
+    '# Title',
+    'Some **bold**, *italic* and `code`; <img src=x onerror="window.pwned=1"> <script>window.pwned=2</script>',
+    '[click](javascript:window.pwned=3) [site](https://example.com/a)',
+    '',
+    '- one',
+    '- two',
+    '',
+    '```python',
+    'def f(x):  # comment',
+    '    return "<b>" + str(42)',
+    '```',
+  ].join('\n');
+  await withPage('markdown', async (page) => {
+    await openPage(page, plain);
+    await page.evaluate((content) => {
+      const conversation = { id: 'c1', title: 'stored', updated: 1,
+        messages: [{ role: 'user', content: '<i>hi</i>' }, { role: 'assistant', content, state: 'done' }] };
+      localStorage.setItem('ferrite.conversations', JSON.stringify([conversation]));
+      localStorage.setItem('ferrite.current', JSON.stringify('c1'));
+    }, hostile);
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.ready === 'true');
+    const seen = await page.evaluate(() => {
+      const answer = document.querySelector('.message.assistant .content');
+      return {
+        pwned: window.pwned,
+        injected: document.querySelectorAll('#messages img, #messages script, #messages i').length,
+        h1: answer.querySelector('h1')?.textContent,
+        strong: answer.querySelector('strong')?.textContent,
+        em: answer.querySelector('em')?.textContent,
+        items: [...answer.querySelectorAll('ul > li')].map((li) => li.textContent),
+        links: [...answer.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+        keywords: [...answer.querySelectorAll('pre .tok-keyword')].map((n) => n.textContent),
+        strings: [...answer.querySelectorAll('pre .tok-string')].map((n) => n.textContent),
+        comments: [...answer.querySelectorAll('pre .tok-comment')].map((n) => n.textContent),
+        code: answer.querySelector('pre').textContent,
+        text: answer.textContent,
+        user: document.querySelector('.message.user .content').textContent,
+      };
+    });
+    assert.equal(seen.pwned, undefined);
+    assert.equal(seen.injected, 0);
+    assert.equal(seen.h1, 'Title');
+    assert.equal(seen.strong, 'bold');
+    assert.equal(seen.em, 'italic');
+    assert.deepEqual(seen.items, ['one', 'two']);
+    assert.deepEqual(seen.links, ['https://example.com/a']);
+    assert.ok(seen.text.includes('<img src=x onerror="window.pwned=1">'));
+    assert.ok(seen.text.includes('<script>window.pwned=2</script>'));
+    assert.ok(seen.text.includes('click site'));  // a javascript: link keeps its text, not the link
+    assert.deepEqual(seen.keywords, ['def', 'return', 'str']);
+    assert.deepEqual(seen.strings, ['"<b>"']);
+    assert.deepEqual(seen.comments, ['# comment']);
+    assert.equal(seen.code, 'def f(x):  # comment\n    return "<b>" + str(42)');
+    assert.equal(seen.user, '<i>hi</i>');
+  });
+});
+
