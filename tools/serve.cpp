@@ -41,6 +41,7 @@ struct ServeOptions {
   size_t queue = 64;
   bool no_context_shift = false;
   bool no_prefix_cache = false;
+  bool no_webui = false;
   std::string api_key;
   std::string api_key_file;
   std::string log_format = "text";
@@ -68,6 +69,7 @@ int run_serve(const ServeOptions& opt) {
   so.host = opt.host;
   so.port = opt.port;
   so.chat_template = opt.chat_template;
+  so.webui = !opt.no_webui;
   if (opt.log_format == "json") so.log_format = server::LogFormat::Json;
   else if (opt.log_format == "none") so.log_format = server::LogFormat::Off;
   else if (opt.log_format != "text") throw InvalidArgument("--log-format must be text, json or none");
@@ -221,6 +223,7 @@ const CommandRegistrar kServe({"serve", "Serve a model over an OpenAI-compatible
                                  sub.add_option("--cors", so.cors_origins,
                                                 "Let pages from ORIGIN (https://example.com, or * for any) call the API "
                                                 "from a browser (repeatable); others get 403");
+                                 sub.add_flag("--no-webui", opt->no_webui, "Serve no chat page at / (404 there)");
                                  sub.add_flag("--props-paths", so.props_paths, "Show the model's file path in /props");
                                  sub.add_flag("--strict-model", so.strict_model,
                                               "Refuse requests naming another model (default: any name is this model)");

@@ -58,6 +58,20 @@ Completion collect(Task& task) {
   throw_for(none);
 }
 
+json timings_json(const Timings& t) {
+  const int32_t evaluated = t.n_prompt - t.n_cached;
+  json j = {{"prompt_n", evaluated}, {"cache_n", t.n_cached}, {"prompt_ms", t.prompt_ms},
+            {"predicted_n", t.n_generated}, {"predicted_ms", t.generation_ms}};
+  constexpr double kMsPerSecond = 1000.0;
+  if (t.prompt_ms > 0) j["prompt_per_second"] = kMsPerSecond * evaluated / t.prompt_ms;
+  // The first token comes with the prompt's evaluation; the time after it
+  // produced the others.
+  if (t.generation_ms > 0 && t.n_generated > 1) {
+    j["predicted_per_second"] = kMsPerSecond * (t.n_generated - 1) / t.generation_ms;
+  }
+  return j;
+}
+
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},

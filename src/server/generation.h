@@ -42,6 +42,11 @@ Completion collect(Task& task);
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}
 nlohmann::ordered_json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
+// llama-server's "timings": {"prompt_n" (evaluated), "cache_n", "prompt_ms", "predicted_n", "predicted_ms",
+// "prompt_per_second" (evaluated / prompt time) and "predicted_per_second" (the tokens after the first over
+// the time since the first) when those are defined}.
+nlohmann::ordered_json timings_json(const Timings& t);
+
 // Chat-style logprobs entries: [{"token", "logprob", "bytes", "top_logprobs": [...]}].
 nlohmann::ordered_json chat_logprobs(const std::vector<TokenInfo>& tokens, const tokenizer::Tokenizer& tok);
 // Completions-style logprobs: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.

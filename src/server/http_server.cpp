@@ -84,6 +84,7 @@ class HttpApp : public http::Application {
     add_info_routes(routes_, st_);
     add_embedding_routes(routes_, st_);
     add_slot_routes(routes_, st_);
+    add_webui_routes(routes_, st_);
   }
 
   ServerState& state() { return st_; }
@@ -125,7 +126,7 @@ class HttpApp : public http::Application {
       return refuse(res, kStatusNotFound, "invalid_request_error", "no route for " + head.method + " " + head.path, "");
     }
     std::string key;
-    if (!st_.opt.api_keys.empty() && head.path != "/health") {
+    if (!st_.opt.api_keys.empty() && head.path != "/health" && !route->is_public) {
       const std::string* k = matching_key(presented_key(head), st_.opt.api_keys);
       if (!k) {
         ++st_.counters.unauthorized;

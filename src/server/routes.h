@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/api_error.h"
@@ -22,10 +23,11 @@ using Handler = std::function<void(const Request&, Response&)>;
 
 struct Route {
   std::string method;
-  std::string path;          // exact, or a prefix when it ends with '/'
+  std::string path;          // exact, or a prefix when it ends with '/' ("/" alone is exact)
   Handler handler;
   bool json_body = false;    // POST with a JSON object body (Content-Type application/json)
   bool runs_inline = false;  // cheap and non-blocking: answered on the I/O thread
+  bool is_public = false;    // served without the API key (the web UI's files)
 };
 
 class Routes {
@@ -59,6 +61,11 @@ void add_native_routes(Routes& routes, ServerState& st);      // routes_native.c
 void add_info_routes(Routes& routes, ServerState& st);        // routes_info.cpp
 void add_embedding_routes(Routes& routes, ServerState& st);   // routes_embeddings.cpp
 void add_slot_routes(Routes& routes, ServerState& st);        // routes_slots.cpp
+void add_webui_routes(Routes& routes, ServerState& st);       // routes_webui.cpp (unless --no-webui)
+
+// Whether an If-None-Match header names `etag` (quoted; a weak W/ tag or *
+// matches too).
+bool etag_matches(std::string_view if_none_match, std::string_view etag);
 
 // The tokens of a prompt given as text (BOS as the model wants, special
 // tokens parsed) or as ids (checked against the vocabulary).

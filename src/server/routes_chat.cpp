@@ -123,7 +123,10 @@ bool stream_all(ServerState& st, const ChatRequest& c, const std::vector<std::sh
         if (!parsed.calls.empty()) finish = "tool_calls";
         if (!sse_send(sink, chunk(st, c, i, delta, nullptr))) return false;
       }
-      if (!sse_send(sink, chunk(st, c, i, Json::object(), finish.c_str()))) return false;
+      // The last chunk of a choice carries its timings, as llama-server's does.
+      Json last = chunk(st, c, i, Json::object(), finish.c_str());
+      last["timings"] = timings_json(ev.timings);
+      if (!sse_send(sink, last)) return false;
       completion += ev.timings.n_generated;
       prompt = ev.timings.n_prompt;
       cached = std::max<int64_t>(cached, ev.timings.n_cached);

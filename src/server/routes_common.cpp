@@ -20,7 +20,7 @@ ServerState::ServerState(Engine& e, ServerOptions o)
 const Route* Routes::find(const std::string& method, const std::string& path, bool* path_known) const {
   if (path_known) *path_known = false;
   for (const Route& r : routes_) {
-    const bool prefix = !r.path.empty() && r.path.back() == '/';
+    const bool prefix = r.path.size() > 1 && r.path.back() == '/';  // "/" itself is exact
     const bool match = prefix ? path.size() > r.path.size() && path.compare(0, r.path.size(), r.path) == 0
                               : path == r.path;
     if (!match) continue;

@@ -9,11 +9,6 @@
 namespace ferrite::server {
 namespace {
 
-Json timings_json(const Timings& t) {
-  return {{"prompt_n", t.n_prompt - t.n_cached}, {"cache_n", t.n_cached}, {"prompt_ms", t.prompt_ms},
-          {"predicted_n", t.n_generated}, {"predicted_ms", t.generation_ms}};
-}
-
 Json final_json(const ServerState& st, const std::string& content, const Event& ev) {
   const char* stop_type = ev.finish == FinishReason::Length ? "limit" : (ev.stop_word.empty() ? "eos" : "word");
   return {{"content", content},           {"stop", true},

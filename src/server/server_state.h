@@ -57,6 +57,7 @@ struct ServerOptions {
   // listens on loopback (DNS rebinding).
   std::vector<std::string> cors_origins;
   bool props_paths = false;               // /props shows the model's file path
+  bool webui = true;                      // the chat page at / (routes_webui.cpp)
   bool strict_model = false;              // a request naming another model gets 404
   bool embeddings = false;                // /v1/embeddings for decoder models too
   double rate_limit_per_minute = 0.0;     // per API key (or client address); 0: none

@@ -51,7 +51,9 @@ std::string serialize_head(const Response& res, long long length, bool close, in
                   status_text(res.status) + "\r\n";
   for (const auto& [k, v] : res.headers) h += k + ": " + v + "\r\n";
   if (!res.content_type.empty()) h += "Content-Type: " + res.content_type + "\r\n";
-  if (length >= 0) {
+  if (res.status == 204 || res.status == 304) {
+    // no body, and no length for one (RFC 9110 8.6)
+  } else if (length >= 0) {
     h += "Content-Length: " + std::to_string(length) + "\r\n";
   } else if (version != 10) {
     h += "Transfer-Encoding: chunked\r\n";

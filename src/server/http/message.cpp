@@ -108,6 +108,7 @@ const char* status_text(int status) {
     case 100: return "Continue";
     case 200: return "OK";
     case 204: return "No Content";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
