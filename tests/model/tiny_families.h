@@ -214,7 +214,6 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
     s.layer_norm = true;
     s.embd_offset = quirk ? 0.0f : 0.75f;
     s.norm_weights = false;
-    s.output = false;
   } else if (family == "nemotron") {
     // Quirk: the squared-ReLU feed-forward (off: the same weights plus gates as stablelm, SwiGLU).
     s.layer_norm = true;
