@@ -83,6 +83,7 @@ enum class FfnKind {
   SwiGlu,       // down(silu(gate h) * up h), or down(silu(up h)) without gate
   GeluF16,      // down(gelu(gate h) * up h), or down(gelu(up h)); GELU through llama.cpp's f16 table; biases
   FusedSwiGlu,  // up holds gate | up side by side [n_embd, 2 n_ff] (phi3): down(silu(first) * second)
+  ReluSqr,      // down(relu(up h)^2), no gate; biases (nemotron)
 };
 
 struct FfnSpec {
@@ -110,6 +111,7 @@ class Ops {
   virtual void scale(Act x, float c) = 0;
   virtual void softcap(Act x, float cap) = 0;
   // out = norm(x) * n.w (+ n.b); Rms with ModelDims::norm_rms_eps, Layer with norm_eps.
+  // Without n.w (olmo's non-parametric LayerNorm): norm(x) (+ n.b).
   // feeds: the weight of the product that reads out next (a backend may write
   // its input form in the same pass), or null. x and out may be the same.
   virtual void norm(NormKind kind, Act x, const Norm& n, Act out, const Weight* feeds = nullptr) = 0;

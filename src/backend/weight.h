@@ -36,7 +36,8 @@ struct AttentionWeights {
   Weight wq, wk, wv;        // separate projections, or
   Weight wqkv;              // one fused [n_embd, n_q + 2 n_kv]
   Weight bq, bk, bv, bqkv;  // biases (optional)
-  Weight q_norm, k_norm;    // per-head RMSNorm weights [head_dim] (optional)
+  Weight q_norm, k_norm;    // RMSNorm weights (optional): [head_dim] per head, or
+                            // [n_q] / [n_kv] over the whole projection (olmo2, olmoe)
   Weight wo, bo;
 };
 

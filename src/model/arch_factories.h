@@ -23,7 +23,22 @@
   X("starcoder2", make_starcoder2) \
   X("falcon", make_falcon)       \
   X("bert", make_bert)           \
-  X("granite", make_granite)
+  X("granite", make_granite)     \
+  X("granitemoe", make_granitemoe) \
+  X("minicpm", make_minicpm)     \
+  X("olmo2", make_olmo2)         \
+  X("olmoe", make_olmoe)         \
+  X("command-r", make_command_r) \
+  X("cohere2", make_cohere2)     \
+  X("exaone", make_exaone)       \
+  X("internlm2", make_internlm2) \
+  X("xverse", make_xverse)       \
+  X("orion", make_orion)         \
+  X("baichuan", make_baichuan)   \
+  X("stablelm", make_stablelm)   \
+  X("olmo", make_olmo)           \
+  X("nemotron", make_nemotron)   \
+  X("plamo", make_plamo)
 
 namespace ferrite::model {
 

@@ -1,14 +1,16 @@
-// granite (IBM Granite 3.x dense): the Llama decoder (adjacent-pair RoPE,
-// GQA, SwiGLU, optional Q/K/V/O biases, tied output when the file has no
-// output.weight) with four multipliers from the file:
+// granite (IBM Granite 3.x dense), granitemoe (Granite 3.x MoE) and minicpm
+// (MiniCPM 1/2, which llama.cpp runs as the same graph): the Llama decoder
+// (adjacent-pair RoPE, GQA, SwiGLU or softmax-routed experts with
+// renormalised top-k weights, optional Q/K/V/O biases, tied output when the
+// file has no output.weight) with four multipliers from the file:
 //   x = embed(tokens) * embedding_scale
 //   per layer: x += residual_scale * attn(rms_norm(x))    (scores scaled by attention.scale)
-//              x += residual_scale * ffn(rms_norm(x))
+//              x += residual_scale * ffn(rms_norm(x))     (ffn: dense or experts)
 //   logits = output(rms_norm(x)) / logit_scale
-// (absent keys: 1, 1/sqrt(head_dim), 1 and 1).
-#include <cmath>
+// (absent or 0: 1, 1/sqrt(head_dim), 1 and 1, as llama.cpp).
 #include <vector>
 
+#include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
 #include "model/blocks.h"
@@ -23,11 +25,14 @@ class Granite : public Architecture {
     const gguf::Metadata md(file);
     const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
     hp.rope.neox = false;
-    embd_scale_ = md.opt_float(md.arch_key("embedding_scale")).value_or(1.0f);
-    residual_scale_ = md.opt_float(md.arch_key("residual_scale")).value_or(1.0f);
+    auto multiplier = [&](const char* key) {
+      const float v = md.opt_float(md.arch_key(key)).value_or(0.0f);
+      return v == 0.0f ? 1.0f : v;
+    };
+    embd_scale_ = multiplier("embedding_scale");
+    residual_scale_ = multiplier("residual_scale");
     attn_scale_ = md.opt_float(md.arch_key("attention.scale")).value_or(0.0f);
-    logit_scale_ = md.opt_float(md.arch_key("logit_scale")).value_or(1.0f);
-    if (logit_scale_ == 0.0f) throw ModelError(file.path() + ": granite logit_scale must not be 0");
+    logit_scale_ = multiplier("logit_scale");
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
     output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
@@ -48,10 +53,20 @@ class Granite : public Architecture {
       L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
       L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      if (file.find_tensor(name("ffn_gate_inp.weight")) != nullptr) {
+        if (hp.n_expert == 0) throw ModelError(file.path() + ": expert tensors present but expert_count missing");
+        const int64_t n_ff = file.tensor(name("ffn_up_exps.weight")).ne[1];
+        L.moe.gate_inp = b.require(name("ffn_gate_inp.weight"), {n_embd, hp.n_expert});
+        L.moe.gate_exps = b.require(name("ffn_gate_exps.weight"), {n_embd, n_ff, hp.n_expert});
+        L.moe.up_exps = b.require(name("ffn_up_exps.weight"), {n_embd, n_ff, hp.n_expert});
+        L.moe.down_exps = b.require(name("ffn_down_exps.weight"), {n_ff, n_embd, hp.n_expert});
+        L.moe.norm_weights = true;
+      } else {
+        const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
+        L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
+        L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
+        L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      }
     }
     hp_ = hp;
   }
@@ -76,26 +91,25 @@ class Granite : public Architecture {
       o.scale(y, residual_scale_);
       o.add(x, y);
 
-      o.norm(NormKind::Rms, x, L.ffn_norm, h, ffn_input(L.ffn));
-      o.feed_forward({&L.ffn, FfnKind::SwiGlu}, h, y);
+      if (L.moe.gate_inp) {
+        o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.moe.gate_exps);
+        o.moe(L.moe, h, y);
+      } else {
+        o.norm(NormKind::Rms, x, L.ffn_norm, h, ffn_input(L.ffn));
+        o.feed_forward({&L.ffn, FfnKind::SwiGlu}, h, y);
+      }
       o.scale(y, residual_scale_);
       o.add(x, y);
     }
-    if (s.batch.n_out == 0) return;
-    backend::Ops& o = s.ops();
-    const Act rows = o.buffer(Buf::Rows, s.batch.n_out, n_embd);
-    o.gather_rows(x, rows);
-    o.norm(NormKind::Rms, rows, output_norm_, rows, &output_);
-    const Act out = o.output(Buf::Logits, logits, s.batch.n_out, hp_.n_vocab);
-    o.linear(output_, Tensor{}, rows, out);
-    o.scale(out, 1.0f / logit_scale_);
+    output_head(s, hp_, NormKind::Rms, output_norm_, output_, Tensor{}, x, logits, nullptr, 1.0f / logit_scale_);
   }
 
  private:
   struct Layer {
     Norm attn_norm, ffn_norm;
     AttentionWeights attn;
-    FfnWeights ffn;
+    FfnWeights ffn;  // dense layers
+    MoeWeights moe;  // expert layers (moe.gate_inp set)
   };
 
   HParams hp_;
@@ -108,6 +122,14 @@ class Granite : public Architecture {
 }  // namespace
 
 std::unique_ptr<Architecture> make_granite(const gguf::File& file, HParams& hp) {
+  return std::make_unique<Granite>(file, hp);
+}
+
+std::unique_ptr<Architecture> make_granitemoe(const gguf::File& file, HParams& hp) {
+  return std::make_unique<Granite>(file, hp);
+}
+
+std::unique_ptr<Architecture> make_minicpm(const gguf::File& file, HParams& hp) {
   return std::make_unique<Granite>(file, hp);
 }
 

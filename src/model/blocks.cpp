@@ -10,6 +10,12 @@ Norm bind_norm(const WeightBinder& b, const std::string& name, int64_t n) {
   return Norm{b.require_vec(name + ".weight", n), b.optional_vec(name + ".bias", n)};
 }
 
+Tensor bind_qk_norm(const WeightBinder& b, const std::string& name, int64_t head_dim, int64_t whole, bool whole_ok) {
+  const gguf::TensorInfo* t = b.file().find_tensor(name);
+  const bool is_whole = whole_ok && t != nullptr && t->ne[0] == whole;
+  return b.optional_vec(name, is_whole ? whole : head_dim);
+}
+
 Tensor bind_token_embd(const WeightBinder& b, HParams& hp) {
   const gguf::TensorInfo* embd = b.file().find_tensor("token_embd.weight");
   if (embd == nullptr) throw ModelError(b.file().path() + ": required tensor token_embd.weight is missing");
@@ -46,7 +52,7 @@ void add_position_embeddings(Step& s, const Tensor& pos_embd, Act x) {
 }
 
 void output_head(Step& s, const HParams& hp, NormKind kind, const Norm& norm, const Tensor& output,
-                 const Tensor& output_b, Act x, float* logits, float* hidden) {
+                 const Tensor& output_b, Act x, float* logits, float* hidden, float logit_scale) {
   const int64_t n_out = s.batch.n_out;
   if (n_out == 0) return;
   backend::Ops& o = s.ops();
@@ -57,6 +63,7 @@ void output_head(Step& s, const HParams& hp, NormKind kind, const Norm& norm, co
   if (logits == nullptr) return;
   const Act out = o.output(Buf::Logits, logits, n_out, hp.n_vocab);
   o.linear(output, output_b, rows, out);  // [n_out, n_vocab]
+  if (logit_scale != 1.0f) o.scale(out, logit_scale);
   if (hp.final_softcap > 0.0f) o.softcap(out, hp.final_softcap);
 }
 

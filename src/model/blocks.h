@@ -29,6 +29,10 @@ using backend::NormKind;
 // Binds "<name>.weight" (required) and "<name>.bias" (optional) of length n.
 Norm bind_norm(const WeightBinder& b, const std::string& name, int64_t n);
 
+// An optional q or k norm weight: [head_dim] (per head), or [whole] (over
+// the whole projection, olmo2/olmoe) when whole_ok. Absent: a null Tensor.
+Tensor bind_qk_norm(const WeightBinder& b, const std::string& name, int64_t head_dim, int64_t whole, bool whole_ok);
+
 // token_embd.weight, setting hp.n_vocab from its rows.
 Tensor bind_token_embd(const WeightBinder& b, HParams& hp);
 
@@ -49,8 +53,9 @@ void add_position_embeddings(Step& s, const Tensor& pos_embd, Act x);
 // The output head: gathers the batch's output rows of x, normalises them,
 // projects to logits [n_out, n_vocab] (+ bias; host memory) and soft-caps them
 // when hp.final_softcap > 0. hidden (host, may be null): the normalised rows
-// [n_out, n_embd]; logits may be null when hidden is not.
+// [n_out, n_embd]; logits may be null when hidden is not. logit_scale: a
+// factor on the logits (command-r's, granite's 1 / logits_scaling).
 void output_head(Step& s, const HParams& hp, NormKind kind, const Norm& norm, const Tensor& output,
-                 const Tensor& output_b, Act x, float* logits, float* hidden = nullptr);
+                 const Tensor& output_b, Act x, float* logits, float* hidden = nullptr, float logit_scale = 1.0f);
 
 }  // namespace ferrite::model

@@ -19,7 +19,10 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
   hp.n_vocab = embd->ne[1];
   hp.rope.neox = opt.neox_rope;
   tok_embd_ = b.require("token_embd.weight", {n_embd, hp.n_vocab});
-  output_norm_ = b.require_vec("output_norm.weight", n_embd);
+  norm_ = opt.layer_norm ? NormKind::Layer : NormKind::Rms;
+  ffn_ = opt.ffn_relu_sqr ? FfnKind::ReluSqr : FfnKind::SwiGlu;
+  if (opt.norm_weights) output_norm_ = b.require_vec("output_norm.weight", n_embd);
+  if (opt.layer_norm) output_norm_b_ = b.optional_vec("output_norm.bias", n_embd);
   output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
   if (!output_) output_ = tok_embd_;  // tied embeddings
   rope_freqs_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
@@ -34,18 +37,20 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     Layer& L = layers_[static_cast<size_t>(il)];
     auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
-    L.attn_norm = b.require_vec(name("attn_norm.weight"), n_embd);
+    if (opt.norm_weights) L.attn_norm = b.require_vec(name("attn_norm.weight"), n_embd);
+    if (opt.layer_norm) L.attn_norm_b = b.optional_vec(name("attn_norm.bias"), n_embd);
     L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
     L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
     L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
     L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
     L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
     L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-    L.attn.q_norm = b.optional_vec(name("attn_q_norm.weight"), hd);
-    L.attn.k_norm = b.optional_vec(name("attn_k_norm.weight"), hd);
+    L.attn.q_norm = bind_qk_norm(b, name("attn_q_norm.weight"), hd, n_q, opt.qk_norm_whole);
+    L.attn.k_norm = bind_qk_norm(b, name("attn_k_norm.weight"), hd, n_kv, opt.qk_norm_whole);
     L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
     L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
-    L.ffn_norm = b.require_vec(name("ffn_norm.weight"), n_embd);
+    if (opt.norm_weights) L.ffn_norm = b.require_vec(name("ffn_norm.weight"), n_embd);
+    if (opt.layer_norm) L.ffn_norm_b = b.optional_vec(name("ffn_norm.bias"), n_embd);
 
     if (file.find_tensor(name("ffn_gate_inp.weight")) != nullptr) {
       if (hp.n_expert == 0) throw ModelError(file.path() + ": expert tensors present but expert_count missing");
@@ -66,9 +71,13 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
     } else {
       const gguf::TensorInfo& up = file.tensor(name("ffn_up.weight"));
       const int64_t n_ff = up.ne[1];
-      L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
+      if (!opt.ffn_relu_sqr) L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
       L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
       L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      if (opt.ffn_relu_sqr) {
+        L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
+        L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
+      }
     }
   }
   hp_ = hp;
@@ -95,18 +104,18 @@ void Decoder::forward_hidden(Step& s, float* logits, float* hidden) const {
     backend::Ops& o = s.ops();
     const Layer& L = layers_[static_cast<size_t>(il)];
     const Act h = o.buffer(Buf::H, n, n_embd);
-    o.norm(NormKind::Rms, x, Norm{L.attn_norm, {}}, h, qkv_input(L.attn));
+    o.norm(norm_, x, Norm{L.attn_norm, L.attn_norm_b}, h, qkv_input(L.attn));
     o.attention(attention_spec(hp_, il, L.attn, rope), h, x, /*accumulate=*/true);
 
     if (L.moe.gate_inp) {
-      o.norm(NormKind::Rms, x, Norm{L.ffn_norm, {}}, h, &L.moe.gate_exps);
+      o.norm(norm_, x, Norm{L.ffn_norm, L.ffn_norm_b}, h, &L.moe.gate_exps);
       o.moe(L.moe, h, x, true);
     } else {
-      o.norm(NormKind::Rms, x, Norm{L.ffn_norm, {}}, h, ffn_input(L.ffn));
-      o.feed_forward({&L.ffn, FfnKind::SwiGlu}, h, x, true);
+      o.norm(norm_, x, Norm{L.ffn_norm, L.ffn_norm_b}, h, ffn_input(L.ffn));
+      o.feed_forward({&L.ffn, ffn_}, h, x, true);
     }
   }
-  output_head(s, hp_, NormKind::Rms, Norm{output_norm_, {}}, output_, Tensor{}, x, logits, hidden);
+  output_head(s, hp_, norm_, Norm{output_norm_, output_norm_b_}, output_, Tensor{}, x, logits, hidden);
 }
 
 }  // namespace ferrite::model

@@ -1,5 +1,6 @@
 // The pre-norm decoder most families share (Llama, Mistral, Mixtral, Qwen2,
-// Qwen2-MoE, Qwen3, Qwen3-MoE):
+// Qwen2-MoE, Qwen3, Qwen3-MoE, EXAONE, InternLM2, OLMoE, XVERSE, Baichuan 7B,
+// Orion, StableLM, OLMo, Nemotron):
 //   x = embed(tokens)
 //   per layer: x += attn(rms_norm(x)); x += ffn_or_moe(rms_norm(x))
 //   logits = output(rms_norm(x))
@@ -20,6 +21,12 @@ namespace ferrite::model {
 struct DecoderOptions {
   bool neox_rope = false;       // NeoX pairing (Qwen) instead of adjacent pairs (Llama)
   bool moe_norm_weights = true; // Mixtral/Qwen3-MoE renormalise top-k probabilities; Qwen2-MoE does not
+  bool qk_norm_whole = false;   // attn_q_norm/attn_k_norm may span the whole projection [n_q]/[n_kv]
+                                // (OLMoE) instead of one head [head_dim] (Qwen3)
+  bool layer_norm = false;      // LayerNorm with biases (attn_norm, ffn_norm, output_norm .bias) instead
+                                // of RMSNorm (Orion)
+  bool norm_weights = true;     // false: the norms have no weights (OLMo's non-parametric LayerNorm)
+  bool ffn_relu_sqr = false;    // feed-forward down(relu(up h + b)^2) + b without gate (Nemotron)
 };
 
 class Decoder : public Architecture {
@@ -33,19 +40,24 @@ class Decoder : public Architecture {
   bool has_hidden_states() const override { return true; }
   void forward_hidden(Step& s, float* logits, float* hidden) const override;
 
-  const backend::DecoderDesc* decoder_desc() const override { return &desc_; }
+  // (RMSNorm and SwiGLU decoders only: DecoderDesc has no norm or feed-forward kind.)
+  const backend::DecoderDesc* decoder_desc() const override {
+    return norm_ == NormKind::Rms && ffn_ == FfnKind::SwiGlu ? &desc_ : nullptr;
+  }
 
  private:
   struct Layer {
-    Tensor attn_norm;
+    Tensor attn_norm, attn_norm_b;
     AttentionWeights attn;
-    Tensor ffn_norm;
+    Tensor ffn_norm, ffn_norm_b;
     FfnWeights ffn;       // dense layers
     MoeWeights moe;       // expert layers (moe.gate_inp set)
   };
 
   HParams hp_;
-  Tensor tok_embd_, output_norm_, output_, rope_freqs_;
+  NormKind norm_ = NormKind::Rms;
+  FfnKind ffn_ = FfnKind::SwiGlu;
+  Tensor tok_embd_, output_norm_, output_norm_b_, output_, rope_freqs_;
   std::vector<Layer> layers_;
   backend::DecoderDesc desc_;  // pointers into the members above
 };

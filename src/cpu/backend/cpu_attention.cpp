@@ -101,9 +101,10 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
     product(w.wv, w.bv, h, n, v);
   }
 
-  // 2. Per-head norms, then rotary embedding.
-  if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * dims_.n_head, hd, q);
-  if (w.k_norm) rms_norm(k, w.k_norm.f32(), dims_.norm_rms_eps, n * dims_.n_head_kv, hd, k);
+  // 2. Q/K norms (per head, or over the whole projection: the weight's
+  // length says which), then rotary embedding.
+  if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q);
+  if (w.k_norm) rms_norm(k, w.k_norm.f32(), dims_.norm_rms_eps, n * n_kv / w.k_norm.cols(), w.k_norm.cols(), k);
   if (spec.rope != backend::kNoRope) {
     const size_t r = static_cast<size_t>(spec.rope);
     const backend::RopeConfig& rc = ropes_[r];

@@ -106,13 +106,14 @@ void CpuBackend::softcap(backend::Act x, float cap) {
 void CpuBackend::norm(backend::NormKind kind, backend::Act x, const backend::Norm& n, backend::Act out,
                       const backend::Weight* /*feeds*/) {
   const int64_t cols = x.cols;
+  const float* w = n.w ? n.w.f32() : nullptr;  // absent: non-parametric (olmo)
   if (kind == backend::NormKind::Rms) {
-    rms_norm(x.data, n.w.f32(), dims_.norm_rms_eps, x.rows, cols, out.data);
+    rms_norm(x.data, w, dims_.norm_rms_eps, x.rows, cols, out.data);
     if (n.b) {
       for (int64_t r = 0; r < x.rows; ++r) add_rows(out.data + r * cols, n.b.f32(), cols);
     }
   } else {
-    layer_norm(x.data, n.w.f32(), n.b ? n.b.f32() : nullptr, dims_.norm_eps, x.rows, cols, out.data);
+    layer_norm(x.data, w, n.b ? n.b.f32() : nullptr, dims_.norm_eps, x.rows, cols, out.data);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/kernels/check.h"
+#include "cuda/kernels/relu_sqr.h"
 
 namespace ferrite::cuda {
 namespace {
@@ -145,7 +146,7 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   if (!kernels()) return;
   const backend::AttentionWeights& w = *spec.w;
   const int64_t n = batch_->n_tokens;
-  const int64_t n_q = dims_.n_embd_q(), n_ekv = dims_.n_embd_kv(), hd = dims_.head_dim;
+  const int64_t n_q = dims_.n_embd_q(), n_ekv = dims_.n_embd_kv();
   // [n, n_q], [n, n_ekv], [n, n_ekv] one after another: for one token, the
   // output row of a stacked product.
   float* q = scratch(kQkv, n * (n_q + 2 * n_ekv));
@@ -161,8 +162,9 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   // 1. Projections, per-head norms, RoPE, keys and values into the cache.
   const bool done = project_qkv(w, r, h, q, k, v, kc, vc);
   const float eps = dims_.norm_rms_eps;
-  if (w.q_norm) rms_norm(q, weights_.vec(w.q_norm), eps, n * dims_.n_head, hd, q, stream_);
-  if (w.k_norm) rms_norm(k, weights_.vec(w.k_norm), eps, n * dims_.n_head_kv, hd, k, stream_);
+  // Per head, or over the whole projection (olmo2): the weight's length says which.
+  if (w.q_norm) rms_norm(q, weights_.vec(w.q_norm), eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q, stream_);
+  if (w.k_norm) rms_norm(k, weights_.vec(w.k_norm), eps, n * n_ekv / w.k_norm.cols(), w.k_norm.cols(), k, stream_);
   if (!done) rope_and_store(r, n, q, k, v, kc, vc);
 
   // 2. Attention over the cache; the decode kernel writes the Q8_0 blocks
@@ -214,7 +216,9 @@ void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float*
       lin.run(up, a, upv, false, up_b);
     }
     act_ffn_.set(upv, n, n_ff);
-    if (spec.kind == backend::FfnKind::GeluF16) {
+    if (spec.kind == backend::FfnKind::ReluSqr) {
+      relu_sqr(upv, n * n_ff, stream_);
+    } else if (spec.kind == backend::FfnKind::GeluF16) {
       geglu_f16(gated ? gate : upv, gated ? upv : nullptr, n * n_ff, upv, stream_);
     } else if (!gated) {
       silu(upv, n, n_ff, stream_);

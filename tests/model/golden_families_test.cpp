@@ -1,0 +1,143 @@
+// The families of issue 27 without a model in the shared data (olmo2,
+// command-r, cohere2, exaone, internlm2, minicpm, granitemoe, olmoe, xverse,
+// orion, baichuan, stablelm, olmo; tiny_families()) against
+// llama.cpp c392e50 on tiny random F32 models (tiny_families.h): the test
+// writes the same file llama.cpp evaluated and compares every position's
+// top-20 logits and log-sum-exp with tests/model/golden/<family>.p<N>.json
+// (golden_dump's numbers), the prompt in one pass and in passes of 7 tokens.
+// Tolerance as GoldenArchs: 1e-3 absolute (F32 weights; both engines round q,
+// the attention probabilities and the KV cache to f16); 3e-3 for the 32
+// layers of baichuan (kDeepTolerance).
+// Each family's distinctive feature is shown to matter: the same weights
+// with it neutralised (tiny_families.h, quirk = false) miss the golden
+// (olmo: embeddings shifted by a constant still meet it, as only its
+// mean-free LayerNorms allow).
+//
+// Regenerating the goldens (llama.cpp built outside the repository):
+//   build/tests/test_model --gtest_also_run_disabled_tests
+//       --gtest_filter='TinyFamilies.DISABLED_Write' with FERRITE_TINY_OUT=DIR
+//   golden_dump -m DIR/tiny-<family>.gguf -i <the prompt's ids> --no-bos > <family>.p<N>.json
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "golden.h"
+#include "model/model.h"
+#include "model/tiny_families.h"
+#include "single_sequence.h"
+
+namespace ferrite {
+namespace {
+
+constexpr double kAbsTolerance = 1e-3;
+// baichuan's 32 layers (llama.cpp c392e50 runs it only with 32 or 40): its
+// position 0 agrees to 1e-6 and every later one is off by 4e-4 to 1.1e-3,
+// the mark of one f16 rounding flip of an early cached key or value carried
+// through the layers above (the two-layer models: 1e-6 where no flip
+// happens, up to 2.5e-4 where one does); a wrong definition misses by 2.
+constexpr double kDeepTolerance = 3e-3;
+constexpr int64_t kDeep = 8;  // layers from which kDeepTolerance applies
+// A neutralised quirk must move some logit by this much at least.
+constexpr double kQuirkSeen = 50 * kAbsTolerance;
+
+std::filesystem::path golden_path(const std::string& family, int prompt) {
+  return std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/model/golden" /
+         (family + ".p" + std::to_string(prompt) + ".json");
+}
+
+// Largest error over the positions of one evaluation against the golden.
+double worst_error(const model::Model& m, const test::Golden& g, int64_t n_batch) {
+  test::SingleSequence seq(m, 64, 2);
+  const std::vector<float> logits = seq.eval(g.tokens, n_batch);
+  const size_t nv = static_cast<size_t>(m.hparams().n_vocab);
+  EXPECT_EQ(g.positions.size(), g.tokens.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(g.positions.size(), g.tokens.size()); ++i) {
+    worst = std::max(worst, test::max_logit_error(std::span<const float>(logits.data() + i * nv, nv), g.positions[i]));
+  }
+  return worst;
+}
+
+struct Case {
+  std::string family;
+  int prompt;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.family << " p" << c.prompt; }
+
+class GoldenFamilies : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GoldenFamilies, TopLogitsAndLogSumExp) {
+  const Case& c = GetParam();
+  const test::Golden g = test::load_golden(golden_path(c.family, c.prompt));
+  ASSERT_EQ(g.tokens, test::tiny_family_prompt(c.prompt)) << "the golden was made for other tokens";
+  const auto tiny = test::make_tiny_family(c.family);
+  auto m = model::Model::load(tiny->path().string());
+  ASSERT_EQ(m->hparams().arch, c.family);
+  const double tolerance = m->hparams().n_layer >= kDeep ? kDeepTolerance : kAbsTolerance;
+  for (int64_t n_batch : {int64_t{512}, int64_t{7}}) {
+    const double err = worst_error(*m, g, n_batch);
+    EXPECT_LE(err, tolerance) << c.family << " p" << c.prompt << ", batch " << n_batch;
+    std::printf("  %s p%d (batch %lld): max |logit error| %.3g\n", c.family.c_str(), c.prompt,
+                static_cast<long long>(n_batch), err);
+  }
+}
+
+// The same weights without the family's quirk, on the first prompt.
+class GoldenFamilyQuirks : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GoldenFamilyQuirks, QuirkMatters) {
+  const Case& c = GetParam();
+  const test::Golden g = test::load_golden(golden_path(c.family, c.prompt));
+  const auto plain = test::make_tiny_family(c.family, /*quirk=*/false);
+  auto m = model::Model::load(plain->path().string());
+  const double err = worst_error(*m, g, 512);
+  if (c.family == "olmo") {
+    // Shifted embeddings (tiny_families.h): still the golden, as only LayerNorms make them.
+    EXPECT_LE(err, kAbsTolerance) << "olmo: shifted embeddings changed the logits (a norm that is not mean-free)";
+  } else {
+    EXPECT_GT(err, kQuirkSeen) << c.family << ": the golden does not tell the quirk apart";
+  }
+  std::printf("  %s without its quirk: max |logit error| %.3g\n", c.family.c_str(), err);
+}
+
+std::vector<Case> cases(std::initializer_list<int> prompts) {
+  std::vector<Case> v;
+  for (const std::string& f : test::tiny_families()) {
+    for (int p : prompts) v.push_back({f, p});
+  }
+  return v;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return test::golden_case_name(info.param.family + ".p" + std::to_string(info.param.prompt) + ".json");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, GoldenFamilies, ::testing::ValuesIn(cases({1, 2})), case_name);
+INSTANTIATE_TEST_SUITE_P(Tiny, GoldenFamilyQuirks, ::testing::ValuesIn(cases({1})), case_name);
+
+// Writes every family's file into $FERRITE_TINY_OUT (for golden_dump).
+TEST(TinyFamilies, DISABLED_Write) {
+  const char* out = std::getenv("FERRITE_TINY_OUT");
+  ASSERT_NE(out, nullptr) << "set FERRITE_TINY_OUT";
+  for (const std::string& f : test::tiny_families()) {
+    const auto tiny = test::make_tiny_family(f);
+    std::filesystem::copy_file(tiny->path(), std::filesystem::path(out) / ("tiny-" + f + ".gguf"),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  for (int p : {1, 2}) {
+    std::string ids;
+    for (int32_t t : test::tiny_family_prompt(p)) {
+      if (!ids.empty()) ids += ',';
+      ids += std::to_string(t);
+    }
+    std::printf("p%d: %s\n", p, ids.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace ferrite

@@ -1,0 +1,250 @@
+// Tiny random F32 models of the architecture families checked against
+// llama.cpp c392e50 (tests/model/golden_families_test.cpp, tests/cuda): each
+// in the tensor names, shapes and metadata keys llama.cpp's converter writes
+// for the family, with a 320-token SentencePiece-style vocabulary (<unk>,
+// <s>, </s>, the 256 byte tokens, 61 plain pieces) that llama.cpp loads.
+// The weights come from TinyGguf's seeded generator (std::mt19937 and
+// std::normal_distribution of libstdc++), so the same file is written on
+// every run and on every host; the goldens under tests/model/golden/ hold
+// llama.cpp's logits for it (golden_dump; the numbers only).
+//
+// quirk = false writes the family's distinctive feature neutralised (or the
+// same weights under a family without it), for the tests to show that the
+// goldens tell it apart: see each family's line in make_tiny_family.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/tiny_gguf.h"
+
+namespace ferrite::test {
+
+// The families, in the order of issue 27.
+inline const std::vector<std::string>& tiny_families() {
+  static const std::vector<std::string> f = {"olmo2",   "command-r",  "cohere2", "exaone", "internlm2", "minicpm",
+                                             "granitemoe", "olmoe", "xverse", "orion",  "baichuan",
+                                             "stablelm", "olmo", "nemotron", "plamo"};
+  return f;
+}
+
+// The two prompts of every family's goldens (token ids; 1 is <s>).
+inline std::vector<int32_t> tiny_family_prompt(int which) {
+  std::vector<int32_t> t = {1};
+  const int n = which == 1 ? 24 : 17;
+  for (int i = 0; i < n - 1; ++i) t.push_back(which == 1 ? (7 * i * i + 3 * i + 5) % 317 + 3 : (11 * i + 40) % 317 + 3);
+  return t;
+}
+
+namespace tiny_family_detail {
+
+constexpr int64_t kVocab = 320, kEmbd = 64, kHead = 4, kHeadDim = 16, kFf = 96, kCtx = 256;
+constexpr int64_t kExperts = 4, kExpertsUsed = 2, kFfExp = 32;
+
+inline void add_vocab(TinyGguf& g) {
+  std::vector<gguf::Value> tokens, scores, types;
+  auto push = [&](const std::string& text, float score, int32_t type) {
+    tokens.push_back(gguf::Value::string(text));
+    scores.push_back(gguf::Value::f32(score));
+    types.push_back(gguf::Value::i32(type));
+  };
+  push("<unk>", 0.0f, 2);  // unknown
+  push("<s>", 0.0f, 3);    // control
+  push("</s>", 0.0f, 3);
+  static const char* hex = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) push(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 0.0f, 6);  // byte
+  for (int64_t i = 259; i < kVocab; ++i) push("\u2581w" + std::to_string(i), -static_cast<float>(i), 1);
+  gguf::Writer& w = g.writer();
+  w.set("tokenizer.ggml.model", gguf::Value::string("llama"));
+  w.set("tokenizer.ggml.tokens", gguf::Value::array(gguf::ValueType::STRING, std::move(tokens)));
+  w.set("tokenizer.ggml.scores", gguf::Value::array(gguf::ValueType::FLOAT32, std::move(scores)));
+  w.set("tokenizer.ggml.token_type", gguf::Value::array(gguf::ValueType::INT32, std::move(types)));
+  w.set("tokenizer.ggml.bos_token_id", gguf::Value::u32(1));
+  w.set("tokenizer.ggml.eos_token_id", gguf::Value::u32(2));
+  w.set("tokenizer.ggml.unknown_token_id", gguf::Value::u32(0));
+}
+
+// What varies between the families' files.
+struct Shape {
+  int64_t n_layer = 2, n_head_kv = 2;
+  int64_t n_rot = kHeadDim;  // rope.dimension_count (stablelm: a quarter of the head)
+  bool layer_norm = false;   // attention.layer_norm_epsilon instead of the RMS key
+  bool norm_bias = false;    // norms have a .bias (orion)
+  bool norm_weights = true;  // norms have a .weight (olmo's have none)
+  float embd_offset = 0.0f;  // added to every token embedding
+  bool relu_sqr = false;     // feed-forward up (+b), down (+b) without gate (nemotron)
+  bool late_gates = false;   // ffn_gate tensors after all the others (the same other weights)
+  float out_gain = 1.0f;     // attn_output and ffn_down scaled by this: a deep model's blocks
+                             // perturb the residual less (baichuan's 32 layers stay within 1e-3)
+  bool pre_norms = true;     // attn_norm / ffn_norm (olmo2 has post-norms instead)
+  bool ffn_norm = true;      // a separate ffn_norm (command-r's blocks share attn_norm)
+  bool post_norms = false;   // post_attention_norm / post_ffw_norm (olmo2)
+  int qk_norm = 0;           // 0: none; 1: per head [head_dim]; 2: whole projection [n_q], [n_kv]
+  bool experts = false;      // every layer's feed-forward is experts
+  bool output = true;        // an output.weight (else tied to token_embd)
+};
+
+inline void add_layers(TinyGguf& g, const Shape& s) {
+  const int64_t n_q = kHead * kHeadDim, n_kv = s.n_head_kv * kHeadDim;
+  g.set_u32("context_length", kCtx);
+  g.set_u32("embedding_length", kEmbd);
+  g.set_u32("block_count", static_cast<uint32_t>(s.n_layer));
+  g.set_u32("feed_forward_length", s.experts ? kFfExp : kFf);
+  g.set_u32("attention.head_count", kHead);
+  g.set_u32("attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  g.set_f32(s.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", 1e-5f);
+  g.set_u32("rope.dimension_count", static_cast<uint32_t>(s.n_rot));
+  g.set_f32("rope.freq_base", 10000.0f);
+  if (s.experts) {
+    g.set_u32("expert_count", kExperts);
+    g.set_u32("expert_used_count", kExpertsUsed);
+  }
+  // A tied output table of unit rows would make logits of 50 and more, where
+  // f16 rounding flips move them past 1e-3: 1/sqrt(n_embd) keeps them near 5.
+  const float embd_std = s.output ? 1.0f : 0.125f;
+  g.add("token_embd.weight", {kEmbd, kVocab}, embd_std, s.embd_offset);
+  if (s.norm_weights) g.add_norm("output_norm.weight", kEmbd);
+  if (s.norm_bias) g.add("output_norm.bias", {kEmbd}, 0.1f);
+  if (s.output) g.add_linear("output.weight", kEmbd, kVocab);
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    if (s.pre_norms && s.norm_weights) g.add_norm(p + "attn_norm.weight", kEmbd);
+    if (s.pre_norms && s.norm_bias) g.add(p + "attn_norm.bias", {kEmbd}, 0.1f);
+    g.add_linear(p + "attn_q.weight", kEmbd, n_q);
+    g.add_linear(p + "attn_k.weight", kEmbd, n_kv);
+    g.add_linear(p + "attn_v.weight", kEmbd, n_kv);
+    g.add(p + "attn_output.weight", {n_q, kEmbd}, s.out_gain / std::sqrt(static_cast<float>(n_q)));
+    if (s.qk_norm != 0) {
+      g.add_norm(p + "attn_q_norm.weight", s.qk_norm == 2 ? n_q : kHeadDim);
+      g.add_norm(p + "attn_k_norm.weight", s.qk_norm == 2 ? n_kv : kHeadDim);
+    }
+    if (s.post_norms) g.add_norm(p + "post_attention_norm.weight", kEmbd);
+    if (s.pre_norms && s.ffn_norm && s.norm_weights) g.add_norm(p + "ffn_norm.weight", kEmbd);
+    if (s.pre_norms && s.ffn_norm && s.norm_bias) g.add(p + "ffn_norm.bias", {kEmbd}, 0.1f);
+    if (s.experts) {
+      g.add_linear(p + "ffn_gate_inp.weight", kEmbd, kExperts);
+      g.add(p + "ffn_gate_exps.weight", {kEmbd, kFfExp, kExperts}, 0.125f);
+      g.add(p + "ffn_up_exps.weight", {kEmbd, kFfExp, kExperts}, 0.125f);
+      g.add(p + "ffn_down_exps.weight", {kFfExp, kEmbd, kExperts}, 0.18f);
+    } else if (s.relu_sqr) {
+      g.add_linear(p + "ffn_up.weight", kEmbd, kFf);
+      g.add(p + "ffn_up.bias", {kFf}, 0.1f);
+      g.add_linear(p + "ffn_down.weight", kFf, kEmbd);
+      g.add(p + "ffn_down.bias", {kEmbd}, 0.1f);
+    } else {
+      g.add_linear(p + "ffn_gate.weight", kEmbd, kFf);
+      g.add_linear(p + "ffn_up.weight", kEmbd, kFf);
+      g.add(p + "ffn_down.weight", {kFf, kEmbd}, s.out_gain / std::sqrt(static_cast<float>(kFf)));
+    }
+    if (s.post_norms) g.add_norm(p + "post_ffw_norm.weight", kEmbd);
+  }
+  for (int64_t il = 0; s.late_gates && il < s.n_layer; ++il) {
+    g.add_linear("blk." + std::to_string(il) + ".ffn_gate.weight", kEmbd, kFf);
+  }
+}
+
+}  // namespace tiny_family_detail
+
+// Writes the tiny model of `family` (one of tiny_families()).
+inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, bool quirk = true) {
+  namespace d = tiny_family_detail;
+  d::Shape s;
+  std::string arch = family;
+  float swa = 0.0f, logit_scale = 0.0f, embd_scale = 0.0f, residual_scale = 0.0f, attn_scale = 0.0f;
+  if (family == "olmo2") {
+    // Quirk: q/k norms over the whole projection (off: per head). MHA: c392e50 wants k_norm [n_embd].
+    s.n_head_kv = d::kHead;
+    s.pre_norms = false;
+    s.post_norms = true;
+    s.qk_norm = quirk ? 2 : 1;
+  } else if (family == "command-r" || family == "cohere2") {
+    // Quirk: logit_scale (off: 1); cohere2 also its window of 5 (off: 4096, never reached).
+    s.layer_norm = true;
+    s.ffn_norm = false;
+    s.output = false;
+    logit_scale = quirk ? 0.5f : 1.0f;
+    if (family == "cohere2") {
+      s.n_layer = 4;  // layers 0-2 slide with RoPE, layer 3 is global without
+      swa = quirk ? 5.0f : 4096.0f;
+      logit_scale = 0.5f;
+    }
+  } else if (family == "exaone" || family == "internlm2") {
+    // Quirk: the RoPE pairing (off: the same file as the family with the other one).
+    if (!quirk) arch = family == "exaone" ? "internlm2" : "exaone";
+  } else if (family == "minicpm" || family == "granitemoe") {
+    // Quirk: the multipliers (off: 1; granitemoe's attention.scale, which llama.cpp requires there:
+    // 1/sqrt(head_dim)).
+    s.experts = family == "granitemoe";
+    if (s.experts) attn_scale = quirk ? 0.2f : 0.25f;
+    s.output = family != "minicpm";
+    embd_scale = quirk ? 3.0f : 1.0f;
+    residual_scale = quirk ? 0.4f : 1.0f;
+    logit_scale = quirk ? 2.5f : 1.0f;
+  } else if (family == "olmoe") {
+    // Quirk: q/k norms over the whole projection (off: per head).
+    s.n_head_kv = d::kHead;
+    s.experts = true;
+    s.qk_norm = quirk ? 2 : 1;
+  } else if (family == "xverse" || family == "baichuan") {
+    // Llama's layout; quirk: none beyond the RoPE pairing (off: the same file as exaone, NeoX pairs).
+    // llama.cpp c392e50 runs baichuan only as 7B (32 layers) or 13B (40, ALiBi).
+    if (family == "baichuan") {
+      s.n_layer = 32;
+      s.out_gain = 0.4f;
+    }
+    if (!quirk) arch = "exaone";
+  } else if (family == "orion") {
+    // Quirk: LayerNorms with biases (off: the same file as xverse, RMSNorms without).
+    s.layer_norm = true;
+    s.norm_bias = true;
+    if (!quirk) arch = "xverse";
+  } else if (family == "stablelm") {
+    // Quirk: partial RoPE, 4 of 16 dimensions (off: all 16).
+    s.layer_norm = true;
+    s.norm_bias = true;
+    s.n_rot = quirk ? 4 : d::kHeadDim;
+  } else if (family == "olmo") {
+    // Quirk: non-parametric LayerNorms. No family loads the file without them, so "off" adds 0.75 to
+    // every embedding: only a mean-free norm ignores that (the constant rides the residual stream and
+    // every LayerNorm removes it), so the shifted file must still meet the golden.
+    s.layer_norm = true;
+    s.embd_offset = quirk ? 0.0f : 0.75f;
+    s.norm_weights = false;
+  } else if (family == "nemotron") {
+    // Quirk: the squared-ReLU feed-forward (off: the same weights plus gates as stablelm, SwiGLU).
+    s.layer_norm = true;
+    s.norm_bias = true;
+    s.n_rot = 8;
+    s.relu_sqr = true;
+    if (!quirk) {
+      arch = "stablelm";
+      s.late_gates = true;
+    }
+  } else if (family == "plamo") {
+    // Parallel blocks under one RMSNorm; quirk: RMSNorm (off: the same file as command-r, LayerNorms).
+    s.ffn_norm = false;
+    if (!quirk) arch = "command-r";
+  } else {
+    throw std::invalid_argument("no tiny model of family " + family);
+  }
+  uint32_t seed = 20270;  // and the family's place in the list
+  for (size_t i = 0; i < tiny_families().size(); ++i) {
+    if (tiny_families()[i] == family) seed += static_cast<uint32_t>(7 * i);
+  }
+  auto g = std::make_unique<TinyGguf>(arch, seed);
+  d::add_vocab(*g);
+  d::add_layers(*g, s);
+  if (swa > 0.0f) g->set_u32("attention.sliding_window", static_cast<uint32_t>(swa));
+  if (logit_scale > 0.0f) g->set_f32("logit_scale", logit_scale);
+  if (embd_scale > 0.0f) g->set_f32("embedding_scale", embd_scale);
+  if (residual_scale > 0.0f) g->set_f32("residual_scale", residual_scale);
+  if (attn_scale > 0.0f) g->set_f32("attention.scale", attn_scale);
+  g->write();
+  return g;
+}
+
+}  // namespace ferrite::test
