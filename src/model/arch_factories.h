@@ -23,7 +23,8 @@
   X("starcoder2", make_starcoder2) \
   X("falcon", make_falcon)       \
   X("bert", make_bert)           \
-  X("granite", make_granite)
+  X("granite", make_granite)     \
+  X("deepseek", make_deepseek)
 
 namespace ferrite::model {
 
