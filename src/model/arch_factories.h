@@ -24,7 +24,8 @@
   X("falcon", make_falcon)       \
   X("bert", make_bert)           \
   X("granite", make_granite)     \
-  X("deepseek", make_deepseek)
+  X("deepseek", make_deepseek)   \
+  X("deepseek2", make_deepseek2)
 
 namespace ferrite::model {
 

@@ -64,7 +64,7 @@ TEST_P(GpuDeepseek, MatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuDeepseek, ::testing::ValuesIn(test::deepseek_cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<Case>& i) { return test::golden_case_name(i.param.name); });
 
 }  // namespace
 }  // namespace ferrite
