@@ -53,19 +53,9 @@ void CpuBackend::mla_attention(const backend::MlaSpec& spec, backend::Act h_act,
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t hh = 0; hh < H; ++hh) std::copy_n(q + (t * H + hh) * qk + nope, rope, qa + (t * H + hh) * row);
   }
-  HeadsProduct uk;
-  uk.in = q;
-  uk.in_row = H * qk;
-  uk.in_head = qk;
-  uk.w = w.wk_b.info->data;
-  uk.w_type = w.wk_b.type();
-  uk.n = n;
-  uk.n_head = H;
-  uk.n_in = nope;
-  uk.n_out = lat;
-  uk.out = qa + rope;
-  uk.out_row = H * row;
-  uk.out_head = row;
+  const HeadsProduct uk{.in = q, .in_row = H * qk, .in_head = qk, .w = w.wk_b.info->data, .w_type = w.wk_b.type(),
+                        .n = n, .n_head = H, .n_in = nope, .n_out = lat, .out = qa + rope, .out_row = H * row,
+                        .out_head = row};
   heads_product(uk, pool_);
 
   // 4. RoPE of the rotary parts (the first `rope` values of each head and row).
@@ -103,19 +93,9 @@ void CpuBackend::mla_attention(const backend::MlaSpec& spec, backend::Act h_act,
 
   // 6. Per head W_UV_h o'_h (the latent part), then the output projection.
   float* ov = grow(ws_.q, n * H * spec.v_dim);  // q is no longer needed
-  HeadsProduct uv;
-  uv.in = o + rope;
-  uv.in_row = H * row;
-  uv.in_head = row;
-  uv.w = w.wv_b.info->data;
-  uv.w_type = w.wv_b.type();
-  uv.n = n;
-  uv.n_head = H;
-  uv.n_in = lat;
-  uv.n_out = spec.v_dim;
-  uv.out = ov;
-  uv.out_row = H * spec.v_dim;
-  uv.out_head = spec.v_dim;
+  const HeadsProduct uv{.in = o + rope, .in_row = H * row, .in_head = row, .w = w.wv_b.info->data,
+                        .w_type = w.wv_b.type(), .n = n, .n_head = H, .n_in = lat, .n_out = spec.v_dim, .out = ov,
+                        .out_row = H * spec.v_dim, .out_head = spec.v_dim};
   heads_product(uv, pool_);
   product(w.wo, backend::Weight{}, ov, n, target(out, accumulate));
   finish(out, accumulate);

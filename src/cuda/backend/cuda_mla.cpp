@@ -26,20 +26,8 @@ void copy_block(float* dst, int64_t dst_ld, const float* src, int64_t src_ld, in
 
 cpu::HeadsProduct heads(const GpuMatrix& w, const float* in, int64_t in_row, int64_t in_head, int64_t n,
                         int64_t n_head, int64_t n_in, int64_t n_out, float* out, int64_t out_row, int64_t out_head) {
-  cpu::HeadsProduct p;
-  p.in = in;
-  p.in_row = in_row;
-  p.in_head = in_head;
-  p.w = w.data;
-  p.w_type = w.type;
-  p.n = n;
-  p.n_head = n_head;
-  p.n_in = n_in;
-  p.n_out = n_out;
-  p.out = out;
-  p.out_row = out_row;
-  p.out_head = out_head;
-  return p;
+  return {.in = in, .in_row = in_row, .in_head = in_head, .w = w.data, .w_type = w.type, .n = n, .n_head = n_head,
+          .n_in = n_in, .n_out = n_out, .out = out, .out_row = out_row, .out_head = out_head};
 }
 
 }  // namespace
