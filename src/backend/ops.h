@@ -79,6 +79,19 @@ struct AttentionSpec {
   float softcap = 0.0f;                    // attention logit soft-cap; 0: none
 };
 
+// Multi-head latent attention of one layer (MlaWeights, weight.h). The
+// layer's cache holds one row per cell of kv_lora + rope values, [k_pe
+// rotated | c normed], as K and as V (ModelDims: one KV head of that size),
+// so that the runtime's cache and its context shift (the first n_rot values
+// of the row rotate) serve it unchanged.
+struct MlaSpec {
+  int64_t layer = 0;
+  const MlaWeights* w = nullptr;
+  int rope = kNoRope;               // the table of the rotary parts
+  int64_t n_head = 0, nope = 0, n_rot = 0, kv_lora = 0, v_dim = 0;
+  float scale = 0.0f;               // score scale (YaRN's mscale^2 / sqrt(nope + rope))
+};
+
 enum class FfnKind {
   SwiGlu,       // down(silu(gate h) * up h), or down(silu(up h)) without gate
   GeluF16,      // down(gelu(gate h) * up h), or down(gelu(up h)); GELU through llama.cpp's f16 table; biases
@@ -120,6 +133,9 @@ class Ops {
   // out [n, n_embd] (+)= self-attention of the normed input h for spec.layer,
   // writing the batch's keys and values into the cache.
   virtual void attention(const AttentionSpec& spec, Act h, Act out, bool accumulate = false) = 0;
+  // out [n, n_embd] (+)= multi-head latent attention of h (MlaSpec), writing
+  // the batch's latent rows into the cache.
+  virtual void mla_attention(const MlaSpec& spec, Act h, Act out, bool accumulate = false) = 0;
   // out (+)= the feed-forward block of h.
   virtual void feed_forward(const FfnSpec& spec, Act h, Act out, bool accumulate = false) = 0;
   // out (+)= softmax router, top-k experts (their SwiGLU outputs weighted by

@@ -47,14 +47,39 @@ struct FfnWeights {
   Weight gate_b, up_b, down_b;
 };
 
+// How a router turns its logits into probabilities.
+enum class MoeGating : uint8_t { Softmax, Sigmoid };
+
 // A mixture-of-experts feed-forward: router, stacked experts, optional
 // shared expert with its optional sigmoid gate.
 struct MoeWeights {
   Weight gate_inp;                       // router [n_embd, n_expert]
   Weight gate_exps, up_exps, down_exps;  // [n_embd, n_ff, n_expert], [n_ff, n_embd, n_expert]
   bool norm_weights = true;              // renormalise the selected experts' probabilities
+  MoeGating gating = MoeGating::Softmax;
+  Weight probs_bias;                     // [n_expert] added to the probabilities for the choice only (optional)
+  float weights_scale = 1.0f;            // factor of the (renormalised) weights
   Weight shexp_gate_inp;                 // shared expert's sigmoid gate [n_embd] (optional)
   FfnWeights shexp;                      // shared expert (optional)
+};
+
+// Multi-head latent attention (deepseek2): queries from the input (one
+// projection, or a low-rank pair with an RMSNorm between), keys and values
+// from a compressed latent c (kv_lora_rank, RMS-normed) and one rotary key
+// part k_pe (n_rot) shared by every head. Per head h, the full form is
+//   k_h = [W_UK_h c, k_pe], v_h = W_UV_h c, q_h = [q_nope_h, q_pe_h];
+// the absorbed form used here folds W_UK_h into the query and W_UV_h into
+// the output, so that attention runs over the cached latent itself:
+//   score = (W_UK_h^T q_nope_h) . c + q_pe_h . k_pe,  o_h = W_UV_h (sum p c).
+// The derived per-head matrices are made at load (model/arch_deepseek2.cpp).
+struct MlaWeights {
+  Weight wq;                      // [n_embd, n_head (nope + rope)] without q_lora_rank, or:
+  Weight wq_a, q_a_norm, wq_b;    // [n_embd, q_lora], [q_lora], [q_lora, n_head (nope + rope)]
+  Weight wkv_a;                   // [n_embd, kv_lora + rope]: c | k_pe
+  Weight kv_a_norm;               // [kv_lora]
+  Weight wk_b;                    // W_UK_h^T per head: [nope, kv_lora, n_head] (F32 or F16)
+  Weight wv_b;                    // W_UV_h per head: [kv_lora, v_dim, n_head] (F32 or F16)
+  Weight wo;                      // [n_head v_dim, n_embd]
 };
 
 }  // namespace ferrite::backend

@@ -38,7 +38,9 @@
   X("stablelm", make_stablelm)   \
   X("olmo", make_olmo)           \
   X("nemotron", make_nemotron)   \
-  X("plamo", make_plamo)
+  X("plamo", make_plamo)         \
+  X("deepseek", make_deepseek)   \
+  X("deepseek2", make_deepseek2)
 
 namespace ferrite::model {
 

@@ -55,7 +55,9 @@ HParams read_hparams(const gguf::Metadata& md) {
   }
   if (auto kl = md.opt_uint(key("attention.key_length"))) {
     hp.head_dim = bounded(md, key("attention.key_length"), *kl, kMaxDim);
-    if (auto vl = md.opt_uint(key("attention.value_length")); vl && *vl != *kl) {
+    // Multi-head latent attention has other key and value sizes; its family reads them (arch_deepseek2.cpp).
+    const bool latent = hp.arch == "deepseek2";
+    if (auto vl = md.opt_uint(key("attention.value_length")); vl && *vl != *kl && !latent) {
       throw ModelError(path + ": key_length != value_length is not supported");
     }
   } else {

@@ -5,7 +5,7 @@
 //
 // Files: cpu_backend.cpp (buffers, embeddings, norms, products, element-wise
 // ops, transfers), cpu_attention.cpp (self-attention over the KV cache, the
-// encoders' attention), cpu_ffn.cpp (the feed-forward variants, experts).
+// encoders' attention), cpu_mla.cpp (multi-head latent attention), cpu_ffn.cpp (the feed-forward variants, experts).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,7 @@ class CpuBackend final : public backend::Backend {
   void linear(const backend::Weight& w, const backend::Weight& bias, backend::Act in, backend::Act out,
               bool accumulate) override;
   void attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
+  void mla_attention(const backend::MlaSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
   void encoder_attention(const backend::AttentionWeights& w, backend::Act h, backend::Act out) override;

@@ -69,19 +69,29 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
   std::vector<int32_t> chosen(static_cast<size_t>(n * k_used));
   std::vector<float> weight(static_cast<size_t>(n * k_used));
   std::vector<int32_t> order(static_cast<size_t>(n_expert));
+  // The choice ranks probabilities plus the optional selection bias (DeepSeek-V3); the weights are the probabilities.
+  const float* bias = w.probs_bias ? w.probs_bias.f32() : nullptr;
+  std::vector<float> key(static_cast<size_t>(n_expert));
   for (int64_t t = 0; t < n; ++t) {
     float* p = probs + t * n_expert;
-    softmax_inplace(p, n_expert);
+    if (w.gating == backend::MoeGating::Sigmoid) {
+      for (int64_t e = 0; e < n_expert; ++e) p[e] = sigmoid(p[e]);
+    } else {
+      softmax_inplace(p, n_expert);
+    }
+    for (int64_t e = 0; e < n_expert; ++e) key[static_cast<size_t>(e)] = bias != nullptr ? p[e] + bias[e] : p[e];
+    const float* kp = key.data();
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [p](int32_t a, int32_t b) { return p[a] > p[b]; });
+    std::stable_sort(order.begin(), order.end(), [kp](int32_t a, int32_t b) { return kp[a] > kp[b]; });
     float sum = 0.0f;
     for (int64_t j = 0; j < k_used; ++j) {
       chosen[t * k_used + j] = order[j];
       weight[t * k_used + j] = p[order[j]];
       sum += p[order[j]];
     }
-    if (w.norm_weights) {
-      for (int64_t j = 0; j < k_used; ++j) weight[t * k_used + j] /= sum;
+    for (int64_t j = 0; j < k_used; ++j) {
+      if (w.norm_weights) weight[t * k_used + j] /= sum;
+      weight[t * k_used + j] *= w.weights_scale;
     }
   }
 

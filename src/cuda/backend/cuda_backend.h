@@ -22,6 +22,7 @@
 // Files: cuda_backend.cpp (step life, staging, graphs, buffers, the
 // element-wise and row operations), cuda_blocks.cpp (attention, the
 // feed-forward variants, the experts, the encoders' attention),
+// cuda_mla.cpp (multi-head latent attention),
 // weights.h (device copies of the weights), gpu_moe.h, linear.h.
 #pragma once
 
@@ -80,6 +81,7 @@ class CudaBackend final : public backend::Backend {
   void linear(const backend::Weight& w, const backend::Weight& bias, backend::Act in, backend::Act out,
               bool accumulate) override;
   void attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
+  void mla_attention(const backend::MlaSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
   void encoder_attention(const backend::AttentionWeights& w, backend::Act h, backend::Act out) override;

@@ -53,6 +53,9 @@ const GpuMoe::Layer& GpuMoe::layer(const backend::MoeWeights& w) {
   }
   Layer L;
   L.renorm = w.norm_weights;
+  L.route.sigmoid = w.gating == backend::MoeGating::Sigmoid;
+  L.route.bias = weights_.vec(w.probs_bias);
+  L.route.scale = w.weights_scale;
   L.router = weights_.matrix(w.gate_inp);
   L.gate_up = weights_.experts_gate_up(w.gate_exps, w.up_exps);
   if (L.gate_up.data == nullptr) {
@@ -114,7 +117,7 @@ void GpuMoe::run(const backend::MoeWeights& w, Activation& act, float* x, Linear
   // 1. Router: logits [n, n_expert] -> ids, weights [n, k_used].
   lin.run(L.router, act, logits_.as<float>());
   moe_route(logits_.as<float>(), n, dims_.n_expert, dims_.n_expert_used, L.renorm, ids_.as<int32_t>(),
-            weights_buf_.as<float>(), st);
+            weights_buf_.as<float>(), st, L.route);
   // 2. The experts' outputs ys, then the shared expert.
   if (L.on_device && device_only(w, n)) {
     experts_on_device(L, act, n, lin);

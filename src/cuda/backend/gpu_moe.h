@@ -1,6 +1,7 @@
 // The mixture-of-experts feed-forward of the CUDA backend (backend/ops.h
 // moe; the CPU's is cpu/backend/cpu_ffn.cpp):
-//   logits = h · router^T [n, n_expert]; ids, weights = top-k of softmax (moe_route)
+//   logits = h · router^T [n, n_expert]; ids, weights = top-k of softmax or
+//   sigmoid (+ selection bias), renormalised, scaled (moe_route)
 //   x += sum_j weights[j] * down_e(silu(gate_e h) * up_e h), e = ids[j]
 //        (+ sigmoid(h · g) * shared_ffn(h) where the layer has a shared expert)
 // Expert tensors [k, n, n_expert] are uploaded whole (weights.h, on first
@@ -27,6 +28,7 @@
 
 #include "cuda/kernels/device_buffer.h"
 #include "cuda/kernels/gpu_matrix.h"
+#include "cuda/kernels/moe_ops.h"
 #include "backend/ops.h"
 #include "cuda/backend/linear.h"
 #include "cuda/backend/weights.h"
@@ -57,6 +59,7 @@ class GpuMoe {
     GpuMatrix sh_down, sh_inp;              // [n_embd, n_ff_sh], sigmoid gate [1, n_embd]
     int64_t n_ff = 0, n_ff_sh = 0;
     bool renorm = true;
+    MoeRouteOptions route;                  // gating, selection bias (device), weights' scale
     bool on_device = false;                 // every expert matrix has an indirect GEMV
   };
   // The device form of w's layer (uploaded and checked at the first call).

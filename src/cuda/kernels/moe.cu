@@ -34,7 +34,7 @@ __device__ __forceinline__ bool better(float key_a, int e_a, float key_b, int e_
 // logits [n, n_expert] -> ids, weights [n, k_used]; one warp per token,
 // expert e held by lane e % 32 in slot e / 32.
 __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_expert, int k_used, bool renorm,
-                             int32_t* __restrict__ ids, float* __restrict__ weights) {
+                             int32_t* __restrict__ ids, float* __restrict__ weights, MoeRouteOptions opt) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kRouteWarps + threadIdx.x / kWarp;
   if (t >= n) return;  // the whole warp
@@ -51,7 +51,10 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
     if (p[i] > mx) mx = p[i];
   }
   mx = warp_max(mx);  // fmaxf: NaN skipped
-  if (mx == -INFINITY) {
+  if (opt.sigmoid) {
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) p[i] = 1.0f / (1.0f + expf(-p[i]));
+  } else if (mx == -INFINITY) {
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) p[i] = 0.0f;
   } else {
@@ -79,7 +82,8 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int e = lane + kWarp * i;
-      const float kv = isnan(p[i]) ? -INFINITY : p[i];
+      const float pb = opt.bias != nullptr && e < n_expert ? p[i] + opt.bias[e] : p[i];
+      const float kv = isnan(pb) ? -INFINITY : pb;
       if (e < n_expert && !((taken >> i) & 1u) && better(kv, e, key, best)) {
         key = kv;
         val = p[i];
@@ -103,8 +107,11 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
       chosen_sum += val;
     }
   }
-  if (renorm && lane == 0) {
-    for (int j = 0; j < k_used; ++j) weights[t * k_used + j] /= chosen_sum;
+  if (lane == 0) {
+    for (int j = 0; j < k_used; ++j) {
+      if (renorm) weights[t * k_used + j] /= chosen_sum;
+      weights[t * k_used + j] *= opt.scale;
+    }
   }
 }
 
@@ -173,7 +180,7 @@ __global__ void gemv_float_experts_kernel(const uint8_t* __restrict__ w, uint64_
 }  // namespace
 
 void moe_route(const float* logits, int64_t n, int64_t n_expert, int64_t k_used, bool renorm, int32_t* ids,
-               float* weights, cudaStream_t s) {
+               float* weights, cudaStream_t s, const MoeRouteOptions& opt) {
   if (n_expert < 1 || n_expert > kMoeMaxExperts || k_used < 1 || k_used > n_expert) {
     throw InvalidArgument("moe_route: " + std::to_string(k_used) + " of " + std::to_string(n_expert) +
                           " experts (1 <= used <= experts <= " + std::to_string(kMoeMaxExperts) + ")");
@@ -181,7 +188,7 @@ void moe_route(const float* logits, int64_t n, int64_t n_expert, int64_t k_used,
   if (n <= 0) return;
   const auto blocks = static_cast<unsigned>((n + kRouteWarps - 1) / kRouteWarps);
   route_kernel<<<blocks, kRouteWarps * kWarp, 0, s>>>(logits, n, static_cast<int>(n_expert),
-                                                      static_cast<int>(k_used), renorm, ids, weights);
+                                                      static_cast<int>(k_used), renorm, ids, weights, opt);
   FERRITE_CUDA_LAUNCHED();
 }
 

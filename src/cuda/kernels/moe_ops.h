@@ -24,8 +24,17 @@ constexpr int64_t kMoeMaxExperts = 256;
 // probabilities in weights [n, k_used], divided by their sum (in selection
 // order) when `renorm`. Every id is in [0, n_expert) whatever the logits.
 // n_expert <= kMoeMaxExperts, 1 <= k_used <= n_expert.
+// opt (DeepSeek-V3's router, the CPU's cpu_ffn.cpp moe): probabilities by
+// sigmoid instead of softmax; the choice ranks probability + bias[e]
+// (device [n_expert], or null) while the weights stay the probabilities;
+// the weights times scale after the renormalisation.
+struct MoeRouteOptions {
+  bool sigmoid = false;
+  const float* bias = nullptr;
+  float scale = 1.0f;
+};
 void moe_route(const float* logits, int64_t n, int64_t n_expert, int64_t k_used, bool renorm, int32_t* ids,
-               float* weights, cudaStream_t s);
+               float* weights, cudaStream_t s, const MoeRouteOptions& opt = {});
 
 // x [n, n_embd] += sum over the token's slots j, in ascending expert id, of
 // weights[t, j] * ys[row(t, j)] (ys [?, n_embd]; row(t, j) = rows[t * k_used
