@@ -57,12 +57,14 @@ std::vector<int32_t> ngram_lookup(std::span<const int32_t> context, int n, int n
 
 struct DraftModelParams {
   float p_min = 0.75f;  // stop drafting when the draft's best token is less likely than this (--draft-p-min)
+  int seq = 0;          // the draft context's sequence this drafter uses (a server slot's id)
+  int64_t n_cells = 0;  // cells that sequence may hold (0: the whole context)
 };
 
 class ModelDrafter final : public Drafter {
  public:
-  // `ctx`: the draft model's own context (its sequence 0 is used); must
-  // outlive the drafter.
+  // `ctx`: the draft model's own context (sequence p.seq of it); must
+  // outlive the drafter. Throws InvalidArgument for p_min outside [0, 1].
   ModelDrafter(Context& ctx, DraftModelParams p);
   std::vector<int32_t> draft(std::span<const int32_t> context, int n_max) override;
   const char* name() const override { return "draft"; }

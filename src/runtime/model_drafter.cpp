@@ -18,7 +18,7 @@ double top_probability(std::span<const float> logits, int32_t best) {
 }  // namespace
 
 ModelDrafter::ModelDrafter(Context& ctx, DraftModelParams p)
-    : ctx_(ctx), seq_(ctx, {.seq = 0, .n_keep = 0, .context_shift = true}), p_(p) {
+    : ctx_(ctx), seq_(ctx, {.seq = p.seq, .n_cells = p.n_cells, .n_keep = 0, .context_shift = true}), p_(p) {
   if (!(p_.p_min >= 0.0f && p_.p_min <= 1.0f)) {
     throw InvalidArgument("--draft-p-min must be in [0, 1], not " + std::to_string(p_.p_min));
   }

@@ -10,8 +10,13 @@ namespace ferrite::server {
 namespace {
 
 Json timings_json(const Timings& t) {
-  return {{"prompt_n", t.n_prompt - t.n_cached}, {"cache_n", t.n_cached}, {"prompt_ms", t.prompt_ms},
-          {"predicted_n", t.n_generated}, {"predicted_ms", t.generation_ms}};
+  Json j = {{"prompt_n", t.n_prompt - t.n_cached}, {"cache_n", t.n_cached}, {"prompt_ms", t.prompt_ms},
+            {"predicted_n", t.n_generated}, {"predicted_ms", t.generation_ms}};
+  if (t.n_drafted > 0) {  // with speculative decoding, as llama-server reports it
+    j["draft_n"] = t.n_drafted;
+    j["draft_n_accepted"] = t.n_draft_accepted;
+  }
+  return j;
 }
 
 Json final_json(const ServerState& st, const std::string& content, const Event& ev) {
