@@ -135,6 +135,8 @@ int chat_impl(CliOptions& opt) {
                                 .prefill_chunk = lm.context.n_batch,
                                 .n_keep = std::max<int64_t>(opt.n_keep, 0),
                                 .context_shift = !opt.no_context_shift});
+  LoadedDrafter draft = load_drafter(opt.spec, opt.model, ctx, tok);
+  if (draft.drafter) session.set_speculation(draft.drafter.get(), draft.params);
   const std::string& path = lm.path;
 
   ChatInput input(g_interrupted);
@@ -181,6 +183,7 @@ int chat_impl(CliOptions& opt) {
     }
     if (ans.text.empty() || ans.text.back() != '\n') std::fputs("\n", stdout);
     if (opt.verbose) print_prefill(ans.prefill);
+    if (opt.verbose && draft.drafter) note(speculative_summary(draft.drafter->name(), ans.speculative));
     const double prompt_tps = ans.prefill.seconds > 0 ? ans.prefill.n_evaluated / ans.prefill.seconds : 0.0;
     const double gen_tps = ans.seconds > 0 ? ans.n_tokens / ans.seconds : 0.0;
     std::string stats = fmt("[%.0f tokens, %.2f tokens/s; prompt %.0f new tokens, %.2f tokens/s]",

@@ -85,6 +85,7 @@ void add_cli_options(CLI::App& sub, CliOptions& o, bool chat) {
     sub.add_flag("--prompt-cache-ro", o.prompt_cache_ro, "With --prompt-cache: read it, never write it");
   }
   add_sampling_options(sub, o.sampling);
+  add_speculative_options(sub, o.spec);
 }
 
 std::string process_escapes(const std::string& s) {

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model_options.h"
+#include "speculative_options.h"
 #include "runtime/generation.h"
 #include "sampling/params.h"
 
@@ -17,6 +18,7 @@ namespace ferrite::tools {
 
 struct CliOptions {
   ModelOptions model;
+  SpeculativeOptions spec;          // -md, --draft-max, --spec-type, ...
   std::string prompt;
   bool prompt_set = false;
   std::string file;                 // -f: the prompt from a file

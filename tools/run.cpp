@@ -26,6 +26,7 @@
 #include "runtime/context.h"
 #include "runtime/generation.h"
 #include "runtime/sequence.h"
+#include "runtime/speculative.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::tools {
@@ -102,6 +103,7 @@ int run_generate_impl(CliOptions& opt) {
   LoadedModel lm = load_model(opt.model);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(lm.model->file());
   runtime::Context ctx(lm.model, lm.context);
+  LoadedDrafter draft = load_drafter(opt.spec, opt.model, ctx, tok);
   const double load_s = seconds_since(t_load);
 
   std::vector<int32_t> tokens = tok.encode(prompt, !opt.no_bos, /*parse_special=*/true);
@@ -148,7 +150,11 @@ int run_generate_impl(CliOptions& opt) {
   if (!opt.prompt_cache_all) save_prompt_cache(opt, ctx, seq);
 
   const auto t_gen = Clock::now();
-  while (!gen.done()) write_out(seq.step(gen, logits).text);
+  std::unique_ptr<runtime::Speculation> spec;
+  if (draft.drafter) spec = std::make_unique<runtime::Speculation>(*draft.drafter, draft.params);
+  while (!gen.done()) {
+    for (const runtime::GenerationStep& s : runtime::generation_steps(seq, gen, logits, spec.get())) write_out(s.text);
+  }
   const double gen_s = seconds_since(t_gen);
   std::signal(SIGINT, previous);
   if (opt.prompt_cache_all) save_prompt_cache(opt, ctx, seq);
@@ -165,6 +171,7 @@ int run_generate_impl(CliOptions& opt) {
     std::fprintf(stderr, " (context shifted: %lld tokens dropped)", static_cast<long long>(seq.n_dropped()));
   }
   std::fprintf(stderr, "\n");
+  if (spec) std::fprintf(stderr, "%s\n", speculative_summary(draft.drafter->name(), spec->stats()).c_str());
   return gen.finish() == runtime::FinishReason::kInterrupted ? 130 : 0;
 }
 

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "model_options.h"
+#include "speculative_options.h"
 #include "runtime/offload.h"
 #include "server_registry.h"
 #include "server/engine.h"
@@ -34,6 +35,7 @@ namespace {
 
 struct ServeOptions {
   ModelOptions model;
+  SpeculativeOptions spec;   // -md, --spec-type, --draft-max, ...
   std::string alias;
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -90,6 +92,7 @@ int run_serve(const ServeOptions& opt) {
   so.model_id = opt.alias.empty() ? base_name(path) : opt.alias;
   auto tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(model->file()));
   const int ngl = lm.context.n_gpu_layers;
+  SlotDrafters drafters = slot_drafters(opt.spec, opt.model, lm.context.n_threads, *tok);
   server::Engine engine(model, tok,
                         {.n_parallel = opt.parallel, .n_ctx = lm.context.n_ctx, .n_batch = lm.context.n_batch,
                          .n_threads = lm.context.n_threads, .max_queue = opt.queue, .after_step = {},
@@ -99,7 +102,9 @@ int run_serve(const ServeOptions& opt) {
                          .context_shift = !opt.no_context_shift,
                          .prefix_cache = !opt.no_prefix_cache,
                          .embeddings = so.embeddings,
-                         .pooling = pooling_code(opt.pooling)});
+                         .pooling = pooling_code(opt.pooling),
+                         .make_drafter = drafters,
+                         .speculative = opt.spec.params});
   server::HttpServer http(engine, so);
   const int port = http.bind();
   const std::string gpu = ngl == 0 ? "" : ngl == runtime::kAllLayers ? ", every layer on the GPU"
@@ -200,6 +205,7 @@ const CommandRegistrar kServe({"serve", "Serve a model over an OpenAI-compatible
                                  auto opt = std::make_shared<ServeOptions>();
                                  server::ServerOptions& so = opt->so;
                                  add_model_options(sub, opt->model);
+                                 add_speculative_options(sub, opt->spec);
                                  sub.add_option("-a,--alias", opt->alias, "Model id reported by the API (default: file name)");
                                  sub.add_option("--host", opt->host,
                                                 "Address to listen on (not loopback: requests may name any host)");

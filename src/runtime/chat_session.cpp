@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -140,13 +141,16 @@ ChatAnswer ChatSession::respond(const std::string& user_text, const GenerationPa
                  {.n_ctx = static_cast<int32_t>(seq_.n_cells()),
                   .n_ctx_train = static_cast<int32_t>(ctx_.model().hparams().n_ctx_train)},
                  prompt);
+  std::unique_ptr<Speculation> spec;
+  if (drafter_ != nullptr) spec = std::make_unique<Speculation>(*drafter_, spec_params_);
   while (!gen.done()) {
-    const GenerationStep s = seq_.step(gen, logits);
-    if (!s.text.empty()) {
+    for (const GenerationStep& s : generation_steps(seq_, gen, logits, spec.get())) {
+      if (s.text.empty()) continue;
       ans.text += s.text;
       if (on_text) on_text(s.text);
     }
   }
+  if (spec) ans.speculative = spec->stats();
   ans.stop = gen.finish();
   ans.n_tokens = gen.n_generated();
   ans.seconds = seconds_since(t0);

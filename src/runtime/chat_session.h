@@ -27,6 +27,7 @@
 #include "runtime/context.h"
 #include "runtime/generation.h"
 #include "runtime/sequence.h"
+#include "runtime/speculative.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::runtime {
@@ -51,6 +52,7 @@ struct ChatAnswer {
   FinishReason stop = FinishReason::kEndOfGeneration;
   PrefillStats prefill;
   double seconds = 0;  // generation time
+  SpeculativeStats speculative;  // with set_speculation
 };
 
 class ChatSession {
@@ -87,6 +89,13 @@ class ChatSession {
   ChatAnswer respond(const std::string& user_text, const GenerationParams& params,
                      const std::function<void(std::string_view)>& on_text = {});
 
+  // Speculative decoding for the later answers (`drafter` null: none); the
+  // drafter must outlive the session.
+  void set_speculation(Drafter* drafter, SpeculativeParams params) {
+    drafter_ = drafter;
+    spec_params_ = params;
+  }
+
   // Back to the system prompt alone; the cache sequence is cleared.
   void reset();
   // Writes the messages as JSON to `path` and the session's KV cells (with
@@ -111,6 +120,8 @@ class ChatSession {
   std::vector<ChatMessage> messages_;
   GenerationVocab vocab_;
   Sequence seq_;
+  Drafter* drafter_ = nullptr;
+  SpeculativeParams spec_params_;
 };
 
 }  // namespace ferrite::runtime

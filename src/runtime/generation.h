@@ -17,6 +17,7 @@
 //   }
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -127,6 +128,10 @@ class Generation {
   bool done() const { return finish_ != FinishReason::kNone; }
   FinishReason finish() const { return finish_; }
   int64_t n_generated() const { return n_generated_; }
+  // Tokens the budget still allows (-1: no budget).
+  int64_t n_left() const {
+    return params_.n_predict < 0 ? -1 : std::max<int64_t>(0, params_.n_predict - n_generated_);
+  }
   // The stop string that ended the generation ("" otherwise).
   const std::string& stop_word() const { return stops_.matched(); }
   // The whole reply (with parse_tool_calls) and its tool calls (after the end).

@@ -200,6 +200,24 @@ std::span<const float> Sequence::feed(int32_t token) {
   return logits;
 }
 
+std::span<const float> Sequence::feed_all(std::span<const int32_t> tokens) {
+  if (static_cast<int64_t>(tokens.size()) > room()) {
+    throw InvalidArgument(std::to_string(tokens.size()) + " tokens do not fit the " + std::to_string(room()) +
+                          " cells left in the sequence");
+  }
+  std::span<const float> logits = ctx_.eval(tokens, params_.seq, /*all_logits=*/true);
+  cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+  return logits;
+}
+
+void Sequence::truncate(int64_t n) {
+  if (n < 0 || n >= static_cast<int64_t>(cached_.size())) return;
+  ctx_.remove_range(params_.seq, static_cast<int32_t>(n), -1);
+  cached_.resize(static_cast<size_t>(n));
+  history_.resize(static_cast<size_t>(n + dropped_));
+}
+
 GenerationStep Sequence::step(Generation& gen, std::span<const float>& logits) {
   GenerationStep s = gen.next(logits);
   if (!s.needs_eval()) return s;

@@ -76,11 +76,21 @@ class Sequence {
   // the generation, is fed; `logits` becomes the logits after it. With shift
   // off a full sequence ends the generation (kContextFull).
   GenerationStep step(Generation& gen, std::span<const float>& logits);
+  // Appends `tokens` in one batch and returns the logits after each of them
+  // ([n, n_vocab]: row i follows tokens[i]); speculative verification
+  // (speculative.h). Throws InvalidArgument when they do not fit the room
+  // left (room()); the caller shifts first.
+  std::span<const float> feed_all(std::span<const int32_t> tokens);
+  // Forgets every token past the first `n` of the cache (rejected drafts).
+  void truncate(int64_t n);
+  // Tokens that still fit before the sequence is full.
+  int64_t room() const { return n_cells_ - static_cast<int64_t>(cached_.size()); }
 
   // A context shift now; returns the tokens discarded.
   int64_t shift();
   bool full() const { return static_cast<int64_t>(cached_.size()) >= n_cells_; }
   int64_t n_cells() const { return n_cells_; }
+  bool context_shift() const { return params_.context_shift; }
   int seq() const { return params_.seq; }
   // Tokens in the cache, position order.
   const std::vector<int32_t>& cached() const { return cached_; }

@@ -80,6 +80,10 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
                                        .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v,
                                        .n_gpu_layers = 0, .embeddings = true, .pooling_type = pooling});
   }
+  runtime::validate(opt_.speculative);
+  if (opt_.make_drafter) {
+    for (Slot& s : slots_) s.drafter = opt_.make_drafter(s.id, slot_ctx_, n_ctx_);
+  }
   n_idle_ = opt_.n_parallel;
   publish();
   thread_ = std::thread([this] { loop(); });

@@ -27,6 +27,8 @@
 #include "model/model.h"
 #include "runtime/batch.h"
 #include "runtime/context.h"
+#include "runtime/drafter.h"
+#include "runtime/speculative.h"
 #include "runtime/generation.h"
 #include "server/slot.h"
 #include "server/task.h"
@@ -55,6 +57,11 @@ struct EngineOptions {
   // own (one slot's cells), so the slots' caches are untouched.
   bool embeddings = false;
   int pooling = -1;  // decoders' pooling: -1 the model's (mean when it has none), else runtime's codes
+  // Speculative decoding: each slot's drafter, made once per slot when the
+  // engine starts (slot id, the slot's cells, all cells); null: none. Each
+  // step verifies every generating slot's draft in the step's one batch.
+  std::function<std::unique_ptr<runtime::Drafter>(int slot, int64_t slot_ctx, int64_t n_ctx)> make_drafter = {};
+  runtime::SpeculativeParams speculative = {};  // --draft-max, --draft-min
 };
 
 struct EngineStats {
@@ -74,6 +81,8 @@ struct EngineStats {
   double generation_ms = 0.0;     // requests' generation time, summed when they end
   uint64_t busy_slot_steps = 0;   // busy slots summed over the steps (/ steps: slots per batch)
   int64_t cached_cells = 0;       // tokens held in the slots' caches now
+  uint64_t drafted_tokens = 0;    // speculative draft tokens verified
+  uint64_t draft_accepted_tokens = 0;  // of those, accepted
 };
 
 // An operation on one idle slot's cache, run on the engine thread between
@@ -147,6 +156,11 @@ class Engine {
   size_t copy_prefix(Slot& slot, const std::vector<int32_t>& prompt, size_t keep);
   void step();                           // one batch (engine_step.cpp)
   void sample(Slot& slot, std::span<const float> logits);
+  // Speculative decoding (engine_draft.cpp): appends the slot's draft to
+  // the batch after its pending token; samples one of its rows, accepting
+  // the draft token there or dropping the rest of the draft.
+  void add_draft(Slot& slot, int64_t batch_room);
+  void verify_row(Slot& slot, std::span<const float> logits);
   // Room in the slot's share of the cache for its next token: a context
   // shift when allowed; false when the slot is full.
   bool make_room(Slot& slot);

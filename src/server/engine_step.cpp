@@ -17,9 +17,14 @@ void Engine::step() {
   batch_.clear();
   uint64_t n_prompt_tokens = 0;
   for (Slot& s : slots_) {
+    s.draft.clear();
     if (s.state != SlotState::Generate) continue;
     batch_.add(s.pending, static_cast<int32_t>(s.cached.size()), s.id, true);
     s.cached.push_back(s.pending);
+  }
+  // Drafts after every generating slot's token, while the batch has room.
+  for (Slot& s : slots_) {
+    if (s.state == SlotState::Generate && s.drafter) add_draft(s, opt_.n_batch - batch_.size());
   }
   int64_t budget = opt_.n_batch - batch_.size();
   for (Slot& s : slots_) {
@@ -55,8 +60,13 @@ void Engine::step() {
   for (int64_t i = 0; i < batch_.size(); ++i) {
     if (!batch_.want_logits[static_cast<size_t>(i)]) continue;
     Slot& s = slots_[static_cast<size_t>(batch_.seq[static_cast<size_t>(i)])];
-    sample(s, ctx_.logits(out++));
+    if (!s.draft.empty()) {
+      verify_row(s, ctx_.logits(out++));
+    } else {
+      sample(s, ctx_.logits(out++));
+    }
   }
+  for (Slot& s : slots_) s.draft.clear();
   const auto t_end = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   stats_.prompt_tokens += n_prompt_tokens;

@@ -69,6 +69,10 @@ json timings_json(const Timings& t) {
   if (t.generation_ms > 0 && t.n_generated > 1) {
     j["predicted_per_second"] = kMsPerSecond * (t.n_generated - 1) / t.generation_ms;
   }
+  if (t.n_drafted > 0) {  // with speculative decoding, as llama-server reports it
+    j["draft_n"] = t.n_drafted;
+    j["draft_n_accepted"] = t.n_draft_accepted;
+  }
   return j;
 }
 

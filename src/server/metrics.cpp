@@ -55,6 +55,13 @@ std::string render_metrics(const ServerState& st) {
          static_cast<double>(s.prefix_copied_tokens));
   metric(out, "tokens_predicted_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens));
   metric(out, "decode_steps_total", "counter", "Batches evaluated.", static_cast<double>(s.steps));
+  metric(out, "draft_tokens_total", "counter", "Speculative draft tokens verified.",
+         static_cast<double>(s.drafted_tokens));
+  metric(out, "draft_tokens_accepted_total", "counter", "Speculative draft tokens accepted.",
+         static_cast<double>(s.draft_accepted_tokens));
+  metric(out, "draft_acceptance_ratio", "gauge", "Accepted over verified draft tokens (0 without drafts).",
+         s.drafted_tokens > 0 ? static_cast<double>(s.draft_accepted_tokens) / static_cast<double>(s.drafted_tokens)
+                              : 0.0);
   metric(out, "requests_processing", "gauge", "Slots busy.", s.active);
   metric(out, "requests_deferred", "gauge", "Requests waiting for a slot.", static_cast<double>(s.queued));
   metric(out, "http_requests_total", "counter", "HTTP requests answered.", static_cast<double>(st.counters.requests.load()));

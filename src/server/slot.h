@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/drafter.h"
 #include "runtime/generation.h"
 #include "server/task.h"
 
@@ -30,6 +31,10 @@ struct Slot {
   Timings timings;
   std::chrono::steady_clock::time_point t_start, t_first;
   uint64_t n_served = 0;         // requests completed in this slot
+  std::unique_ptr<runtime::Drafter> drafter;  // speculative decoding; null: none
+  std::vector<int32_t> draft;    // this step's draft, after `pending` in the batch
+  size_t draft_row = 0;          // the draft's rows sampled so far this step
+  bool draft_done = false;       // a row rejected the draft (or ended the request)
 
   bool active() const { return state != SlotState::Idle; }
 };

@@ -54,6 +54,8 @@ struct Timings {
   int32_t n_cached = 0;        // of those, reused from the slot's cache
   int32_t n_generated = 0;     // tokens sampled
   int32_t n_shifted = 0;       // tokens a context shift dropped from the slot
+  int32_t n_drafted = 0;       // speculative draft tokens verified (llama-server's draft_n)
+  int32_t n_draft_accepted = 0;  // of those, accepted (draft_n_accepted)
   double prompt_ms = 0.0;
   double generation_ms = 0.0;
 };
