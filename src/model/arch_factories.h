@@ -23,7 +23,15 @@
   X("starcoder2", make_starcoder2) \
   X("falcon", make_falcon)       \
   X("bert", make_bert)           \
-  X("granite", make_granite)
+  X("granite", make_granite)     \
+  X("phi2", make_phi2)           \
+  X("starcoder", make_starcoder) \
+  X("bloom", make_bloom)         \
+  X("mpt", make_mpt)             \
+  X("refact", make_refact)       \
+  X("jais", make_jais)           \
+  X("qwen", make_qwen1)          \
+  X("codeshell", make_codeshell)
 
 namespace ferrite::model {
 
