@@ -31,7 +31,9 @@
   X("refact", make_refact)       \
   X("jais", make_jais)           \
   X("qwen", make_qwen1)          \
-  X("codeshell", make_codeshell)
+  X("codeshell", make_codeshell) \
+  X("chatglm", make_chatglm)     \
+  X("gptj", make_gptj)
 
 namespace ferrite::model {
 

@@ -52,15 +52,26 @@ class GptStyle : public Architecture {
       L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
       L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
       if (!opt.parallel) L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
-      L.ffn.gate = b.optional(name("ffn_gate.weight"), {n_embd, n_ff});
-      L.ffn.gate_b = b.optional_vec(name("ffn_gate.bias"), n_ff);
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
-      L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
+      bind_ffn(b, il, n_embd, L.ffn);
     }
     hp_ = hp;
+  }
+
+  // Up (and gate) then down, with their biases; or chatglm's gate | up.
+  void bind_ffn(const WeightBinder& b, int64_t il, int64_t n_embd, FfnWeights& f) const {
+    auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+    const int64_t n_up = b.file().tensor(name("ffn_up.weight")).ne[1];
+    if (opt_.fused_gate_up && n_up % 2 != 0) {
+      throw ModelError(b.file().path() + ": " + name("ffn_up.weight") + " does not hold gate | up");
+    }
+    const int64_t n_ff = opt_.fused_gate_up ? n_up / 2 : n_up;
+    f.up = b.require(name("ffn_up.weight"), {n_embd, n_up});
+    f.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+    if (opt_.fused_gate_up) return;
+    f.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
+    f.gate = b.optional(name("ffn_gate.weight"), {n_embd, n_ff});
+    f.gate_b = b.optional_vec(name("ffn_gate.bias"), n_ff);
+    f.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
   }
 
   void forward(Step& s, float* logits) const override {
@@ -70,7 +81,9 @@ class GptStyle : public Architecture {
     s.ops().embed(tok_embd_, Ids::Tokens, x);
     if (pos_embd_) add_position_embeddings(s, pos_embd_, x);
     if (tok_norm_.w) s.ops().norm(opt_.norm, x, tok_norm_, x);
-    const FfnKind ffn_kind = opt_.gelu ? FfnKind::GeluF16 : FfnKind::SwiGlu;
+    const FfnKind ffn_kind = opt_.fused_gate_up ? FfnKind::FusedSwiGlu
+                             : opt_.gelu        ? FfnKind::GeluF16
+                                                : FfnKind::SwiGlu;
 
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
       s.enter_layer(il, x);

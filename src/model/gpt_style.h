@@ -1,6 +1,6 @@
 // The decoders of the GPT line that differ from gpt2 only by options and by
 // which tensors their files hold (phi2, starcoder, bloom, mpt, refact, jais,
-// qwen, codeshell; each arch_<family>.cpp chooses the options):
+// qwen, codeshell, chatglm; each arch_<family>.cpp chooses the options):
 //   x = tok_embd[t] (+ position_embd[p]) (then token_embd_norm)
 //   sequential: x += attn(norm1(x)); x += ffn(norm2(x))
 //   parallel:   h = norm1(x); x += attn(h) + ffn(h)       (phi2: one norm)
@@ -26,6 +26,7 @@ struct GptStyleOptions {
   bool neox = false;              // RoPE pairing: NeoX halves instead of adjacent pairs
   float alibi_default = 0.0f;     // max_alibi_bias when the file has no attention.max_alibi_bias key
   bool gelu = true;               // feed-forward activation: GELU (llama.cpp's f16 table), else SiLU
+  bool fused_gate_up = false;     // ffn_up holds gate | up [n_embd, 2 n_ff]: down(silu(gate) * up) (chatglm)
   float attn_scale = 0.0f;        // score scale; 0: 1/sqrt(head_dim)
 };
 

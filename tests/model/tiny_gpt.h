@@ -1,5 +1,5 @@
 // Tiny random models of the GPT-style families (model/gpt_style.h: phi2,
-// starcoder, bloom, mpt, refact, jais, qwen, codeshell) in the tensor names,
+// starcoder, bloom, mpt, refact, jais, qwen, codeshell, chatglm) in the tensor names,
 // shapes and metadata keys of llama.cpp's converter, with the first
 // kVocab tokens of shared/vocab/ggml-vocab-llama-spm.gguf as their
 // tokenizer, so that llama.cpp c392e50 loads the same file: its logits of
@@ -28,6 +28,7 @@ struct TinyGptConfig {
   bool fused_qkv = true;
   bool qkv_bias = true, out_bias = true, ffn_bias = true;
   bool gate = false;           // ffn_gate (gated feed-forward)
+  bool fused_gate_up = false;  // ffn_up holds gate | up (chatglm)
   bool parallel = false;       // no ffn_norm (phi2)
   bool pos_embd = false, tok_norm = false, output_bias = false;
   bool ff_length_doubled = false;  // qwen: feed_forward_length is twice the tensors' width
@@ -55,6 +56,12 @@ inline TinyGptConfig tiny_gpt_config(const std::string& arch) {
   } else if (arch == "qwen") {
     c.n_embd = 64, c.n_head = 4, c.n_head_kv = 4, c.n_rot = 16;
     c.rms = true, c.gate = true, c.out_bias = c.ffn_bias = false, c.ff_length_doubled = true;
+  } else if (arch == "chatglm") {
+    c.n_embd = 64, c.n_head = 4, c.n_head_kv = 2, c.n_rot = 8;  // RoPE over half of each head
+    c.rms = true, c.fused_gate_up = true, c.out_bias = c.ffn_bias = false;
+  } else if (arch == "gptj") {
+    c.n_embd = 64, c.n_head = 4, c.n_head_kv = 4, c.n_rot = 8;  // rotary_dim 8 of 16
+    c.fused_qkv = false, c.qkv_bias = c.out_bias = false, c.parallel = true, c.output_bias = true;
   } else if (arch == "codeshell") {
     c.n_head = 4, c.n_head_kv = 2, c.n_embd = 64, c.n_rot = 16;
   }
@@ -99,7 +106,7 @@ class TinyGpt {
       linear(p + "attn_output", c.n_embd, c.n_embd, c.out_bias);
       if (!c.parallel) norm(c, p + "ffn_norm", c.n_embd);
       if (c.gate) linear(p + "ffn_gate", c.n_embd, c.n_ff, c.ffn_bias);
-      linear(p + "ffn_up", c.n_embd, c.n_ff, c.ffn_bias);
+      linear(p + "ffn_up", c.n_embd, c.fused_gate_up ? 2 * c.n_ff : c.n_ff, c.ffn_bias);
       linear(p + "ffn_down", c.n_ff, c.n_embd, c.ffn_bias);
     }
     norm(c, "output_norm", c.n_embd);
@@ -111,6 +118,7 @@ class TinyGpt {
   }
 
   const std::filesystem::path& path() const { return g_.path(); }
+  const TinyGguf& gguf() const { return g_; }
 
  private:
   void norm(const TinyGptConfig& c, const std::string& name, int64_t n) {
