@@ -82,6 +82,9 @@ struct AttentionSpec {
   // (KvView::mask, made so by the runtime for models with
   // HParams::max_alibi_bias > 0); 0: none. Keys then carry no position.
   float max_alibi_bias = 0.0f;
+  // > 0: the Q, K and V projections (with their biases) clipped to
+  // [-clamp_qkv, clamp_qkv] before RoPE and the cache (mpt's clamp_kqv).
+  float clamp_qkv = 0.0f;
 };
 
 enum class FfnKind {

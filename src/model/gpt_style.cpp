@@ -92,6 +92,7 @@ class GptStyle : public Architecture {
       const Act h = o.buffer(Buf::H, n, n_embd);
       backend::AttentionSpec a = attention_spec(hp_, il, L.attn, rope);
       a.scale = opt_.attn_scale;
+      a.clamp_qkv = opt_.clamp_qkv;
       o.norm(opt_.norm, x, L.attn_norm, h, qkv_input(L.attn));
       if (opt_.parallel) {
         const Act y = o.buffer(Buf::Y, n, n_embd);

@@ -28,6 +28,7 @@ struct GptStyleOptions {
   bool gelu = true;               // feed-forward activation: GELU (llama.cpp's f16 table), else SiLU
   bool fused_gate_up = false;     // ffn_up holds gate | up [n_embd, 2 n_ff]: down(silu(gate) * up) (chatglm)
   float attn_scale = 0.0f;        // score scale; 0: 1/sqrt(head_dim)
+  float clamp_qkv = 0.0f;         // > 0: Q, K, V clipped to [-c, c] (mpt's clamp_kqv)
 };
 
 std::unique_ptr<Architecture> make_gpt_style(const gguf::File& file, HParams& hp, const GptStyleOptions& opt);

@@ -24,6 +24,7 @@ struct TinyGptConfig {
   int64_t n_embd = 96, n_head = 6, n_head_kv = 6, n_ff = 192, n_layer = 2, n_ctx = 256;
   int64_t n_rot = 0;           // rope.dimension_count (0: no key)
   float max_alibi_bias = 0.0f; // attention.max_alibi_bias (0: no key)
+  float clamp_kqv = 0.0f;      // attention.clamp_kqv (0: no key)
   bool rms = false;            // RMSNorm (no norm biases), else LayerNorm with biases
   bool fused_qkv = true;
   bool qkv_bias = true, out_bias = true, ffn_bias = true;
@@ -35,10 +36,13 @@ struct TinyGptConfig {
   std::string zero_tensor;         // a tensor written as zeros (the tests' missing-quirk checks)
 };
 
-// The configuration of each family's test model.
-inline TinyGptConfig tiny_gpt_config(const std::string& arch) {
+// The configuration of each family's test model ("mpt-clamp": mpt with clamp_kqv).
+inline TinyGptConfig tiny_gpt_config(const std::string& name) {
   TinyGptConfig c;
+  const bool mpt_clamp = name == "mpt-clamp";
+  const std::string arch = mpt_clamp ? "mpt" : name;
   c.arch = arch;
+  if (mpt_clamp) c.clamp_kqv = 0.5f;  // most Q|K|V values of the tiny model lie beyond
   if (arch == "phi2") {
     c.n_embd = 64, c.n_head = 4, c.n_head_kv = 4, c.n_rot = 8;  // partial: 8 of 16 dimensions
     c.parallel = true, c.output_bias = true;
@@ -88,6 +92,7 @@ class TinyGpt {
     }
     if (c.n_rot > 0) g_.set_u32("rope.dimension_count", static_cast<uint32_t>(c.n_rot));
     if (c.max_alibi_bias > 0.0f) g_.set_f32("attention.max_alibi_bias", c.max_alibi_bias);
+    if (c.clamp_kqv > 0.0f) g_.set_f32("attention.clamp_kqv", c.clamp_kqv);
     copy_vocab(vocab);
 
     g_.add("token_embd.weight", {c.n_embd, kVocab}, 1.0f);

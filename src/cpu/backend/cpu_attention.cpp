@@ -101,6 +101,12 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
     product(w.wv, w.bv, h, n, v);
   }
 
+  if (spec.clamp_qkv > 0.0f) {
+    clamp_inplace(q, n * n_q, spec.clamp_qkv);
+    clamp_inplace(k, n * n_kv, spec.clamp_qkv);
+    clamp_inplace(v, n * n_kv, spec.clamp_qkv);
+  }
+
   // 2. Per-head norms, then rotary embedding.
   if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * dims_.n_head, hd, q);
   if (w.k_norm) rms_norm(k, w.k_norm.f32(), dims_.norm_rms_eps, n * dims_.n_head_kv, hd, k);

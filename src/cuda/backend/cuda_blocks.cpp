@@ -160,7 +160,14 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   if (spec.rope != backend::kNoRope) r = {&ropes_[static_cast<size_t>(spec.rope)], rope_cos(spec.rope), rope_sin(spec.rope)};
 
   // 1. Projections, per-head norms, RoPE, keys and values into the cache.
-  const bool done = project_qkv(w, r, h, q, k, v, kc, vc);
+  // Clipping (mpt's clamp_kqv) comes between the products and RoPE: no fused RoPE then.
+  bool done = false;
+  if (spec.clamp_qkv > 0.0f) {
+    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);  // without RoPE, nothing is stored (returns false)
+    clamp(q, spec.clamp_qkv, n * (n_q + 2 * n_ekv), stream_);  // q, k, v side by side
+  } else {
+    done = project_qkv(w, r, h, q, k, v, kc, vc);
+  }
   const float eps = dims_.norm_rms_eps;
   if (w.q_norm) rms_norm(q, weights_.vec(w.q_norm), eps, n * dims_.n_head, hd, q, stream_);
   if (w.k_norm) rms_norm(k, weights_.vec(w.k_norm), eps, n * dims_.n_head_kv, hd, k, stream_);

@@ -216,6 +216,8 @@ void layer_norm(const float* x, const float* w, const float* b, float eps, int64
 // x *= c; x = cap * tanh(x / cap) (as x * (1 / cap) like the CPU backend), n elements.
 void scale(float* x, float c, int64_t n, cudaStream_t s);
 void softcap(float* x, float cap, int64_t n, cudaStream_t s);
+// x = min(max(x, -c), c), n elements (cpu::clamp_inplace's twin; mpt's clamp_kqv).
+void clamp(float* x, float c, int64_t n, cudaStream_t s);
 // y = gelu(gate) * up, or gelu(gate) when up is null, through the CPU's f16
 // table (cpu/gelu_f16.h, copied to the device once): the CPU's values.
 void geglu_f16(const float* gate, const float* up, int64_t n, float* y, cudaStream_t s);
