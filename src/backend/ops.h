@@ -77,6 +77,14 @@ struct AttentionSpec {
   bool sliding = false;                    // the sliding-window mask (KvView::mask_swa)
   float scale = 0.0f;                      // score scale; 0: 1/sqrt(head_dim)
   float softcap = 0.0f;                    // attention logit soft-cap; 0: none
+  // ALiBi (cpu/alibi.h): head h adds alibi_slope(h, n_head, max_alibi_bias)
+  // times the mask, which then holds -|q_pos - k_pos| for visible cells
+  // (KvView::mask, made so by the runtime for models with
+  // HParams::max_alibi_bias > 0); 0: none. Keys then carry no position.
+  float max_alibi_bias = 0.0f;
+  // > 0: the Q, K and V projections (with their biases) clipped to
+  // [-clamp_qkv, clamp_qkv] before RoPE and the cache (mpt's clamp_kqv).
+  float clamp_qkv = 0.0f;
 };
 
 // Multi-head latent attention of one layer (MlaWeights, weight.h). The

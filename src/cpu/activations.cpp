@@ -1,5 +1,6 @@
 #include "cpu/activations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -46,6 +47,10 @@ void silu_inplace(float* x, int64_t n_rows, int64_t n) {
 
 void gelu_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i]);
+}
+
+void clamp_inplace(float* x, int64_t n, float c) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -c), c);
 }
 
 void softmax_inplace(float* x, int64_t n) {

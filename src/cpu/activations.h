@@ -23,6 +23,8 @@ void geglu(const float* gate, const float* up, int64_t n, float* y);
 void silu_inplace(float* x, int64_t n_rows, int64_t n);
 inline void silu_inplace(float* x, int64_t n) { silu_inplace(x, 1, n); }
 void gelu_inplace(float* x, int64_t n);
+// x = min(max(x, -c), c) (mpt's clamp_kqv; c > 0).
+void clamp_inplace(float* x, int64_t n, float c);
 
 // In-place softmax of one row: x = exp(x - max) / sum (exp and sum as
 // VecOps::softmax_exp). Entries equal to -infinity get 0. A row of only

@@ -6,6 +6,7 @@
 
 #include "core/fp16.h"
 #include "cpu/activations.h"
+#include "cpu/alibi.h"
 #include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/features.h"
@@ -26,6 +27,7 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
   const TokenRange r = token_range(a, t);
   const float* mask = r.mask;
   const uint16_t* kbase = a.k + r.begin * a.kv_stride;
+  const float slope = alibi_slope(h, a.n_head, a.max_alibi_bias);
   ops.f32_to_f16(q, q16, a.head_dim);
   for (int64_t j = 0; j < r.len; ++j) {
     if (mask[j] == kNegInf) {
@@ -35,7 +37,7 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
     float s = ops.dot_f16(q16, kbase + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
     // Soft-capping as llama.cpp orders it: scale by 1/cap, tanh, scale by cap.
     if (a.softcap > 0.0f) s = tanh_f32(s * (1.0f / a.softcap)) * a.softcap;
-    scores[j] = s + mask[j];
+    scores[j] = s + slope * mask[j];
   }
   softmax_inplace(scores, r.len);
   ops.f32_to_f16(scores, p16, r.len);
@@ -90,6 +92,7 @@ void attention_ref(const AttentionArgs& a) {
     const float* mask = r.mask;
     for (int64_t h = 0; h < a.n_head; ++h) {
       const int64_t g = h / group;
+      const float slope = alibi_slope(h, a.n_head, a.max_alibi_bias);
       const float* q = a.q + (t * a.n_head + h) * a.head_dim;
       for (int64_t d = 0; d < a.head_dim; ++d) q16[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
       double max = -std::numeric_limits<double>::infinity();
@@ -103,7 +106,7 @@ void attention_ref(const AttentionArgs& a) {
         for (int64_t d = 0; d < a.head_dim; ++d) s += static_cast<double>(q16[d]) * fp16_to_fp32(k[d]);
         s *= a.scale;
         if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
-        scores[j] = s + mask[j];
+        scores[j] = s + static_cast<double>(slope) * mask[j];
         max = std::max(max, scores[j]);
       }
       double sum = 0.0;

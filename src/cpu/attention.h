@@ -3,7 +3,7 @@
 // For query token t and head h (kv head g = h / (n_head / n_head_kv)):
 //   s_j = scale * (q_th · K[j, g])          for every cache cell j with mask[t, j] != -inf
 //   s_j = softcap * tanh(s_j / softcap)     when softcap > 0
-//   p   = softmax(s + mask[t])
+//   p   = softmax(s + slope_h * mask[t])    slope_h = 1 without ALiBi (cpu/alibi.h)
 //   out[t, h] = sum_j p_j V[j, g]
 // Like llama.cpp, q and p are rounded to f16 before their products with the
 // f16 cache (the same operand rounding its f16 matrix products apply), and V
@@ -37,6 +37,9 @@ struct AttentionArgs {
   int64_t head_dim = 0;
   float scale = 1.0f;
   float softcap = 0.0f;          // 0: none
+  // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask holding
+  // -|q_pos - k_pos| for visible cells; 0: none (the mask adds as it is).
+  float max_alibi_bias = 0.0f;
   float* out = nullptr;          // [n_tokens, n_head, head_dim]
 };
 

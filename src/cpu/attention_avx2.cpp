@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "cpu/attention_avx2.h"
+#include "cpu/alibi.h"
 #include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 
@@ -206,9 +207,14 @@ struct Block {
 class Worker {
  public:
   Worker(const AttentionArgs& a, const VecOps& ops, std::vector<float>& buf, std::vector<int32_t>& live)
-      : a_(a), ops_(ops), group_(a.n_head / a.n_head_kv), hd_(a.head_dim), buf_(buf), live_(live) {}
+      : a_(a), ops_(ops), group_(a.n_head / a.n_head_kv), hd_(a.head_dim), buf_(buf), live_(live),
+        slopes_(static_cast<size_t>(group_), 1.0f) {}
 
   void run(const Block& b) {
+    // The ALiBi slopes of the group's heads (1 without ALiBi).
+    for (int64_t hh = 0; hh < group_; ++hh) {
+      slopes_[static_cast<size_t>(hh)] = alibi_slope(b.g * group_ + hh, a_.n_head, a_.max_alibi_bias);
+    }
     const TokenRange r = token_range(a_, b.t0);
     const int64_t nq = b.n_tok * group_;
     // Score rows cover whole 16-groups (softmax_exp's) of cells.
@@ -258,7 +264,8 @@ class Worker {
         tile_scores(qb, kt, qs, hd_, s);
         for (int j = 0; j < qb; ++j) {
           const int64_t qi = live_[static_cast<size_t>(i + j)];
-          finish_scores(s[j], token_range(a_, b.t0 + qi / group_).mask + c0, n, scores + qi * row + c0);
+          finish_scores(s[j], token_range(a_, b.t0 + qi / group_).mask + c0, n, slopes_[static_cast<size_t>(qi % group_)],
+                        scores + qi * row + c0);
         }
       }
     }
@@ -267,8 +274,17 @@ class Worker {
   }
 
  private:
-  // s * scale, soft-capped, plus the mask (hidden cells exactly -inf).
-  void finish_scores(__m256 s, const float* mask, int64_t n, float* dst) const {
+  // slope * m rounded on its own, as the generic path rounds it: the empty
+  // asm keeps the compiler from fusing it with the add that follows.
+  static __m256 alibi_bias(float slope, __m256 m) {
+    __m256 b = _mm256_mul_ps(_mm256_set1_ps(slope), m);
+    asm("" : "+x"(b));
+    return b;
+  }
+
+  // s * scale, soft-capped, plus slope * mask (hidden cells exactly -inf;
+  // slope 1 without ALiBi, the mask then added as it is).
+  void finish_scores(__m256 s, const float* mask, int64_t n, float slope, float* dst) const {
     s = _mm256_mul_ps(s, _mm256_set1_ps(a_.scale));
     if (a_.softcap > 0.0f) {
       alignas(32) float v[kLanes];
@@ -278,7 +294,7 @@ class Worker {
     }
     const __m256 m = load_partial(mask, n, kNegInf);
     const __m256 hidden = _mm256_cmp_ps(m, _mm256_set1_ps(kNegInf), _CMP_EQ_OQ);
-    _mm256_storeu_ps(dst, _mm256_blendv_ps(_mm256_add_ps(s, m), _mm256_set1_ps(kNegInf), hidden));
+    _mm256_storeu_ps(dst, _mm256_blendv_ps(_mm256_add_ps(s, alibi_bias(slope, m)), _mm256_set1_ps(kNegInf), hidden));
   }
 
   // softmax_inplace then the f16 rounding of p, as attention_generic() does:
@@ -366,6 +382,7 @@ class Worker {
   int64_t group_, hd_;
   std::vector<float>& buf_;
   std::vector<int32_t>& live_;
+  std::vector<float> slopes_;  // [group_]
 };
 
 // Consecutive tokens reading the same cells, at most max_tokens per block.

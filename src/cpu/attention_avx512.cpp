@@ -26,6 +26,7 @@
 #include <limits>
 
 #include "cpu/attention_avx512.h"
+#include "cpu/alibi.h"
 #include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 
@@ -232,9 +233,14 @@ struct Block {
 class Worker {
  public:
   Worker(const AttentionArgs& a, const VecOps& ops, std::vector<float>& buf, std::vector<int32_t>& live)
-      : a_(a), ops_(ops), group_(a.n_head / a.n_head_kv), hd_(a.head_dim), buf_(buf), live_(live) {}
+      : a_(a), ops_(ops), group_(a.n_head / a.n_head_kv), hd_(a.head_dim), buf_(buf), live_(live),
+        slopes_(static_cast<size_t>(group_), 1.0f) {}
 
   void run(const Block& b) {
+    // The ALiBi slopes of the group's heads (1 without ALiBi).
+    for (int64_t hh = 0; hh < group_; ++hh) {
+      slopes_[static_cast<size_t>(hh)] = alibi_slope(b.g * group_ + hh, a_.n_head, a_.max_alibi_bias);
+    }
     const TokenRange r = token_range(a_, b.t0);
     const int64_t nq = b.n_tok * group_;
     const int64_t n_tiles = (r.len + kLanes - 1) / kLanes;
@@ -281,7 +287,8 @@ class Worker {
         tile_scores_any(qb, kt, qs, hd_, s);
         for (int j = 0; j < qb; ++j) {
           const int64_t qi = live_[static_cast<size_t>(i + j)];
-          finish_scores(s[j], token_range(a_, b.t0 + qi / group_).mask + c0, n, scores + qi * row + c0);
+          finish_scores(s[j], token_range(a_, b.t0 + qi / group_).mask + c0, n, slopes_[static_cast<size_t>(qi % group_)],
+                        scores + qi * row + c0);
         }
       }
     }
@@ -290,8 +297,17 @@ class Worker {
   }
 
  private:
-  // s * scale, soft-capped, plus the mask (hidden cells exactly -inf).
-  void finish_scores(__m512 s, const float* mask, int64_t n, float* dst) const {
+  // slope * m rounded on its own, as the generic path rounds it: the empty
+  // asm keeps the compiler from fusing it with the add that follows.
+  static __m512 alibi_bias(float slope, __m512 m) {
+    __m512 b = _mm512_mul_ps(_mm512_set1_ps(slope), m);
+    asm("" : "+v"(b));
+    return b;
+  }
+
+  // s * scale, soft-capped, plus slope * mask (hidden cells exactly -inf;
+  // slope 1 without ALiBi, the mask then added as it is).
+  void finish_scores(__m512 s, const float* mask, int64_t n, float slope, float* dst) const {
     s = _mm512_mul_ps(s, _mm512_set1_ps(a_.scale));
     if (a_.softcap > 0.0f) {
       alignas(64) float v[kLanes];
@@ -301,7 +317,7 @@ class Worker {
     }
     const __m512 m = _mm512_mask_loadu_ps(_mm512_set1_ps(kNegInf), lanes_mask(n), mask);
     const __mmask16 hidden = _mm512_cmp_ps_mask(m, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ);
-    _mm512_storeu_ps(dst, _mm512_mask_blend_ps(hidden, _mm512_add_ps(s, m), _mm512_set1_ps(kNegInf)));
+    _mm512_storeu_ps(dst, _mm512_mask_blend_ps(hidden, _mm512_add_ps(s, alibi_bias(slope, m)), _mm512_set1_ps(kNegInf)));
   }
 
   // softmax_inplace then the f16 rounding of p, as attention_generic() does:
@@ -382,6 +398,7 @@ class Worker {
   int64_t group_, hd_;
   std::vector<float>& buf_;
   std::vector<int32_t>& live_;
+  std::vector<float> slopes_;  // [group_]
 };
 
 // Consecutive tokens reading the same cells, at most max_tokens per block.

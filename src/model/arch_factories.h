@@ -40,7 +40,17 @@
   X("nemotron", make_nemotron)   \
   X("plamo", make_plamo)         \
   X("deepseek", make_deepseek)   \
-  X("deepseek2", make_deepseek2)
+  X("deepseek2", make_deepseek2) \
+  X("phi2", make_phi2)           \
+  X("starcoder", make_starcoder) \
+  X("bloom", make_bloom)         \
+  X("mpt", make_mpt)             \
+  X("refact", make_refact)       \
+  X("jais", make_jais)           \
+  X("qwen", make_qwen1)          \
+  X("codeshell", make_codeshell) \
+  X("chatglm", make_chatglm)     \
+  X("gptj", make_gptj)
 
 namespace ferrite::model {
 

@@ -17,6 +17,9 @@ class Gpt2 : public Architecture {
   Gpt2(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
     const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    // Learned positions: keys carry no rotation, so a context shift moves
+    // the cells' positions only (rope.dimension_count defaults to the head).
+    hp.rope.n_rot = 0;
     tok_embd_ = bind_token_embd(b, hp);
     const gguf::TensorInfo& pos = file.tensor("position_embd.weight");
     pos_embd_ = b.require("position_embd.weight", {n_embd, pos.ne[1]});

@@ -31,6 +31,7 @@ backend::AttentionSpec attention_spec(const HParams& hp, int64_t il, const Atten
   a.rope = rope;
   a.sliding = sliding;
   a.softcap = hp.attn_softcap;
+  a.max_alibi_bias = hp.max_alibi_bias;
   return a;
 }
 

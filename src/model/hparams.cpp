@@ -76,6 +76,10 @@ HParams read_hparams(const gguf::Metadata& md) {
   hp.n_swa = static_cast<int64_t>(md.opt_uint(key("attention.sliding_window")).value_or(0));
   hp.attn_softcap = md.opt_float(key("attn_logit_softcapping")).value_or(0.0f);
   hp.final_softcap = md.opt_float(key("final_logit_softcapping")).value_or(0.0f);
+  hp.max_alibi_bias = md.opt_float(key("attention.max_alibi_bias")).value_or(0.0f);
+  if (!(hp.max_alibi_bias >= 0.0f && hp.max_alibi_bias <= 1e3f)) {
+    throw ModelError(path + ": attention.max_alibi_bias " + std::to_string(hp.max_alibi_bias) + " is out of range");
+  }
 
   RopeParams& r = hp.rope;
   r.n_rot = static_cast<int>(md.opt_uint(key("rope.dimension_count")).value_or(static_cast<uint64_t>(hp.head_dim)));

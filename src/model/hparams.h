@@ -46,6 +46,10 @@ struct HParams {
   int64_t n_swa = 0;         // sliding window (0: none)
   float attn_softcap = 0.0f; // attention logit soft-cap (0: none)
   float final_softcap = 0.0f;
+  // ALiBi (attention.max_alibi_bias, or the family's fixed value): > 0 makes
+  // the runtime's KV masks carry -|q_pos - k_pos| and the attention add
+  // per-head slopes of it (backend::AttentionSpec); keys carry no position.
+  float max_alibi_bias = 0.0f;
   Pooling pooling = Pooling::None;  // encoders (set by the architecture)
   RopeParams rope;
 

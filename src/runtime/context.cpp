@@ -141,6 +141,10 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   // Masks [n, width], row t over cells [kv_begin_[t], + kv_len_[t]): a cell is
   // visible to a token of sequence s at position p when it belongs to s and
   // holds a position <= p (and, for sliding-window layers, one within the window).
+  // ALiBi models see -|p - cell pos| there instead of 0 (backend::AttentionSpec):
+  // the distance of the cell's current position, so a context shift moves
+  // the bias with the positions and rotates nothing.
+  const bool alibi = hp.max_alibi_bias > 0.0f;
   mask_.assign(static_cast<size_t>(n * width), kHidden);
   if (hp.n_swa > 0) mask_swa_.assign(static_cast<size_t>(n * width), kHidden);
   for (int64_t t = 0; t < n; ++t) {
@@ -150,8 +154,9 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
     for (int64_t j = 0; j < kv_len_[static_cast<size_t>(t)]; ++j) {
       const KvCache::Cell& c = cache_.cell(b + j);
       if (c.pos < 0 || !c.has(seq) || c.pos > p) continue;
-      mask_[t * width + j] = 0.0f;
-      if (hp.n_swa > 0 && p - c.pos < hp.n_swa) mask_swa_[t * width + j] = 0.0f;
+      const float visible = alibi ? -static_cast<float>(p - c.pos) : 0.0f;
+      mask_[t * width + j] = visible;
+      if (hp.n_swa > 0 && p - c.pos < hp.n_swa) mask_swa_[t * width + j] = visible;
     }
   }
 

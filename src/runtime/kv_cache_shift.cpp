@@ -4,6 +4,10 @@
 // LongRoPE's frequency factors), so a key rotated for position p becomes the
 // key for p + delta by one more rotation by the angles of delta, with the
 // layer's own settings (gemma3's sliding layers have their own base).
+// Models without RoPE (ALiBi: bloom, mpt, refact, jais; learned positions:
+// gpt2, starcoder) give n_rot 0: their keys carry no position and only the
+// cells' positions move; ALiBi's distances come from those positions in the
+// next step's masks (Context::decode_pass).
 #include <cmath>
 #include <vector>
 

@@ -25,6 +25,7 @@ struct Case {
   float softcap = 0.0f;
   bool ranges = false;  // per-token kv_begin / kv_len
   int threads = 2;
+  float max_alibi_bias = 0.0f;  // ALiBi: visible cells' mask holds the distance
 };
 
 uint32_t bits(float x) {
@@ -92,7 +93,8 @@ void check_case(const Case& c, uint32_t seed) {
     const int64_t last = n - c.n_tokens + t;
     for (int64_t j = 0; j < n; ++j) {
       const bool hole = (j * 5 + t) % 11 == 3;
-      mask[t * width + j] = (j <= last && !hole) ? 0.0f : -kInf;
+      const float visible = c.max_alibi_bias > 0.0f ? -static_cast<float>(last - j) : 0.0f;
+      mask[t * width + j] = (j <= last && !hole) ? visible : -kInf;
     }
   }
   AttentionArgs a;
@@ -114,6 +116,7 @@ void check_case(const Case& c, uint32_t seed) {
   a.head_dim = c.head_dim;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   a.softcap = c.softcap;
+  a.max_alibi_bias = c.max_alibi_bias;
   ASSERT_TRUE(kernel.applies(a));
   std::vector<float> want(c.n_tokens * c.n_head * c.head_dim, 0.0f), got(want.size(), -1.0f);
   ThreadPool pool(c.threads);
@@ -162,6 +165,17 @@ TEST_P(AttentionSimd, SoftcapAndTokenRanges) {
       check_case({20, 4, 4, 80, 67, softcap, ranges, 3}, seed += 3);
     }
   }
+}
+
+// ALiBi slopes per head (power-of-two and other head counts, GQA groups
+// spanning both slope series), with soft-capping and token ranges.
+TEST_P(AttentionSimd, Alibi) {
+  uint32_t seed = 400;
+  check_case({9, 8, 8, 64, 70, 0.0f, false, 2, 8.0f}, seed += 3);
+  check_case({5, 12, 4, 64, 130, 0.0f, false, 2, 8.0f}, seed += 3);
+  check_case({17, 6, 1, 128, 77, 5.0f, false, 3, 8.0f}, seed += 3);
+  check_case({11, 12, 3, 80, 150, 0.0f, true, 2, 8.0f}, seed += 3);
+  check_case({3, 16, 2, 64, 40, 0.0f, false, 1, 16.0f}, seed += 3);
 }
 
 // A token that sees no cell gets zeros, as the generic path gives.

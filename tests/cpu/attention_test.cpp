@@ -1,10 +1,12 @@
 // The threaded attention against the plain reference and a hand-checkable case.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
+#include "cpu/alibi.h"
 #include "cpu/attention.h"
 #include "cpu/features.h"
 #include "random_data.h"
@@ -52,6 +54,87 @@ TEST(Attention, MatchesReferenceWithGqaAndMask) {
     }
     set_isa(saved);
   }
+}
+
+// ALiBi slopes as published (Press et al.): 2^(-8 (h + 1) / n) for a power
+// of two n; for 12 heads the 8 of n = 8, then the odd powers of the n = 16
+// series' base 2^(-1/2): 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5.
+TEST(Alibi, SlopesOfPowerOfTwoAndOtherHeadCounts) {
+  for (int64_t h = 0; h < 8; ++h) EXPECT_FLOAT_EQ(alibi_slope(h, 8, 8.0f), std::ldexp(1.0f, -static_cast<int>(h + 1)));
+  for (int64_t h = 0; h < 8; ++h) EXPECT_FLOAT_EQ(alibi_slope(h, 12, 8.0f), std::ldexp(1.0f, -static_cast<int>(h + 1)));
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(alibi_slope(8 + i, 12, 8.0f), std::pow(2.0f, -0.5f - static_cast<float>(i))) << i;
+  }
+  EXPECT_FLOAT_EQ(alibi_slope(3, 32, 8.0f), std::pow(2.0f, -1.0f));  // 2^(-8 * 4 / 32)
+  EXPECT_EQ(alibi_slope(5, 12, 0.0f), 1.0f);                          // no ALiBi: the mask adds as it is
+}
+
+// ALiBi against a hand-made bias: head h with slope m over a distance mask
+// equals the plain attention of that head with the bias m * mask added to
+// its mask, at every level against the reference.
+TEST(Attention, AlibiAddsSlopeTimesDistance) {
+  const int64_t n_tokens = 4, n_head = 6, head_dim = 16, n_kv = 11;
+  const auto q = test::random_floats(n_tokens * n_head * head_dim, 11);
+  const auto k = test::to_f16(test::random_floats(n_kv * n_head * head_dim, 12));
+  const auto v = test::to_f16(test::random_floats(n_kv * n_head * head_dim, 13));
+  std::vector<float> dist(n_tokens * n_kv);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int64_t pos = n_kv - n_tokens + t;
+    for (int64_t j = 0; j < n_kv; ++j) dist[t * n_kv + j] = j <= pos ? -static_cast<float>(pos - j) : -kInf;
+  }
+  AttentionArgs a;
+  a.q = q.data();
+  a.k = k.data();
+  a.vt = v.data();
+  a.vt_stride = n_kv;
+  a.kv_stride = n_head * head_dim;
+  a.n_kv = n_kv;
+  a.mask = dist.data();
+  a.n_tokens = n_tokens;
+  a.n_head = n_head;
+  a.n_head_kv = n_head;
+  a.head_dim = head_dim;
+  a.scale = 0.25f;
+  a.max_alibi_bias = 8.0f;
+  std::vector<float> out(n_tokens * n_head * head_dim), out_ref(out.size());
+  a.out = out_ref.data();
+  attention_ref(a);
+  // Each head alone, its bias folded into the mask.
+  double diff_plain = 0;
+  for (int64_t h = 0; h < n_head; ++h) {
+    const float m = alibi_slope(h, n_head, 8.0f);
+    std::vector<float> biased(dist.size());
+    for (size_t i = 0; i < dist.size(); ++i) biased[i] = dist[i] == -kInf ? -kInf : m * dist[i];
+    AttentionArgs b = a;
+    b.mask = biased.data();
+    b.max_alibi_bias = 0.0f;
+    std::vector<float> want(out.size());
+    b.out = want.data();
+    attention_ref(b);
+    AttentionArgs c = b;
+    std::vector<float> plain(out.size());
+    for (size_t i = 0; i < dist.size(); ++i) biased[i] = dist[i] == -kInf ? -kInf : 0.0f;
+    c.out = plain.data();
+    attention_ref(c);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t d = 0; d < head_dim; ++d) {
+        const size_t i = static_cast<size_t>((t * n_head + h) * head_dim + d);
+        ASSERT_NEAR(out_ref[i], want[i], 1e-6) << "head " << h;
+        diff_plain = std::max(diff_plain, static_cast<double>(std::fabs(out_ref[i] - plain[i])));
+      }
+    }
+  }
+  EXPECT_GT(diff_plain, 1e-2);  // the bias matters
+  const Isa saved = active_isa();
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa(isa);
+    ThreadPool pool(2);
+    AttentionScratch scratch;
+    a.out = out.data();
+    attention(a, pool, scratch);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5) << isa_name(isa) << " " << i;
+  }
+  set_isa(saved);
 }
 
 // One visible cell: the output is that cell's V row exactly.

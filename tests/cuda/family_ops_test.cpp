@@ -94,6 +94,12 @@ TEST(GpuFamilyOps, ScaleSoftcapAndColumns) {
   softcap(cd.as<float>(), 30.0f, kRows * kCols, nullptr);
   EXPECT_EQ(to_host<float>(sd, x.size()), scaled);
   EXPECT_EQ(to_host<float>(cd, x.size()), capped);
+  // clamp: cpu::clamp_inplace's values.
+  std::vector<float> clamped = x;
+  cpu::clamp_inplace(clamped.data(), static_cast<int64_t>(clamped.size()), 6.5f);
+  DeviceBuffer kd = to_device(x);
+  clamp(kd.as<float>(), 6.5f, kRows * kCols, nullptr);
+  EXPECT_EQ(to_host<float>(kd, x.size()), clamped);
 
   std::vector<float> cols(kRows * 7);
   for (int64_t r = 0; r < kRows; ++r) {

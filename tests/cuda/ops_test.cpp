@@ -258,9 +258,11 @@ TEST(GpuOps, GetRowsEveryType) {
 enum class Kernel { Exact, Tiled, Decode, Split };
 // q8_splits > 0 (decode kernel): the kernel also writes the output's Q8_0
 // blocks, split over the cells into q8_splits chunks (1: no split).
+// max_alibi_bias > 0: ALiBi, the visible cells' mask holding the distance to the token.
 void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng,
-                     Kernel kernel = Kernel::Exact, bool ranges = false, int64_t q8_splits = 0) {
-  constexpr int64_t kHeads = 8, kHeadsKv = 2;
+                     Kernel kernel = Kernel::Exact, bool ranges = false, int64_t q8_splits = 0,
+                     float max_alibi_bias = 0.0f, int64_t heads = 8) {
+  const int64_t kHeads = heads, kHeadsKv = 2;
   const int64_t kv_w = kHeadsKv * head_dim;
   const auto q = random_floats(n_tokens * kHeads * head_dim, rng, -2.0f, 2.0f);
   const auto kf = random_floats(n_kv * kv_w, rng, -2.0f, 2.0f), vf = random_floats(n_kv * kv_w, rng);
@@ -293,9 +295,15 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
       begin[static_cast<size_t>(t)] = static_cast<int32_t>(b);
       len[static_cast<size_t>(t)] = static_cast<int32_t>(e - b);
       std::bernoulli_distribution visible(0.75);
-      for (int64_t j = 0; j < e - b; ++j) mask[t * n_kv + j] = visible(rng) ? 0.0f : mask[t * n_kv + j];
+      const float dist = max_alibi_bias > 0.0f ? -static_cast<float>((e - b) / 2) : 0.0f;
+      for (int64_t j = 0; j < e - b; ++j) {
+        mask[t * n_kv + j] = visible(rng) ? (max_alibi_bias > 0.0f ? dist + static_cast<float>(j % 7) : 0.0f)
+                                          : mask[t * n_kv + j];
+      }
     } else {
-      for (int64_t j = 0; j <= n_kv - n_tokens + t; ++j) mask[t * n_kv + j] = 0.0f;
+      for (int64_t j = 0; j <= n_kv - n_tokens + t; ++j) {
+        mask[t * n_kv + j] = max_alibi_bias > 0.0f ? -static_cast<float>(n_kv - n_tokens + t - j) : 0.0f;
+      }
     }
   }
   std::vector<float> ref(q.size());
@@ -318,6 +326,7 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   a.head_dim = head_dim;
   a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   a.softcap = softcap;
+  a.max_alibi_bias = max_alibi_bias;
   a.out = ref.data();
   cpu::attention_ref(a);
 
@@ -341,6 +350,7 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   p.head_dim = head_dim;
   p.scale = a.scale;
   p.softcap = softcap;
+  p.max_alibi_bias = max_alibi_bias;
   p.out = od.as<float>();
   if (kernel == Kernel::Tiled) {
     ASSERT_TRUE(attention_tiled_supports(p));
@@ -423,6 +433,21 @@ TEST(GpuAttention, PerTokenRanges) {
   // Prompt chunks and single tokens of many sequences in one pass.
   for (int i = 0; i < 4; ++i) check_attention(150, 700, 128, 0.0f, rng, Kernel::Split, true);
   check_attention(100, 200, 64, 0.0f, rng, Kernel::Split, false);  // no ranges: one run
+}
+
+// ALiBi (the CPU twin: cpu::attention_ref with max_alibi_bias): every kernel
+// adds each head's slope times the distance mask; 12 heads take both slope
+// series (cpu/alibi.h), 8 the power-of-two one.
+TEST(GpuAttention, Alibi) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  for (Kernel k : {Kernel::Exact, Kernel::Tiled, Kernel::Decode, Kernel::Split}) {
+    for (int64_t heads : {8, 12}) {
+      const int64_t n_tokens = k == Kernel::Decode ? 3 : 37;
+      check_attention(n_tokens, 300, 128, 0.0f, rng, k, false, 0, 8.0f, heads);
+      check_attention(n_tokens, 90, 64, 30.0f, rng, k, k == Kernel::Split, 0, 8.0f, heads);
+    }
+  }
 }
 
 // The decode kernel: one token or a few, cell counts around its warp and

@@ -37,8 +37,10 @@ class SingleSequence {
       constexpr int64_t kPad = 32;  // as the runtime and llama.cpp pad the scanned cells
       const int64_t n_kv = std::min(n_ctx_, (n_past_ + n + kPad - 1) / kPad * kPad);
       std::vector<float> mask(static_cast<size_t>(n * n_kv), -std::numeric_limits<float>::infinity());
+      // ALiBi models: the distance -(pos - cell pos) instead of 0 (backend::AttentionSpec).
+      const bool alibi = hp.max_alibi_bias > 0.0f;
       for (int64_t t = 0; t < n; ++t) {
-        for (int64_t j = 0; j <= n_past_ + t; ++j) mask[t * n_kv + j] = 0.0f;
+        for (int64_t j = 0; j <= n_past_ + t; ++j) mask[t * n_kv + j] = alibi ? -static_cast<float>(n_past_ + t - j) : 0.0f;
       }
       // Sliding-window layers see the last n_swa positions (as llama.cpp:
       // hidden when pos - cell_pos >= n_swa).

@@ -101,6 +101,12 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
     product(w.wv, w.bv, h, n, v);
   }
 
+  if (spec.clamp_qkv > 0.0f) {
+    clamp_inplace(q, n * n_q, spec.clamp_qkv);
+    clamp_inplace(k, n * n_kv, spec.clamp_qkv);
+    clamp_inplace(v, n * n_kv, spec.clamp_qkv);
+  }
+
   // 2. Q/K norms (per head, or over the whole projection: the weight's
   // length says which), then rotary embedding.
   if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q);
@@ -138,6 +144,7 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   a.head_dim = hd;
   a.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
   a.softcap = spec.softcap;
+  a.max_alibi_bias = spec.max_alibi_bias;
   a.out = attn;
   cpu::attention(a, pool_, ws_.attention);
 

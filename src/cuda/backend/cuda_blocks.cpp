@@ -44,6 +44,7 @@ AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec
   ap.head_dim = dims_.head_dim;
   ap.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
   ap.softcap = spec.softcap;
+  ap.max_alibi_bias = spec.max_alibi_bias;
   ap.q = q;
   ap.out = out;
   ap.k = k_cache_[static_cast<size_t>(li)].as();
@@ -160,7 +161,14 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   if (spec.rope != backend::kNoRope) r = {&ropes_[static_cast<size_t>(spec.rope)], rope_cos(spec.rope), rope_sin(spec.rope)};
 
   // 1. Projections, per-head norms, RoPE, keys and values into the cache.
-  const bool done = project_qkv(w, r, h, q, k, v, kc, vc);
+  // Clipping (mpt's clamp_kqv) comes between the products and RoPE: no fused RoPE then.
+  bool done = false;
+  if (spec.clamp_qkv > 0.0f) {
+    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);  // without RoPE, nothing is stored (returns false)
+    clamp(q, spec.clamp_qkv, n * (n_q + 2 * n_ekv), stream_);  // q, k, v side by side
+  } else {
+    done = project_qkv(w, r, h, q, k, v, kc, vc);
+  }
   const float eps = dims_.norm_rms_eps;
   // Per head, or over the whole projection (olmo2): the weight's length says which.
   if (w.q_norm) rms_norm(q, weights_.vec(w.q_norm), eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q, stream_);

@@ -16,6 +16,7 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
+#include "cpu/alibi.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/cpu_order.cuh"
 #include "cuda/kernels/device_math.cuh"
@@ -74,11 +75,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   for (int64_t d = tid; d < hd; d += kThreads) q16[d] = __half2float(__float2half_rn(q[d]));
   __syncthreads();
 
-  // Scores s_j = (q·K_j) * scale (+ soft-cap) + mask_j.
+  // Scores s_j = (q·K_j) * scale (+ soft-cap) + slope * mask_j (slope 1 without ALiBi, cpu/alibi.h).
+  const float slope = cpu::alibi_slope(h, p.n_head, p.max_alibi_bias);
   auto finish_score = [&](int64_t j, float dot) {
     float s = __fmul_rn(dot, p.scale);
     if (p.softcap > 0.0f) s = softcap_f32(s, p.softcap);
-    scores[j] = __fadd_rn(s, mask[j]);
+    scores[j] = __fadd_rn(s, __fmul_rn(slope, mask[j]));
   };
   if (hd % kOrderLanes == 0) {
     // 16 lanes per cell, lane v holding chain v.

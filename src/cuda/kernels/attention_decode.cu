@@ -24,6 +24,7 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
+#include "cpu/alibi.h"
 #include "backend/switches.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_math.cuh"
@@ -112,6 +113,7 @@ __global__ void __launch_bounds__(W * kWarp) attention_decode_kernel(const Atten
   const int64_t first = (ranges ? p.kv_begin[t] : 0) + c0;
   const int64_t len = min(range_len - c0, chunk);
   const float* mask = p.mask + t * (ranges ? p.mask_stride : p.n_kv) + c0;
+  const float slope = cpu::alibi_slope(h, p.n_head, p.max_alibi_bias);  // 1 without ALiBi
   const half* k_rows = reinterpret_cast<const half*>(p.k) + first * kv_stride + g * HD + lane * kPer;
   const half* v_rows = reinterpret_cast<const half*>(p.v) + first * kv_stride + g * HD + lane * kPer;
   // Typed: rows of k_row_bytes / v_row_bytes, this lane's values from element e_lane.
@@ -182,7 +184,7 @@ __global__ void __launch_bounds__(W * kWarp) attention_decode_kernel(const Atten
     for (int u = 0; u < kCells; ++u) {
       float v = s[u] * p.scale;
       if (p.softcap > 0.0f) v = tanhf(v / p.softcap) * p.softcap;
-      s[u] = mk[u] == -INFINITY ? -INFINITY : v + mk[u];
+      s[u] = mk[u] == -INFINITY ? -INFINITY : v + slope * mk[u];
       tile_max = fmaxf(tile_max, s[u]);
     }
     if (tile_max == -INFINITY) continue;  // every cell of this step hidden (same for the whole warp)

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
+#include "cpu/alibi.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kv_blocks.cuh"
@@ -97,6 +98,7 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
   const int64_t first = row_live && ranges ? p.kv_begin[t] : 0;
   const int64_t len = !row_live ? 0 : ranges ? p.kv_len[t] : n_kv;
   const float* mask_row = p.mask + (row_live ? t : 0) * (ranges ? p.mask_stride : n_kv);
+  const float slope = cpu::alibi_slope(h, p.n_head, p.max_alibi_bias);  // 1 without ALiBi
   __shared__ int64_t block_lo, block_hi;
   if (tid == 0) {
     block_lo = n_kv;
@@ -160,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
     for (int jj = 0; jj < kCellsPerLane; ++jj) {
       float v = s[jj] * p.scale;
       if (p.softcap > 0.0f) v = tanhf(v / p.softcap) * p.softcap;
-      s[jj] = mk[jj] == -INFINITY ? -INFINITY : v + mk[jj];
+      s[jj] = mk[jj] == -INFINITY ? -INFINITY : v + slope * mk[jj];
       tile_max = fmaxf(tile_max, s[jj]);
     }
 #pragma unroll

@@ -70,6 +70,11 @@ __global__ void softcap_kernel(float* x, float cap, int64_t n) {
   if (idx < n) x[idx] = softcap_f32(x[idx], cap);
 }
 
+__global__ void clamp_kernel(float* x, float c, int64_t n) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < n) x[idx] = fminf(fmaxf(x[idx], -c), c);
+}
+
 __device__ __forceinline__ float gelu_lookup(const uint16_t* __restrict__ table, float v) {
   if (v <= kGeluLowCut) return 0.0f;
   if (v >= kGeluHighCut) return v;
@@ -164,6 +169,12 @@ void scale(float* x, float c, int64_t n, cudaStream_t s) {
 void softcap(float* x, float cap, int64_t n, cudaStream_t s) {
   if (n == 0) return;
   softcap_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, cap, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void clamp(float* x, float c, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  clamp_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, c, n);
   FERRITE_CUDA_LAUNCHED();
 }
 

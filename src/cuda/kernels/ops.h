@@ -216,6 +216,8 @@ void layer_norm(const float* x, const float* w, const float* b, float eps, int64
 // x *= c; x = cap * tanh(x / cap) (as x * (1 / cap) like the CPU backend), n elements.
 void scale(float* x, float c, int64_t n, cudaStream_t s);
 void softcap(float* x, float cap, int64_t n, cudaStream_t s);
+// x = min(max(x, -c), c), n elements (cpu::clamp_inplace's twin; mpt's clamp_kqv).
+void clamp(float* x, float c, int64_t n, cudaStream_t s);
 // y = gelu(gate) * up, or gelu(gate) when up is null, through the CPU's f16
 // table (cpu/gelu_f16.h, copied to the device once): the CPU's values.
 void geglu_f16(const float* gate, const float* up, int64_t n, float* y, cudaStream_t s);
@@ -267,7 +269,7 @@ struct AttentionParams {
   const void* v = nullptr;
   TensorType k_type = TensorType::F16, v_type = TensorType::F16;
   int64_t k_row_bytes = 0, v_row_bytes = 0;  // block types (attention_typed_rows fills in f16 ones)
-  const float* mask = nullptr;      // [n_tokens, mask_stride]: 0 or -inf
+  const float* mask = nullptr;      // [n_tokens, mask_stride]: 0 (or the ALiBi distance) or -inf
   int64_t n_kv = 0, n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
   // Per-token cell ranges (several sequences in one cache, model/forward.h
   // KvView): token t reads cells [kv_begin[t], kv_begin[t] + kv_len[t]) of
@@ -287,6 +289,9 @@ struct AttentionParams {
   const int32_t* decode_tokens = nullptr;  // [n_decode_tokens] (device)
   int64_t n_decode_tokens = 0;
   float scale = 1.0f, softcap = 0.0f;
+  // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask then
+  // holding -|q_pos - k_pos| for visible cells; 0: none.
+  float max_alibi_bias = 0.0f;
   float* out = nullptr;             // [n_tokens, n_head, head_dim]
   // The decode kernel split over the cells (attention_decode_splits): n_split
   // chunks per token's range and their states in split_scratch
