@@ -97,7 +97,9 @@ int run_serve(const ServeOptions& opt) {
                          .context_shift = !opt.no_context_shift,
                          .prefix_cache = !opt.no_prefix_cache,
                          .embeddings = so.embeddings,
-                         .pooling = pooling_code(opt.pooling)});
+                         .pooling = pooling_code(opt.pooling),
+                         .lora = lm.context.lora,
+                         .lora_scales = lm.context.lora_scales});
   server::HttpServer http(engine, so);
   const int port = http.bind();
   const std::string gpu = ngl == 0 ? "" : ngl == runtime::kAllLayers ? ", every layer on the GPU"

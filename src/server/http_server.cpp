@@ -84,6 +84,7 @@ class HttpApp : public http::Application {
     add_info_routes(routes_, st_);
     add_embedding_routes(routes_, st_);
     add_slot_routes(routes_, st_);
+    add_lora_routes(routes_, st_);
   }
 
   ServerState& state() { return st_; }

@@ -56,7 +56,7 @@ class LlamaState:
 _IGNORED_OPTIONS = (
     "split_mode", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ubatch", "n_threads_batch",
     "offload_kqv", "flash_attn", "numa", "last_n_tokens_size", "logits_all", "rpc_servers", "no_perf",
-    "op_offload", "swa_full", "type_k", "type_v", "spm_infill", "lora_scale",
+    "op_offload", "swa_full", "type_k", "type_v", "spm_infill",
     "rope_scaling_type", "yarn_ext_factor", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow",
     "yarn_orig_ctx", "mul_mat_q", "embd_normalize",
 )
@@ -64,7 +64,7 @@ _IGNORED_OPTIONS = (
 # when set to anything but their default.
 _UNSUPPORTED_OPTIONS = {
     "kv_overrides": None, "rope_freq_base": 0.0, "rope_freq_scale": 0.0,
-    "lora_base": None, "lora_path": None, "chat_handler": None, "draft_model": None, "tokenizer": None,
+    "lora_base": None, "chat_handler": None, "draft_model": None, "tokenizer": None,
 }
 
 
@@ -92,6 +92,8 @@ class Llama(ChatMixin):
         pooling_type: int = LLAMA_POOLING_TYPE_UNSPECIFIED,
         vocab_only: bool = False,
         chat_format: Optional[str] = None,
+        lora_path: Optional[str] = None,
+        lora_scale: float = 1.0,
         verbose: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -117,6 +119,14 @@ class Llama(ChatMixin):
             _check_int("n_threads", n_threads, 1)
         if not os.path.exists(model_path):
             raise ModelNotFoundError(f"Model path does not exist: {model_path}")
+        if lora_path is not None:
+            if not isinstance(lora_path, (str, os.PathLike)):
+                raise TypeError(f"lora_path must be a path, not {type(lora_path).__name__}")
+            lora_path = os.fspath(lora_path)
+            if not os.path.exists(lora_path):
+                raise ValueError(f"lora_path does not exist: {lora_path}")
+        if isinstance(lora_scale, bool) or not isinstance(lora_scale, (int, float)):
+            raise TypeError(f"lora_scale must be a number, not {type(lora_scale).__name__}")
         if n_gpu_layers != 0 and verbose and not _ferrite.gpu_offload_available():
             print("ferrite: n_gpu_layers is ignored (this build evaluates on the CPU)", file=sys.stderr)
 
@@ -125,7 +135,8 @@ class Llama(ChatMixin):
         self._embedding = bool(embedding)
         self._session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
                                          embedding=self._embedding, vocab_only=bool(vocab_only),
-                                         n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
+                                         n_gpu_layers=n_gpu_layers, pooling_type=pooling_type,
+                                         lora_path=lora_path or "", lora_scale=float(lora_scale))
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)
