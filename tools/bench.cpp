@@ -25,6 +25,7 @@
 #include "gguf/metadata.h"
 #include "model/model.h"
 #include "quant/mix.h"
+#include "model_options.h"
 #include "model_path.h"
 #include "runtime/context.h"
 #include "runtime/kv_cache.h"
@@ -49,6 +50,7 @@ struct BenchOptions {
   std::string output = "md";
   size_t probe_mib = 0;  // bandwidth probe buffer (0: sized from the LLC)
   std::string isa;       // dispatch cap (empty: FERRITE_ISA or the host's)
+  ModelOptions lora;     // --lora, --lora-scaled (every test runs with the adapters applied)
 };
 
 // Context cells beyond the tokens of a test (the cache rounds its size).
@@ -232,6 +234,8 @@ int run_bench(BenchOptions& opt) {
   for (const std::string& name : opt.models) {
     const std::string path = resolve_model_argument(name);
     std::shared_ptr<const model::Model> m = model::Model::load(path);
+    runtime::ContextParams with_lora;
+    load_lora(opt.lora, *m, with_lora);
     described.push_back(std::make_unique<BenchModel>(describe(path, *m)));
     const BenchModel* bm = described.back().get();
     // Every layer on the GPU: the fraction is of the GPU's limits (a partial
@@ -258,7 +262,9 @@ int run_bench(BenchOptions& opt) {
                                    .n_threads = t,
                                    .cache_type = type_k,
                                    .cache_type_v = type_v,
-                                   .n_gpu_layers = ngl});
+                                   .n_gpu_layers = ngl,
+                                   .lora = with_lora.lora,
+                                   .lora_scales = with_lora.lora_scales});
           BenchRow row;
           row.model = bm;
           row.backend = ctx.backend_name();
@@ -321,6 +327,7 @@ const CommandRegistrar kBench({"bench", "Measure prompt and generation speed (ll
                                  sub.add_option("-o,--output", opt->output, "Output format: md, json or csv");
                                  sub.add_option("--probe-mib", opt->probe_mib,
                                                 "Bandwidth probe buffer in MiB (default: 8 x LLC, >= 256)");
+                                 add_model_options(sub, opt->lora, kLoraOptions);
                                  sub.add_option("--isa", opt->isa,
                                                 "Highest instruction-set level: scalar, avx2, avx512, avx512vnni, "
                                                 "amx, neon or neon_i8mm (clamped to the CPU; default: FERRITE_ISA or the CPU's)");

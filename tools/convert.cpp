@@ -1,6 +1,8 @@
 // `ferrite convert DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]
 // [--tokenizer-pre NAME] [--name NAME]`: a Hugging Face checkpoint folder to a
-// GGUF file with llama.cpp's tensor names and metadata (src/convert).
+// GGUF file with llama.cpp's tensor names and metadata (src/convert);
+// `ferrite convert --lora DIR --base BASE.gguf -o OUT.gguf`: a PEFT LoRA
+// adapter folder to llama.cpp's GGUF adapter format (convert/lora_peft.h).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -8,13 +10,14 @@
 
 #include "command.h"
 #include "convert/converter.h"
+#include "convert/lora_peft.h"
 #include "core/error.h"
 
 namespace ferrite::tools {
 namespace {
 
 struct ConvertCliOptions {
-  std::string dir, out, outtype = "f16", pre, name;
+  std::string dir, out, outtype = "f16", pre, name, lora, base;
 };
 
 TensorType parse_outtype(const std::string& s) {
@@ -25,7 +28,18 @@ TensorType parse_outtype(const std::string& s) {
   throw InvalidArgument("--outtype " + s + ": expected f32, f16, bf16 or q8_0");
 }
 
+int run_convert_lora(const ConvertCliOptions& o) {
+  if (!o.dir.empty()) throw UsageError("give the adapter folder once: --lora DIR (no positional folder)");
+  if (o.base.empty()) throw UsageError("--lora needs --base BASE.gguf: the model the adapter is for");
+  const convert::LoraFile f = convert::convert_peft_lora(o.lora, o.base, o.out, parse_outtype(o.outtype));
+  std::fprintf(stderr, "%s: %zu LoRA pairs of rank %lld for %s, alpha %g\n", o.out.c_str(), f.pairs.size(),
+               static_cast<long long>(f.pairs.front().rank), f.arch.c_str(), static_cast<double>(f.alpha));
+  return 0;
+}
+
 int run_convert(const ConvertCliOptions& o) {
+  if (!o.lora.empty()) return run_convert_lora(o);
+  if (o.dir.empty()) throw UsageError("no checkpoint folder: give DIR (or --lora DIR --base BASE.gguf)");
   convert::ConvertOptions opt;
   opt.outtype = parse_outtype(o.outtype);
   opt.vocab.pre_override = o.pre;
@@ -52,8 +66,7 @@ const CommandRegistrar kConvert(
     {"convert", "Convert a Hugging Face checkpoint folder (safetensors) to GGUF",
      [](CLI::App& sub) -> std::function<int()> {
        auto opt = std::make_shared<ConvertCliOptions>();
-       sub.add_option("dir", opt->dir, "Folder with config.json, model*.safetensors and the tokenizer files")
-           ->required();
+       sub.add_option("dir", opt->dir, "Folder with config.json, model*.safetensors and the tokenizer files");
        sub.add_option("-o,--outfile", opt->out, "Output GGUF file")->required();
        sub.add_option("--outtype", opt->outtype,
                       "f32, f16 (default), bf16 or q8_0; norms, biases and other 1-D tensors stay f32");
@@ -61,6 +74,10 @@ const CommandRegistrar kConvert(
                       "tokenizer.ggml.pre to write when the BPE pre-tokenizer's hash is not in llama.cpp's table "
                       "(a tokenizer trained by you); a recognised hash wins");
        sub.add_option("--name", opt->name, "general.name (default: the folder's name)");
+       sub.add_option("--lora", opt->lora,
+                      "A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) to convert to "
+                      "llama.cpp's GGUF adapter format instead of a model (needs --base)");
+       sub.add_option("--base", opt->base, "With --lora: the base model's GGUF (architecture, names, shapes)");
        return [opt] { return run_convert(*opt); };
      }});
 

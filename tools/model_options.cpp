@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -10,11 +11,17 @@
 #include "command.h"
 #include "core/error.h"
 #include "load_bar.h"
+#include "model/lora_adapter.h"
 #include "model_path.h"
 #include "runtime/kv_cache.h"
 #include "runtime/offload.h"
 
 namespace ferrite::tools {
+namespace {
+
+constexpr int kMaxAdapters = 64;  // --lora-scaled occurrences
+
+}  // namespace
 
 void add_model_options(CLI::App& sub, ModelOptions& o, unsigned which) {
   if (which & kModelArgument) {
@@ -47,6 +54,39 @@ void add_model_options(CLI::App& sub, ModelOptions& o, unsigned which) {
     sub.add_flag("--no-mmap", o.no_mmap,
                  "Accepted for llama.cpp's option; ferrite always maps the file (most weights are repacked into "
                  "its own memory at load)");
+  }
+  if (which & kLoraOptions) {
+    sub.add_option("--lora", o.lora, "LoRA adapter (llama.cpp's GGUF format), scale 1; repeatable");
+    sub.add_option("--lora-scaled", o.lora_scaled, "LoRA adapter with a scale: --lora-scaled FILE SCALE; repeatable")
+        ->type_size(2)
+        ->expected(1, kMaxAdapters);
+    sub.add_flag("--lora-init-without-apply", o.lora_init_without_apply,
+                 "Load the adapters with scale 0 (the server's POST /lora-adapters sets them)");
+  }
+}
+
+void load_lora(const ModelOptions& o, const model::Model& m, runtime::ContextParams& c) {
+  std::vector<std::pair<std::string, float>> all;
+  for (const std::string& f : o.lora) all.emplace_back(f, 1.0f);
+  for (size_t i = 0; i + 1 < o.lora_scaled.size(); i += 2) {
+    const std::string& v = o.lora_scaled[i + 1];
+    size_t used = 0;
+    float scale = 0.0f;
+    try {
+      scale = std::stof(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size() || !std::isfinite(scale)) {
+      throw InvalidArgument("--lora-scaled " + o.lora_scaled[i] + " " + v + ": the scale must be a number");
+    }
+    all.emplace_back(o.lora_scaled[i], scale);
+  }
+  for (const auto& [path, scale] : all) {
+    c.lora.push_back(model::LoraAdapter::load(path, m));
+    c.lora_scales.push_back(o.lora_init_without_apply ? 0.0f : scale);
+    std::fprintf(stderr, "ferrite: LoRA adapter %zu: %s (%zu tensors, scale %g)\n", c.lora.size() - 1,
+                 path.c_str(), c.lora.back()->weights().size(), static_cast<double>(c.lora_scales.back()));
   }
 }
 
@@ -121,6 +161,7 @@ LoadedModel load_model(const ModelOptions& o) {
   c.cache_type = runtime::cache_type_from_name(o.cache_type_k, "--cache-type-k");
   c.cache_type_v = runtime::cache_type_from_name(o.cache_type_v, "--cache-type-v");
   c.n_gpu_layers = gpu_layers(o, *out.model, c.cache_type, c.cache_type_v);
+  load_lora(o, *out.model, c);
   return out;
 }
 

@@ -2,7 +2,7 @@
 // spellings (llama_flags.cpp maps its single-dash ones): the model as the
 // first argument or -m, or -hf REPO[:QUANT] (-hff FILE picks a file of the
 // repository); -c, -b, -t; -ngl N|all and --fit; -ctk / -ctv; -fa; --mlock;
-// --no-mmap; -mg.
+// --no-mmap; -mg; --lora F, --lora-scaled F S, --lora-init-without-apply.
 //
 //   ModelOptions mo;
 //   add_model_options(sub, mo);
@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -35,6 +37,9 @@ struct ModelOptions {
   bool flash_attn = false;         // -fa (accepted: ferrite's attention is always one fused pass)
   bool mlock = false;              // --mlock
   bool no_mmap = false;            // --no-mmap
+  std::vector<std::string> lora;   // --lora F (scale 1), repeatable
+  std::vector<std::string> lora_scaled;  // --lora-scaled F S, repeatable: F1 S1 F2 S2 ...
+  bool lora_init_without_apply = false;  // --lora-init-without-apply: load with scale 0
 };
 
 // Which of the options a command declares.
@@ -44,7 +49,8 @@ enum ModelOptionSet : unsigned {
   kGpuOptions = 1u << 2,      // -ngl, --fit, -mg
   kCacheOptions = 1u << 3,    // -ctk, -ctv, -fa
   kMemoryOptions = 1u << 4,   // --mlock, --no-mmap
-  kAllModelOptions = 0x1f,
+  kLoraOptions = 1u << 5,     // --lora, --lora-scaled, --lora-init-without-apply
+  kAllModelOptions = 0x3f,
 };
 
 void add_model_options(CLI::App& sub, ModelOptions& o, unsigned which = kAllModelOptions);
@@ -64,6 +70,12 @@ struct LoadedModel {
 // --mlock / --no-mmap, and reads the context options. -ngl on a build without
 // a GPU backend warns and runs on the CPU.
 LoadedModel load_model(const ModelOptions& o);
+
+// The adapters of --lora / --lora-scaled for model m (ids: the --lora files
+// in order, then the --lora-scaled ones) into c.lora and their scales into
+// c.lora_scales (all 0 with --lora-init-without-apply). Throws the loader's
+// errors (model/lora_adapter.h).
+void load_lora(const ModelOptions& o, const model::Model& m, runtime::ContextParams& c);
 
 // Loads the model file `path` (a progress bar on a terminal) and applies
 // --mlock / --no-mmap: for commands that set up their context themselves.

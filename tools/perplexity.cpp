@@ -99,12 +99,14 @@ int run_perplexity(PerplexityOptions opt) {
   const TensorType type_v = runtime::cache_type_from_name(opt.model.cache_type_v, "--cache-type-v");
   ModelOptions sized = opt.model;
   sized.n_ctx = n_ctx;
-  runtime::Context ctx(model, {.n_ctx = n_ctx,
-                               .n_batch = std::max(opt.n_batch, n_ctx),
-                               .n_threads = opt.n_threads,
-                               .cache_type = type_k,
-                               .cache_type_v = type_v,
-                               .n_gpu_layers = gpu_layers(sized, *model, type_k, type_v)});
+  runtime::ContextParams cp{.n_ctx = n_ctx,
+                            .n_batch = std::max(opt.n_batch, n_ctx),
+                            .n_threads = opt.n_threads,
+                            .cache_type = type_k,
+                            .cache_type_v = type_v,
+                            .n_gpu_layers = gpu_layers(sized, *model, type_k, type_v)};
+  load_lora(opt.model, *model, cp);
+  runtime::Context ctx(model, cp);
   std::fprintf(stderr, "perplexity: %zu tokens, %lld chunks of %lld, scoring the second half of each\n",
                tokens.size(), static_cast<long long>(n_chunks), static_cast<long long>(n_ctx));
 
@@ -160,7 +162,8 @@ const CommandRegistrar kPerplexity({"perplexity", "Perplexity of a text file (ll
                                     [](CLI::App& sub) -> std::function<int()> {
                                       auto opt = std::make_shared<PerplexityOptions>();
                                       add_model_options(sub, opt->model,
-                                                        kModelArgument | kGpuOptions | kCacheOptions | kMemoryOptions);
+                                                        kModelArgument | kGpuOptions | kCacheOptions | kMemoryOptions |
+                                                            kLoraOptions);
                                       sub.add_option("-f,--file", opt->file,
                                                      "Text file (with --kl-divergence: optional, checked "
                                                      "against the base file's tokens)");

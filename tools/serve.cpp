@@ -104,7 +104,9 @@ int run_serve(const ServeOptions& opt) {
                          .embeddings = so.embeddings,
                          .pooling = pooling_code(opt.pooling),
                          .make_drafter = drafters,
-                         .speculative = opt.spec.params});
+                         .speculative = opt.spec.params,
+                         .lora = lm.context.lora,
+                         .lora_scales = lm.context.lora_scales});
   server::HttpServer http(engine, so);
   const int port = http.bind();
   const std::string gpu = ngl == 0 ? "" : ngl == runtime::kAllLayers ? ", every layer on the GPU"

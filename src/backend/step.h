@@ -11,6 +11,8 @@
 
 namespace ferrite::backend {
 
+struct LoraStep;  // lora.h
+
 struct ForwardBatch {
   const int32_t* tokens = nullptr;   // [n_tokens]
   const int32_t* pos = nullptr;      // [n_tokens] positions within each token's sequence
@@ -18,6 +20,7 @@ struct ForwardBatch {
   const int32_t* out_rows = nullptr; // [n_out] batch rows whose logits are wanted, ascending
   int64_t n_out = 0;
   const int32_t* seq = nullptr;      // [n_tokens] sequence of each token (encoders attend within it); nullptr: all one
+  const LoraStep* lora = nullptr;    // the step's LoRA adapters (lora.h), or nullptr: none
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].

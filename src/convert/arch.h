@@ -132,6 +132,9 @@ struct ArchDef {
 
 // Looks up config.json's "architectures" class. nullptr when unsupported.
 const ArchDef* find_arch(const std::string& hf_class);
+// The first definition writing general.architecture `gguf_arch` (its
+// tensor rules name a PEFT adapter's tensors, lora_peft.h); nullptr when none.
+const ArchDef* find_gguf_arch(const std::string& gguf_arch);
 // Every supported class name, sorted.
 std::vector<std::string> supported_classes();
 

@@ -28,6 +28,13 @@ const ArchDef* find_arch(const std::string& hf_class) {
   return nullptr;
 }
 
+const ArchDef* find_gguf_arch(const std::string& gguf_arch) {
+  for (const ArchDef& a : all_archs()) {
+    if (gguf_arch == a.gguf_arch) return &a;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> supported_classes() {
   std::vector<std::string> out;
   for (const ArchDef& a : all_archs()) out.insert(out.end(), a.hf_classes.begin(), a.hf_classes.end());

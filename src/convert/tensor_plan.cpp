@@ -14,11 +14,7 @@ bool all_digits(const std::string& s) {
   return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// "model.layers.3.mlp.experts.7.w1.weight" -> "model.layers.{bid}.mlp.experts.{xid}.w1.weight", 3, 7
-struct NameKey {
-  std::string key;
-  int64_t bid = -1, xid = -1;
-};
+}  // namespace
 
 NameKey name_key(const std::string& name) {
   NameKey k;
@@ -51,6 +47,8 @@ std::string with_bid(const char* pattern, int64_t bid) {
   if (p != std::string::npos) s.replace(p, 5, std::to_string(bid));
   return s;
 }
+
+namespace {
 
 std::vector<Dim> rule_shape(const TensorRule& r) {
   std::vector<Dim> out;
@@ -91,7 +89,8 @@ int64_t bid_of(const std::string& gguf) {
   return std::stoll(gguf.substr(4, gguf.find('.', 4) - 4));
 }
 
-// Rows of `heads` heads, each [2][half] -> [half][2] (llama.cpp's permute).
+}  // namespace
+
 void permute_rows(std::vector<float>& d, int64_t rows, int64_t cols, int64_t heads, const std::string& name) {
   if (heads <= 0 || rows % (2 * heads) != 0) {
     throw ModelError("tensor " + name + ": " + std::to_string(rows) + " rows do not split into " +
@@ -109,6 +108,8 @@ void permute_rows(std::vector<float>& d, int64_t rows, int64_t cols, int64_t hea
   }
   d.swap(out);
 }
+
+namespace {
 
 // Row blocks: the rows are [groups][per][block]; `order` lists (group, index)
 // pairs in their new sequence.

@@ -35,6 +35,17 @@ struct PlannedTensor {
 std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& ckpt, const Params& params,
                                         std::vector<ExtraTensor> extra, TensorType outtype);
 
+// "model.layers.3.mlp.experts.7.w1.weight" -> "model.layers.{bid}.mlp.experts.{xid}.w1.weight", 3, 7
+struct NameKey {
+  std::string key;
+  int64_t bid = -1, xid = -1;
+};
+NameKey name_key(const std::string& name);
+// A rule's GGUF pattern with {bid} replaced.
+std::string with_bid(const char* pattern, int64_t bid);
+// Rows of `heads` heads, each [2][half] -> [half][2] (llama.cpp's Q/K permute); ModelError naming `name`.
+void permute_rows(std::vector<float>& d, int64_t rows, int64_t cols, int64_t heads, const std::string& name);
+
 // The data of a planned tensor as float32, transforms applied ([shape]).
 std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims);
 

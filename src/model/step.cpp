@@ -68,7 +68,7 @@ void run_step(const Architecture& arch, const Placement& p, const ForwardBatch& 
     for (backend::Backend* b : bs) b->begin_step(batch, kv);
     try {
       bool done = false;
-      if (bs.size() == 1 && hidden == nullptr && arch.decoder_desc() != nullptr) {
+      if (bs.size() == 1 && hidden == nullptr && batch.lora == nullptr && arch.decoder_desc() != nullptr) {
         const backend::WholeStep whole{&batch, &kv, arch.decoder_desc(), logits};
         done = bs[0]->run_whole_step(whole);
       }

@@ -52,6 +52,12 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
       cpu_(std::make_unique<cpu::CpuBackend>(model_->dims(), pool_, ws_)) {
   cpu::apply_isa_env();
   if (params_.n_batch <= 0) throw InvalidArgument("batch size must be positive");
+  for (const auto& a : params_.lora) {
+    if (a == nullptr || &a->model() != model_.get()) {
+      throw InvalidArgument("a LoRA adapter of the context was loaded for another model");
+    }
+  }
+  lora_.set_adapters(params_.lora, params_.lora_scales);
   if (params_.n_gpu_layers != 0) {
     // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
     Offload off = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type,
@@ -171,6 +177,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   fb.n_tokens = n;
   fb.out_rows = out_rows.data();
   fb.n_out = static_cast<int64_t>(out_rows.size());
+  fb.lora = lora_.step(batch.seq.data() + begin, n, out_rows.data(), fb.n_out);
   model::KvView kv = cache_.view();
   kv.slots = slots.data();
   kv.n_kv = n_kv;

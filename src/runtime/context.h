@@ -23,6 +23,7 @@
 #include "model/workspace.h"
 #include "runtime/batch.h"
 #include "runtime/kv_cache.h"
+#include "runtime/lora_state.h"
 
 namespace ferrite::runtime {
 
@@ -37,6 +38,9 @@ struct ContextParams {
   int pooling_type = -1;   // embeddings' pooling: -1 the model's (<arch>.pooling_type), 0 none, 1 mean, 2 cls, 3 last
   // The backends' run-time switches (backend/switches.h; the GPU ones apply here).
   backend::Switches switches = backend::env_switches();
+  // LoRA adapters (model/lora_adapter.h) and their default scales (empty: 1 each); see Context::lora().
+  std::vector<std::shared_ptr<const model::LoraAdapter>> lora = {};
+  std::vector<float> lora_scales = {};
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -52,6 +56,10 @@ class Context {
   // The backend that runs the last layers and the output: "CPU" or "CUDA".
   const char* backend_name() const;
   KvCache& cache() { return cache_; }
+  // The LoRA adapters and the scales each sequence uses (lora_state.h); a
+  // sequence's cached K/V depend on the scales it was evaluated with.
+  LoraState& lora() { return lora_; }
+  const LoraState& lora() const { return lora_; }
 
   // Evaluates a batch (split into passes of n_batch tokens). Afterwards
   // logits(i) is the i-th requested row in batch order. Throws
@@ -131,6 +139,7 @@ class Context {
   std::shared_ptr<const model::Model> model_;
   ContextParams params_;
   KvCache cache_;
+  LoraState lora_;
   cpu::ThreadPool pool_;
   model::Workspace ws_;
   std::unique_ptr<backend::Backend> cpu_;     // the CPU backend (pool_, ws_)

@@ -53,7 +53,7 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
       opt_(std::move(options)),
       ctx_(model_, {.n_ctx = opt_.n_ctx, .n_batch = opt_.n_batch, .n_threads = opt_.n_threads,
                     .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v,
-                    .n_gpu_layers = opt_.n_gpu_layers}),
+                    .n_gpu_layers = opt_.n_gpu_layers, .lora = opt_.lora, .lora_scales = opt_.lora_scales}),
       vocab_(*tok_) {
   if (opt_.n_parallel < 1 || opt_.n_parallel > runtime::kMaxSequences) {
     throw InvalidArgument("--parallel must be between 1 and " + std::to_string(runtime::kMaxSequences));
@@ -84,6 +84,8 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   if (opt_.make_drafter) {
     for (Slot& s : slots_) s.drafter = opt_.make_drafter(s.id, slot_ctx_, n_ctx_);
   }
+  lora_default_ = ctx_.lora().scales();
+  for (Slot& s : slots_) s.lora = lora_default_;
   n_idle_ = opt_.n_parallel;
   publish();
   thread_ = std::thread([this] { loop(); });
@@ -244,7 +246,7 @@ void Engine::assign_locked() {
     size_t best_len = 0;
     for (Slot& s : slots_) {
       if (s.active()) continue;
-      const size_t len = common_prefix(s.cached, task->params().prompt);
+      const size_t len = reusable_prefix(s, task->params().prompt, lora_of(*task));
       if (!best || len > best_len) {
         best = &s;
         best_len = len;
@@ -262,17 +264,20 @@ bool Engine::awaits_prefix(const Task& task) const {
   const std::vector<int32_t>& prompt = task.params().prompt;
   if (prompt.size() < 2) return false;
   const size_t limit = prompt.size() - 1;  // the last prompt token is always evaluated
+  const std::vector<float>& lora = lora_of(task);
   size_t cached = 0;
-  for (const Slot& s : slots_) cached = std::max(cached, std::min(reusable_prefix(s, prompt), limit));
+  for (const Slot& s : slots_) cached = std::max(cached, std::min(reusable_prefix(s, prompt, lora), limit));
   for (const Slot& s : slots_) {
-    if (s.state != SlotState::Prefill || !s.task) continue;
+    if (s.state != SlotState::Prefill || !s.task || s.lora != lora) continue;
     const size_t coming = std::min(common_prefix(s.task->params().prompt, prompt), limit);
     if (coming >= cached + kPrefixWaitMin && s.n_prompt_done < coming) return true;
   }
   return false;
 }
 
-size_t Engine::reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt) const {
+size_t Engine::reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt,
+                               const std::vector<float>& lora) const {
+  if (s.lora != lora) return 0;  // cells of other adapter scales hold other keys and values
   size_t len = common_prefix(s.cached, prompt);
   if (s.reuse_limit >= 0) len = std::min(len, static_cast<size_t>(s.reuse_limit));
   return len;
@@ -284,7 +289,7 @@ size_t Engine::copy_prefix(Slot& slot, const std::vector<int32_t>& prompt, size_
   size_t len = keep;
   for (const Slot& s : slots_) {
     if (&s == &slot) continue;
-    const size_t l = std::min(reusable_prefix(s, prompt), prompt.size() - 1);
+    const size_t l = std::min(reusable_prefix(s, prompt, slot.lora), prompt.size() - 1);
     if (l > len) {
       donor = &s;
       len = l;
@@ -305,10 +310,13 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
   const GenerationParams& p = task->params();
   // Keep the common prefix, but evaluate at least the last prompt token to
   // get its logits.
-  size_t keep = std::min(reusable_prefix(slot, p.prompt), p.prompt.size() - 1);
+  const std::vector<float>& lora = lora_of(*task);
+  size_t keep = std::min(reusable_prefix(slot, p.prompt, lora), p.prompt.size() - 1);
   slot.reuse_limit = -1;
   ctx_.cache().remove(slot.id, static_cast<int32_t>(keep), -1);
   slot.cached.resize(keep);
+  slot.lora = lora;
+  if (ctx_.lora().size() > 0) ctx_.lora().set_scales(slot.lora, slot.id);
   keep = copy_prefix(slot, p.prompt, keep);
   slot.n_prompt_done = keep;
   slot.pending = -1;
@@ -493,6 +501,12 @@ void Engine::run_slot_actions() {
           check_slot_file(c->path, slot_ctx_);
           s.cached.clear();
           s.cached = ctx_.load_sequence(s.id, c->path);
+          {
+            // Taken as evaluated with the current default scales (the file does not say).
+            std::lock_guard<std::mutex> lock(mu_);
+            s.lora = lora_default_;
+          }
+          if (ctx_.lora().size() > 0) ctx_.lora().set_scales(s.lora, s.id);
           r.n_tokens = static_cast<int64_t>(s.cached.size());
           r.n_bytes = std::filesystem::file_size(c->path, ec);
           break;

@@ -62,6 +62,19 @@ struct EngineOptions {
   // step verifies every generating slot's draft in the step's one batch.
   std::function<std::unique_ptr<runtime::Drafter>(int slot, int64_t slot_ctx, int64_t n_ctx)> make_drafter = {};
   runtime::SpeculativeParams speculative = {};  // --draft-max, --draft-min
+  // LoRA adapters (model/lora_adapter.h; ids by position) and their scales
+  // for requests without a `lora` field (empty: 1 each); POST /lora-adapters
+  // changes those. A request's own `lora` scales apply to its slot only
+  // (slots with different adapters share a batch: runtime/lora_state.h).
+  std::vector<std::shared_ptr<const model::LoraAdapter>> lora = {};
+  std::vector<float> lora_scales = {};
+};
+
+// What GET /lora-adapters lists.
+struct LoraAdapterInfo {
+  int id = 0;
+  std::string path;
+  float scale = 0.0f;  // the scale of requests without a `lora` field
 };
 
 struct EngineStats {
@@ -138,6 +151,14 @@ class Engine {
   bool is_encoder() const;
   bool context_shift() const { return opt_.context_shift; }
 
+  // LoRA adapters (engine_lora.cpp): the list with the default scales, their
+  // count, and new default scales (one per adapter; InvalidArgument
+  // otherwise). A slot's cache is reused only by a request with the same
+  // scales (its keys and values depend on them).
+  std::vector<LoraAdapterInfo> lora_adapters() const;
+  size_t n_lora() const { return opt_.lora.size(); }
+  void set_lora_scales(const std::vector<float>& scales);
+
  private:
   void loop();
   bool has_work_locked() const;
@@ -148,8 +169,11 @@ class Engine {
   // cache holds now; the task then waits for them (copied when they are
   // there) rather than evaluate the same tokens beside it.
   bool awaits_prefix(const Task& task) const;
-  // The start of `prompt` that slot s's cache holds and may lend.
-  size_t reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt) const;
+  // The start of `prompt` that slot s's cache holds and may lend to a
+  // request evaluated with LoRA scales `lora` (none when s used others).
+  size_t reusable_prefix(const Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora) const;
+  // The LoRA scales a task runs with: its own, else the defaults (under mu_).
+  const std::vector<float>& lora_of(const Task& task) const;
   // When another slot's cache holds more of `prompt` than the first `keep`
   // tokens `slot` holds: copies the rest of that prefix into `slot` and
   // returns its length; else `keep`.
@@ -195,6 +219,7 @@ class Engine {
   mutable std::condition_variable done_cv_;  // cancellations (wait_cancelled)
   std::deque<std::shared_ptr<Task>> queue_;
   std::deque<std::shared_ptr<Task>> embed_queue_;
+  std::vector<float> lora_default_;        // scales of requests without their own
   std::vector<SlotInfo> slot_info_;
   EngineStats stats_;
   int n_idle_ = 0;

@@ -85,6 +85,7 @@ class HttpApp : public http::Application {
     add_embedding_routes(routes_, st_);
     add_slot_routes(routes_, st_);
     add_webui_routes(routes_, st_);
+    add_lora_routes(routes_, st_);
   }
 
   ServerState& state() { return st_; }

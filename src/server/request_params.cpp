@@ -1,4 +1,5 @@
 #include "server/request_params.h"
+#include "server/routes.h"
 
 #include <cmath>
 #include <limits>
@@ -242,6 +243,7 @@ RequestOptions parse_generation_fields(const json& body, Engine& engine, bool ch
   r.gen.stop = parse_stop(body);
   r.gen.ignore_eos = opt_bool(body, "ignore_eos").value_or(false);
   if (auto v = opt_integer(body, "n_keep", -1, kMaxInt)) r.gen.n_keep = *v;
+  if (body.contains("lora") && !body["lora"].is_null()) r.gen.lora = parse_lora_field(body["lora"], engine.n_lora(), "lora");
   try {
     r.gen.grammar = grammar_of(body, limits);
   } catch (const ApiError&) {

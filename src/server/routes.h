@@ -66,6 +66,13 @@ void add_webui_routes(Routes& routes, ServerState& st);       // routes_webui.cp
 // Whether an If-None-Match header names `etag` (quoted; a weak W/ tag or *
 // matches too).
 bool etag_matches(std::string_view if_none_match, std::string_view etag);
+void add_lora_routes(Routes& routes, ServerState& st);        // routes_lora.cpp
+
+// A request body as JSON (any value), nesting limited; 400 when it is not JSON.
+Json parse_request_json(const std::string& text);
+// A `lora` field [{id, scale}, ...] as one scale per adapter (those not
+// listed: 0); 400 naming `param` for a bad shape or id (routes_lora.cpp).
+std::vector<float> parse_lora_field(const Json& v, size_t n_adapters, const char* param);
 
 // The tokens of a prompt given as text (BOS as the model wants, special
 // tokens parsed) or as ids (checked against the vocabulary).

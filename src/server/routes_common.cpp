@@ -76,6 +76,8 @@ namespace {
 
 constexpr int kMaxJsonDepth = 128;
 
+}  // namespace
+
 Json parse_request_json(const std::string& text) {
   const auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
     if (depth > kMaxJsonDepth) {
@@ -87,8 +89,6 @@ Json parse_request_json(const std::string& text) {
   if (body.is_discarded()) throw bad_request("the request body is not valid JSON");
   return body;
 }
-
-}  // namespace
 
 Handler json_route(ServerState& st, bool parse_body, JsonRoute fn) {
   return [&st, parse_body, fn = std::move(fn)](const Request& req, Response& res) {

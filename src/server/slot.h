@@ -23,6 +23,7 @@ struct Slot {
   SlotState state = SlotState::Idle;
   std::shared_ptr<Task> task;
   std::vector<int32_t> cached;   // tokens in the cache at positions 0..size-1
+  std::vector<float> lora;       // the LoRA scales those cells were evaluated with
   size_t n_prompt_done = 0;      // prompt tokens in the cache
   int32_t pending = -1;          // sampled, not yet evaluated
   std::unique_ptr<runtime::Generation> gen;  // the request's generation step

@@ -51,7 +51,7 @@ def test_bad_constructor_arguments(stories_path):
     with pytest.warns(UserWarning, match="no_such_option"):
         Llama(model_path=stories_path, no_such_option=1, verbose=False)
     with pytest.raises(ValueError, match="lora_path"):
-        Llama(model_path=stories_path, lora_path="x.gguf", verbose=False)
+        Llama(model_path=stories_path, lora_path="no-such-adapter.gguf", verbose=False)
     with pytest.raises(TypeError):
         Llama(model_path=None, verbose=False)
 

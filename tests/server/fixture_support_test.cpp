@@ -1,6 +1,8 @@
 // The in-process test server (built into test_server; no tests here).
 #include "server_fixture.h"
 
+#include "model/lora_adapter.h"
+
 #include <unistd.h>
 
 #include <csignal>
@@ -31,6 +33,8 @@ TestServer::TestServer(const std::string& model_path, const ServerConfig& cfg) {
   eo.max_queue = cfg.max_queue;
   eo.context_shift = cfg.context_shift;
   eo.after_step = [this] { gate_.pass(); };
+  for (const std::string& f : cfg.lora) eo.lora.push_back(model::LoraAdapter::load(f, *model));
+  eo.lora_scales = cfg.lora_scales;
   if (cfg.engine) cfg.engine(eo);
   engine_ = std::make_unique<Engine>(model, tok, eo);
   ServerOptions so;

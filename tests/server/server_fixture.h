@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -54,6 +55,9 @@ struct ServerConfig {
   std::string api_key;
   size_t max_body = 1u << 20;
   bool context_shift = true;
+  // LoRA adapter files for the engine (loaded against the server's model) and their default scales.
+  std::vector<std::string> lora = {};
+  std::vector<float> lora_scales = {};
   // Changes to the server's and the engine's options after the above.
   std::function<void(ServerOptions&)> server;
   std::function<void(EngineOptions&)> engine;

@@ -15,7 +15,7 @@ from typing import Any, Dict, Set
 IGNORED_OPTIONS = frozenset((
     "split_mode", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ubatch", "n_threads_batch",
     "offload_kqv", "flash_attn", "numa", "last_n_tokens_size", "rpc_servers", "no_perf",
-    "op_offload", "swa_full", "type_k", "type_v", "spm_infill", "lora_scale",
+    "op_offload", "swa_full", "type_k", "type_v", "spm_infill",
     "rope_scaling_type", "yarn_ext_factor", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow",
     "yarn_orig_ctx", "mul_mat_q", "embd_normalize",
 ))
@@ -23,7 +23,7 @@ IGNORED_OPTIONS = frozenset((
 # when set to anything but their default.
 UNSUPPORTED_OPTIONS: Dict[str, Any] = {
     "kv_overrides": None, "rope_freq_base": 0.0, "rope_freq_scale": 0.0,
-    "lora_base": None, "lora_path": None, "chat_handler": None, "draft_model": None, "tokenizer": None,
+    "lora_base": None, "chat_handler": None, "draft_model": None, "tokenizer": None,
 }
 
 

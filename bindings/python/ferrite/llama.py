@@ -85,6 +85,8 @@ class Llama(ChatMixin, TokenLoopMixin):
         vocab_only: bool = False,
         chat_format: Optional[str] = None,
         logits_all: bool = False,
+        lora_path: Optional[str] = None,
+        lora_scale: float = 1.0,
         verbose: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -104,6 +106,14 @@ class Llama(ChatMixin, TokenLoopMixin):
             _check_int("n_threads", n_threads, 1)
         if not os.path.exists(model_path):
             raise ModelNotFoundError(f"Model path does not exist: {model_path}")
+        if lora_path is not None:
+            if not isinstance(lora_path, (str, os.PathLike)):
+                raise TypeError(f"lora_path must be a path, not {type(lora_path).__name__}")
+            lora_path = os.fspath(lora_path)
+            if not os.path.exists(lora_path):
+                raise ValueError(f"lora_path does not exist: {lora_path}")
+        if isinstance(lora_scale, bool) or not isinstance(lora_scale, (int, float)):
+            raise TypeError(f"lora_scale must be a number, not {type(lora_scale).__name__}")
         if n_gpu_layers != 0 and verbose and not _ferrite.gpu_offload_available():
             print("ferrite: n_gpu_layers is ignored (this build evaluates on the CPU)", file=sys.stderr)
 
@@ -114,7 +124,8 @@ class Llama(ChatMixin, TokenLoopMixin):
         self._cache: Any = None
         self._live_session = _ferrite.Session(model_path, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads or 0,
                                               embedding=self._embedding, vocab_only=bool(vocab_only),
-                                              n_gpu_layers=n_gpu_layers, pooling_type=pooling_type)
+                                              n_gpu_layers=n_gpu_layers, pooling_type=pooling_type,
+                                              lora_path=lora_path or "", lora_scale=float(lora_scale))
         self.n_batch = n_batch
         self.metadata: Dict[str, str] = self._session.metadata()
         self._init_chat(chat_format)

@@ -94,13 +94,14 @@ void bind_session(py::module_& m) {
       "Names of every sampler parameter create_completion() and friends accept.");
   py::class_<Session, std::shared_ptr<Session>>(m, "Session")
       .def(py::init([](const std::string& path, int64_t n_ctx, int64_t n_batch, int n_threads, bool embedding,
-                       bool vocab_only, int n_gpu_layers, int pooling_type) {
-             return std::make_shared<Session>(
-                 SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only, n_gpu_layers, pooling_type});
+                       bool vocab_only, int n_gpu_layers, int pooling_type, const std::string& lora_path,
+                       float lora_scale) {
+             return std::make_shared<Session>(SessionParams{path, n_ctx, n_batch, n_threads, embedding, vocab_only,
+                                                            n_gpu_layers, pooling_type, lora_path, lora_scale});
            }),
            py::arg("model_path"), py::arg("n_ctx") = 512, py::arg("n_batch") = 512, py::arg("n_threads") = 0,
            py::arg("embedding") = false, py::arg("vocab_only") = false, py::arg("n_gpu_layers") = 0,
-           py::arg("pooling_type") = -1)
+           py::arg("pooling_type") = -1, py::arg("lora_path") = "", py::arg("lora_scale") = 1.0f)
       .def(
           "tokenize",
           [](const Session& s, const py::bytes& text, bool add_bos, bool special) {

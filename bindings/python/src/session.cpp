@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "model/lora_adapter.h"
 #include "runtime/kv_cache.h"
 #include "runtime/offload.h"
 
@@ -47,6 +48,10 @@ Session::Session(const SessionParams& params) : params_(params) {
   cp.n_threads = params_.n_threads;
   if (runtime::gpu_offload_available()) cp.n_gpu_layers = params_.n_gpu_layers;
   cp.pooling_type = params_.pooling_type;
+  if (!params_.lora_path.empty()) {
+    cp.lora.push_back(model::LoraAdapter::load(params_.lora_path, *model_));
+    cp.lora_scales.push_back(params_.lora_scale);
+  }
   ctx_ = std::make_unique<runtime::Context>(model_, cp);
   ctx_->pooling();  // a bad pooling_type fails here, not at the first embedding
   seq_ = std::make_unique<runtime::Sequence>(

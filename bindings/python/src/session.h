@@ -33,6 +33,8 @@ struct SessionParams {
   bool vocab_only = false; // the tokenizer alone (no weights, no context)
   int n_gpu_layers = 0;    // offloaded layers (-1: all) when built with CUDA; ignored otherwise
   int pooling_type = -1;   // embeddings' pooling (runtime::ContextParams::pooling_type)
+  std::string lora_path;   // a LoRA adapter (llama.cpp's GGUF format), or empty
+  float lora_scale = 1.0f; // its scale
 };
 
 class Session {

@@ -122,6 +122,7 @@ void CpuBackend::product(const backend::Weight& w, const backend::Weight& bias, 
   const MatView m = mat_view(w);
   if (ws_.observer != nullptr) ws_.observer->on_matmul(*w.info, -1, x, n, m.k);
   matmul(m, x, n, y, pool_, ws_.matmul);
+  lora_add(w, x, n, y);
   if (bias) {
     const float* b = bias.f32();
     for (int64_t t = 0; t < n; ++t) add_rows(y + t * m.n, b, m.n);

@@ -5,7 +5,8 @@
 //
 // Files: cpu_backend.cpp (buffers, embeddings, norms, products, element-wise
 // ops, transfers), cpu_attention.cpp (self-attention over the KV cache, the
-// encoders' attention), cpu_mla.cpp (multi-head latent attention), cpu_ffn.cpp (the feed-forward variants, experts).
+// encoders' attention), cpu_mla.cpp (multi-head latent attention), cpu_ffn.cpp (the feed-forward variants, experts),
+// cpu_lora.cpp (the LoRA terms every product adds, backend/lora.h).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +57,8 @@ class CpuBackend final : public backend::Backend {
  private:
   // y [n, w.rows()] = x [n, w.cols()] · W^T (+ bias).
   void product(const backend::Weight& w, const backend::Weight& bias, const float* x, int64_t n, float* y);
+  // y += the step's LoRA terms of w for x [n, w.cols()] (cpu_lora.cpp); nothing without adapters.
+  void lora_add(const backend::Weight& w, const float* x, int64_t n, float* y);
   // Where an operation writes its result: out itself, or (accumulate) scratch
   // added to out by finish().
   float* target(backend::Act out, bool accumulate);

@@ -17,6 +17,7 @@ struct Workspace {
   std::vector<float> bufs[backend::kBufCount];
   // Inside the operations.
   std::vector<float> q, k, v, attn, ffn_a, ffn_b, ffn_out;
+  std::vector<float> lora_t, lora_u;  // LoRA terms: A x [n, r], B (A x) [n, n_out]
   std::vector<float> block_out;  // an operation's result before it is added (accumulate)
   std::vector<uint16_t> kv_k16, kv_vt16;  // quantized cache read back as f16: [n_kv, n_embd_kv], [n_embd_kv, n_kv]
   std::vector<float> kv_row32;            // one quantized cache row as f32: [n_embd_kv]

@@ -150,6 +150,7 @@ void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::
   n_split_ = cache ? attention_decode_splits(n_decode_, dims_.n_head, max_len_) : 1;
   scratch(kSplit, attention_decode_scratch_floats(n_decode_, dims_.n_head, dims_.head_dim, n_split_));
   stage(batch, kv, plan);
+  stage_lora(batch);
   choose_mode(batch, kv);
 }
 
@@ -254,7 +255,8 @@ void CudaBackend::choose_mode(const backend::ForwardBatch& batch, const backend:
   // second time a shape runs (the first allocates what it needs and tells
   // whether it synchronises with the host).
   key_ = {batch.n_tokens, batch.n_out, kv.n_kv, max_len_, mask_stride_};
-  if (sw_.cuda_graphs && batch.n_tokens == 1 && !force_direct_) {
+  // Steps with LoRA terms run directly (their scales are per step).
+  if (sw_.cuda_graphs && batch.n_tokens == 1 && !force_direct_ && batch.lora == nullptr) {
     Graph& g = graphs_[key_];
     if (g.exec != nullptr && g.generation == g_buffer_generation.load()) {
       mode_ = Mode::Replay;
@@ -321,7 +323,7 @@ bool CudaBackend::end_step() {
       return false;
     }
     FERRITE_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-  } else if (graphed) {
+  } else if (graphed && !lora_on()) {
     Graph& g = graphs_[key_];
     if (!g.seen) {
       g.seen = true;
@@ -485,7 +487,7 @@ void CudaBackend::linear(const backend::Weight& w, const backend::Weight& bias, 
                          bool accumulate) {
   if (!kernels()) return;
   const GpuMatrix& m = weights_.matrix(w);
-  project_out(m, weights_.vec(bias), act(in), out.data, accumulate);
+  project_out(w, m, weights_.vec(bias), act(in), out.data, accumulate);
   written(out);
 }
 

@@ -23,7 +23,8 @@
 // element-wise and row operations), cuda_blocks.cpp (attention, the
 // feed-forward variants, the experts, the encoders' attention),
 // cuda_mla.cpp (multi-head latent attention),
-// weights.h (device copies of the weights), gpu_moe.h, linear.h.
+// weights.h (device copies of the weights), gpu_moe.h, linear.h,
+// cuda_lora.cpp (the LoRA terms, backend/lora.h).
 #pragma once
 
 #include <array>
@@ -138,8 +139,16 @@ class CudaBackend final : public backend::Backend {
   // RoPE of q and k, then k and v into the layer's cache cells.
   void rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc, uint16_t* vc);
   void dense_ffn(const backend::FfnSpec& spec, backend::Act h, float* y, bool accumulate);
-  // y (+)= a · W^T + bias in the CPU backend's order of the additions.
-  void project_out(const GpuMatrix& w, const float* bias, Activation& a, float* y, bool accumulate);
+  // y (+)= a · W^T + bias in the CPU backend's order of the additions, with
+  // the LoRA terms of `lw` (the weight w was made from).
+  void project_out(const backend::Weight& lw, const GpuMatrix& w, const float* bias, Activation& a, float* y,
+                   bool accumulate);
+  // cuda_lora.cpp: whether the step has LoRA terms (they turn off the
+  // products that stack several weights, and the graphs); the step's
+  // per-token scales to the device; y [a.m(), w.rows()] += the terms of w for a.
+  bool lora_on() const { return batch_ != nullptr && batch_->lora != nullptr; }
+  void stage_lora(const backend::ForwardBatch& batch);
+  void lora_add(const backend::Weight& w, Activation& a, float* y);
 
   backend::ModelDims dims_;
   backend::Switches sw_;
@@ -198,9 +207,10 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer bufs_[backend::kBufCount];
   Activation acts_[backend::kBufCount];
   // The operations' scratch buffers (scratch() indices).
-  enum ScratchId : int { kQkv, kAttn, kFfn, kSplit, kEncoder, kWide, kFfnAct, kScratch };
+  enum ScratchId : int { kQkv, kAttn, kFfn, kSplit, kEncoder, kWide, kFfnAct, kLoraT, kLoraU, kScratch };
   DeviceBuffer scratch_[kScratch];
-  Activation act_attn_, act_ffn_, act_tmp_;
+  Activation act_attn_, act_ffn_, act_tmp_, act_lora_;
+  DeviceBuffer lora_scales_;  // the step's user scales: per adapter [n_tokens], then per adapter [n_out]
 
   // CUDA graphs of one-token steps, one per key (n_tokens, n_out, n_kv, cells read, mask stride).
   struct Graph {

@@ -67,9 +67,11 @@ bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef&
     const float* b = weights_.vec(w.bqkv);
     if (n == 1) {
       lin.run(m, a, q, false, b);  // one row: q | k | v
+      lora_add(w.wqkv, a, q);
     } else {
       float* qkv = scratch(kWide, n * (n_q + 2 * n_ekv));
       lin.run(m, a, qkv, false, b);
+      lora_add(w.wqkv, a, qkv);
       gather_columns(qkv, n_q + 2 * n_ekv, 0, n, n_q, q, stream_);
       gather_columns(qkv, n_q + 2 * n_ekv, n_q, n, n_ekv, k, stream_);
       gather_columns(qkv, n_q + 2 * n_ekv, n_q + n_ekv, n, n_ekv, v, stream_);
@@ -83,7 +85,9 @@ bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef&
   const bool all3 = WeightStore::stackable({&w.wq, &w.wk, &w.wv}) || !WeightStore::stackable({&w.wq, &w.wk});
   const WeightStore::Stack& st = all3 ? weights_.stacked({&w.wq, &w.wk, &w.wv}) : weights_.stacked({&w.wq, &w.wk});
   const GpuMatrix& mv = all3 ? st.parts[2] : weights_.matrix(w.wv);
-  if (n == 1 && all3 && st.all.data != nullptr && bq == nullptr && bk == nullptr && bv == nullptr) {
+  // With LoRA terms each projection is its own product (the terms add to each).
+  const bool stack = !lora_on();
+  if (stack && n == 1 && all3 && st.all.data != nullptr && bq == nullptr && bk == nullptr && bv == nullptr) {
     // One token: Q, K and V in one launch; with adjacent-pair RoPE and an f16
     // cache it also rotates q, k and stores k, v (gemv_quant_rope).
     const bool typed_cache = k_ref_.type != TensorType::F16 || v_ref_.type != TensorType::F16;
@@ -105,7 +109,7 @@ bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef&
     lin.run(st.all, a, q, false, nullptr, fused ? &rk : nullptr);
     return fused;
   }
-  if (n == 1 && !all3 && st.all.data != nullptr && bq == nullptr && bk == nullptr) {
+  if (stack && n == 1 && !all3 && st.all.data != nullptr && bq == nullptr && bk == nullptr) {
     lin.run(st.all, a, q, false);  // q | k
     lin.run(mv, a, v, false, bv);
     return false;
@@ -113,6 +117,9 @@ bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef&
   lin.run(st.parts[0], a, q, false, bq);
   lin.run(st.parts[1], a, k, false, bk);
   lin.run(mv, a, v, false, bv);
+  lora_add(w.wq, a, q);
+  lora_add(w.wk, a, k);
+  lora_add(w.wv, a, v);
   return false;
 }
 
@@ -186,7 +193,7 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   if (attn_q8) act_attn_.mark_quantized(ActFormat::Q8_0);
 
   // 3. Output projection: out (+)= attn · Wo^T (+ bo).
-  project_out(wo, weights_.vec(w.bo), act_attn_, out.data, accumulate);
+  project_out(w.wo, wo, weights_.vec(w.bo), act_attn_, out.data, accumulate);
   written(out);
 }
 
@@ -204,6 +211,7 @@ void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float*
     float* gu = scratch(kFfn, n * up.n);
     float* mid = scratch(kFfnAct, n * n_ff);
     lin.run(up, a, gu);
+    lora_add(w.up, a, gu);
     swiglu_fused(gu, n, n_ff, mid, stream_);
     act_ffn_.set(mid, n, n_ff);
   } else {
@@ -217,11 +225,13 @@ void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float*
     const int64_t n_ff = up.n;
     float* gate = scratch(kFfn, 2 * n * n_ff);  // [n, n_ff], then up [n, n_ff]
     float* upv = gate + n * n_ff;
-    if (gated && n == 1 && st != nullptr && gate_b == nullptr && up_b == nullptr) {
+    if (gated && n == 1 && st != nullptr && gate_b == nullptr && up_b == nullptr && !lora_on()) {
       lin.run(st->all, a, gate);  // gate | up
     } else {
       if (gated) lin.run(st != nullptr ? st->parts[0] : weights_.matrix(w.gate), a, gate, false, gate_b);
       lin.run(up, a, upv, false, up_b);
+      if (gated) lora_add(w.gate, a, gate);
+      lora_add(w.up, a, upv);
     }
     act_ffn_.set(upv, n, n_ff);
     if (spec.kind == backend::FfnKind::ReluSqr) {
@@ -241,12 +251,14 @@ void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float*
       }
     }
   }
-  project_out(down, down_b, act_ffn_, y, accumulate);
+  project_out(w.down, down, down_b, act_ffn_, y, accumulate);
 }
 
-void CudaBackend::project_out(const GpuMatrix& w, const float* bias, Activation& a, float* y, bool accumulate) {
+void CudaBackend::project_out(const backend::Weight& lw, const GpuMatrix& w, const float* bias, Activation& a,
+                              float* y, bool accumulate) {
   if (!accumulate || bias == nullptr) {
     lin_->run(w, a, y, accumulate, bias);
+    lora_add(lw, a, y);
     return;
   }
   // The CPU backend's order (cpu_backend.cpp target/finish): the biased
@@ -256,6 +268,7 @@ void CudaBackend::project_out(const GpuMatrix& w, const float* bias, Activation&
   const int64_t n = a.m();
   float* t = scratch(kWide, n * w.n);
   lin_->run(w, a, t, false, bias);
+  lora_add(lw, a, t);
   cuda::add(y, t, n * w.n, stream_);
 }
 
