@@ -255,25 +255,37 @@ float choose_super_scale(const float* scale, const float* weight, int n_sub, con
   return best_d;
 }
 
-// Scales out.d up by g^-kGainPower, g the weighted gain of the block as
-// quantized (entries and codes unchanged).
-void undo_shrinkage(const float* t, const float* w, const IqLayout& lay, IqSuperBlock& out) {
+// Sums over the block of w t q, w q q and w t t, q the values `out` holds
+// with super-scale d.
+struct BlockSums {
+  double tq = 0.0, qq = 0.0, tt = 0.0;
+};
+BlockSums block_sums(const float* t, const float* w, const IqLayout& lay, const IqSuperBlock& out, double d) {
   const int m = lay.grid->group();
   const int gps = lay.sub_len / m;
-  const double d = fp16_to_fp32(out.d);
-  double tq = 0.0, tt = 0.0;
+  BlockSums s;
   for (int k = 0; k < kQKK / m; ++k) {
     const double f = d * lay.alpha * (out.code[k / gps] + lay.beta);
     const float off = lay.delta == IqDelta::kNone ? 0.0f : (out.neg_delta[k] ? -lay.delta_size : lay.delta_size);
     const float* v = lay.grid->values(out.entry[k]);
     for (int j = 0; j < m; ++j) {
       const double q = f * (static_cast<double>(v[j]) + off);
-      tq += w[k * m + j] * t[k * m + j] * q;
-      tt += w[k * m + j] * t[k * m + j] * t[k * m + j];
+      const float wj = w[k * m + j], tj = t[k * m + j];
+      s.tq += wj * tj * q;
+      s.qq += wj * q * q;
+      s.tt += wj * tj * tj;
     }
   }
-  if (!(tq > 0.0 && tt > 0.0)) return;
-  const double k = std::min(kMaxGain, std::max(1.0, std::pow(tt / tq, kGainPower)));
+  return s;
+}
+
+// Scales out.d up by g^-kGainPower, g = <q,t>/<t,t> the weighted gain of the
+// block as quantized (entries and codes unchanged).
+void undo_shrinkage(const float* t, const float* w, const IqLayout& lay, IqSuperBlock& out) {
+  const double d = fp16_to_fp32(out.d);
+  const BlockSums s = block_sums(t, w, lay, out, d);
+  if (!(s.tq > 0.0 && s.tt > 0.0)) return;
+  const double k = std::min(kMaxGain, std::max(1.0, std::pow(s.tt / s.tq, kGainPower)));
   out.d = fp32_to_fp16(static_cast<float>(d * k));
 }
 
@@ -315,19 +327,8 @@ void iq_quantize_super(const float* x, const float* w, const IqLayout& lay, IqSu
   double total = search_codes(t, w, lay, fp16_to_fp32(out.d), out, scale);
 
   // Least-squares refit of d to the chosen codes and entries; kept if better.
-  double num = 0.0, den = 0.0;
-  const int m = lay.grid->group();
-  for (int k = 0; k < kQKK / m; ++k) {
-    const int b = k / gps;
-    const double f = lay.alpha * (out.code[b] + lay.beta);
-    const float off = lay.delta == IqDelta::kNone ? 0.0f : (out.neg_delta[k] ? -lay.delta_size : lay.delta_size);
-    const float* v = lay.grid->values(out.entry[k]);
-    for (int j = 0; j < m; ++j) {
-      const double q = f * (static_cast<double>(v[j]) + off);
-      num += w[k * m + j] * t[k * m + j] * q;
-      den += w[k * m + j] * q * q;
-    }
-  }
+  const BlockSums ls = block_sums(t, w, lay, out, 1.0);
+  const double num = ls.tq, den = ls.qq;
   if (den > 0.0 && num > 0.0) {
     const uint16_t dh = fp32_to_fp16(static_cast<float>(num / den));
     if (dh != out.d) {
