@@ -286,7 +286,8 @@ void undo_shrinkage(const float* t, const float* w, const IqLayout& lay, IqSuper
   const BlockSums s = block_sums(t, w, lay, out, d);
   if (!(s.tq > 0.0 && s.tt > 0.0)) return;
   const double k = std::min(kMaxGain, std::max(1.0, std::pow(s.tt / s.tq, kGainPower)));
-  out.d = fp32_to_fp16(static_cast<float>(d * k));
+  const uint16_t dh = fp32_to_fp16(static_cast<float>(d * k));
+  if (std::isfinite(fp16_to_fp32(dh))) out.d = dh;  // near f16's top the scale stays as fitted
 }
 
 }  // namespace
