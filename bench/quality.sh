@@ -7,8 +7,11 @@
 #   bench/quality.sh LLAMA_CPP_BIN_DIR [WORK_DIR] [TYPE...]
 #
 # LLAMA_CPP_BIN_DIR holds llama-imatrix and llama-quantize (built outside the repository). Environment:
-# CTX (512), IMATRIX_CHUNKS (32, from the training text), KLD_CHUNKS (8), THREADS (2). Prints one line a type and
-# side: TYPE ferrite|llama.cpp BYTES KLD ±, PPL(Q)/PPL(base) ±, same top token %.
+# CTX (512), IMATRIX_CHUNKS (32, from the training text), KLD_CHUNKS (8), THREADS (2); MODEL: the checkpoint
+# directory to convert (tests/convert/fixtures/testbed-small), or BASE_F16: an F16 GGUF to use as the base instead
+# (the 24M testbed: /work/testbed/large-f16.gguf, converted from scripts/train_testbed.py's large model, same
+# tokenizer and text split). Prints one line a type and side: TYPE ferrite|llama.cpp BYTES KLD ±,
+# PPL(Q)/PPL(base) ±, same top token %.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLAMA=${1:?usage: bench/quality.sh LLAMA_CPP_BIN_DIR [WORK_DIR] [TYPE...]}
@@ -32,8 +35,12 @@ open(sys.argv[2] + "/train.txt", "w", encoding="utf-8").write(text[:cut])
 open(sys.argv[2] + "/heldout.txt", "w", encoding="utf-8").write(text[cut:])
 EOF
 cd "$WORK"
-"$F" convert "$OLDPWD/tests/convert/fixtures/testbed-small" -o f16.gguf --outtype f16 --tokenizer-pre llama-bpe \
-  >convert.log 2>&1
+if [ -n "${BASE_F16:-}" ]; then
+  ln -sf "$(cd "$OLDPWD" && realpath "$BASE_F16")" f16.gguf
+else
+  MODEL=$(cd "$OLDPWD" && realpath "${MODEL:-tests/convert/fixtures/testbed-small}")
+  "$F" convert "$MODEL" -o f16.gguf --outtype f16 --tokenizer-pre llama-bpe >convert.log 2>&1
+fi
 "$F" imatrix -m f16.gguf -f train.txt -c "$CTX" --chunks "$IMATRIX_CHUNKS" -t "$THREADS" -o ferrite.dat >imatrix_f.log 2>&1
 "$LLAMA/llama-imatrix" -m f16.gguf -f train.txt -c "$CTX" --chunks "$IMATRIX_CHUNKS" -t "$THREADS" -o llama.dat \
   >imatrix_l.log 2>&1

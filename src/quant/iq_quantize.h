@@ -8,7 +8,10 @@
 //  3. the sub-block scales become codes c of one f16 super-scale d,
 //     scale = d * alpha * (c + beta), d chosen among candidates;
 //  4. each code is tried ±1 with the groups re-projected at the exact stored
-//     scale, and d is refitted once by least squares.
+//     scale, and d is refitted once by least squares;
+//  5. d is raised to undo part of the least-squares fit's shrinkage (the
+//     dequantized block's correlation gain below 1), which costs some RMSE
+//     and lowers the model's KL divergence (bench/QUALITY.md).
 #pragma once
 
 #include <cstdint>

@@ -205,15 +205,16 @@ TensorType rule_type(TensorType t, const gguf::TensorInfo& tensor, uint32_t f, C
   return t;
 }
 
-// A type whose block does not divide the row length falls back (llama.cpp's table).
+// A type whose block does not divide the row length falls back (llama.cpp's table as of c392e50: Q2_K and
+// Q3_K go to IQ4_NL with the IQ types, not Q4_0).
 TensorType fallback(TensorType t, int64_t ncols) {
   const TensorTypeInfo* info = tensor_type_info(t);
   if (ncols % info->block_size == 0) return t;
   TensorType r;
   switch (t) {
     case T::IQ1_S: case T::IQ1_M: case T::IQ2_XXS: case T::IQ2_XS: case T::IQ2_S: case T::IQ3_XXS:
-    case T::IQ3_S: case T::IQ4_XS: r = T::IQ4_NL; break;
-    case T::Q2_K: case T::Q3_K: case T::TQ1_0: case T::TQ2_0: r = T::Q4_0; break;
+    case T::IQ3_S: case T::IQ4_XS: case T::Q2_K: case T::Q3_K: r = T::IQ4_NL; break;
+    case T::TQ1_0: case T::TQ2_0: r = T::Q4_0; break;
     case T::Q4_K: r = T::Q5_0; break;
     case T::Q5_K: r = T::Q5_1; break;
     case T::Q6_K: r = T::Q8_0; break;

@@ -1,6 +1,8 @@
 // Our preset mixes give every tensor of synth-llama-f32.gguf the type that
 // llama.cpp's quantizer gave it (the golden lists each file's types).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -33,6 +35,55 @@ TEST(Mix, EveryPresetMatchesLlamaCpp) {
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+// testbed-small's shapes (n_embd 256, n_ff 640, 4 layers, 4 of 8 heads for
+// k/v, tied embeddings): ffn_down's 640-wide rows do not divide into 256-blocks
+// and fall back. Expected: the types llama.cpp c392e50's llama-quantize gave
+// ffn_down in bench/quality.sh's files of this model.
+TEST(Mix, FallbackForRowsOfPartialSuperBlocksMatchesLlamaCpp) {
+  std::vector<gguf::TensorInfo> tensors;
+  auto add = [&](const std::string& name, int64_t cols, int64_t rows) {
+    gguf::TensorInfo t;
+    t.name = name;
+    t.type = TensorType::F16;
+    t.n_dims = 2;
+    t.ne = {cols, rows, 1, 1};
+    t.n_elements = static_cast<uint64_t>(cols * rows);
+    tensors.push_back(t);
+  };
+  add("token_embd.weight", 256, 4096);
+  for (int i = 0; i < 4; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    add(b + "attn_q.weight", 256, 256);
+    add(b + "attn_k.weight", 256, 128);
+    add(b + "attn_v.weight", 256, 128);
+    add(b + "attn_output.weight", 256, 256);
+    add(b + "ffn_gate.weight", 256, 640);
+    add(b + "ffn_up.weight", 256, 640);
+    add(b + "ffn_down.weight", 640, 256);
+  }
+  MixModel model;
+  model.arch = "llama";
+  model.n_head = 8;
+  model.n_head_kv = 4;
+  model.n_layer = 4;
+  MixOptions options;
+  options.has_imatrix = true;
+  const std::pair<const char*, TensorType> expected[] = {
+      {"Q2_K", TensorType::IQ4_NL},   {"Q3_K_S", TensorType::IQ4_NL}, {"Q3_K_M", TensorType::Q5_0},
+      {"Q3_K_L", TensorType::Q5_1},   {"IQ1_S", TensorType::IQ4_NL},  {"IQ2_XXS", TensorType::IQ4_NL},
+      {"IQ3_XXS", TensorType::IQ4_NL}, {"Q4_0", TensorType::Q4_0},
+  };
+  for (const auto& [preset, type] : expected) {
+    const Preset* p = find_preset(preset);
+    ASSERT_NE(p, nullptr) << preset;
+    const auto types = plan_mix(tensors, model, *p, options);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].name.find("ffn_down") == std::string::npos) continue;
+      EXPECT_EQ(tensor_type_name(types[i]), tensor_type_name(type)) << preset << " " << tensors[i].name;
+    }
+  }
 }
 
 TEST(Mix, PresetNamesInAnyCase) {
