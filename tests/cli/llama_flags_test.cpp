@@ -49,7 +49,8 @@ const FlagCase kCases[] = {
     {"run", {"-hfr", "owner/repo"}, true}, {"run", {"--jinja"}, true}, {"run", {"-md", "draft.gguf"}, true},
     {"run", {"-ngld", "99"}, true}, {"run", {"--draft-max", "8"}, true}, {"run", {"--draft-p-min", "0.5"}, true},
     {"run", {"-cd", "512"}, true},
-    {"run", {"-np", "2"}, false}, {"run", {"-ub", "256"}, false}, {"run", {"--lora", "x.gguf"}, false},
+    {"run", {"--lora", "x.gguf"}, true}, {"run", {"--lora-scaled", "x.gguf", "0.5"}, true},
+    {"run", {"-np", "2"}, false}, {"run", {"-ub", "256"}, false},
     {"run", {"--rope-scaling", "yarn"}, false}, {"run", {"-dev", "CUDA0"}, false}, {"run", {"-C", "ff"}, false},
     {"run", {"-sm", "row"}, false}, {"run", {"-ts", "1,1"}, false}, {"run", {"-nkvo"}, false},
     {"run", {"--numa", "distribute"}, false}, {"run", {"-ptc", "10"}, false},
@@ -66,7 +67,7 @@ const FlagCase kCases[] = {
     {"serve", {"-to", "30"}, true}, {"serve", {"--no-context-shift"}, true}, {"serve", {"-cb"}, true},
     {"serve", {"--host", "127.0.0.1"}, true}, {"serve", {"--port", "0"}, true}, {"serve", {"-hf", "owner/repo"}, true},
     {"serve", {"--chat-template-file", "t.jinja"}, true}, {"serve", {"-md", "draft.gguf"}, true},
-    {"serve", {"--draft-min", "2"}, true}, {"serve", {"--spec-type", "ngram-simple"}, true}, {"serve", {"-nocb"}, false}, {"serve", {"--metrics"}, false},
+    {"serve", {"--draft-min", "2"}, true}, {"serve", {"--no-webui"}, true}, {"serve", {"--lora", "x.gguf"}, true}, {"serve", {"--spec-type", "ngram-simple"}, true}, {"serve", {"-nocb"}, false}, {"serve", {"--metrics"}, false},
     {"serve", {"--embedding"}, false}, {"serve", {"--ssl-key-file", "k"}, false}, {"serve", {"-sps", "0.5"}, false},
     // llama-bench -> bench
     {"bench", {"-ngl", "99"}, true}, {"bench", {"-ctk", "q8_0"}, true}, {"bench", {"-ctv", "q8_0"}, true},
