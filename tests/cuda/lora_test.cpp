@@ -111,9 +111,17 @@ class GpuLoraModel : public ::testing::Test {
       const auto plain = logits(base_, tokens_, p.n_batch, p.ngl);
       const double scale = test::logit_magnitude(want);
       const double err = test::max_abs_diff(got, want);
-      EXPECT_LE(err, (p.exact ? kExactTol : kFastTol) * scale) << what;
+      // The same comparison on the CPU: adapter and merged weights differ by
+      // float rounding, which the f16 KV cache can turn into an f16 ulp of a
+      // cached value (measured on stories260K: 5.2e-3 of a scale of 24 on
+      // the GPU in both modes and with the first layer on the CPU, the same
+      // on the CPU alone). The GPU may not be worse than the CPU.
+      const double cpu_err = test::max_abs_diff(logits(base_, tokens_, p.n_batch, 0, lora, scales),
+                                                logits(m, tokens_, p.n_batch, 0));
+      const double bound = std::max((p.exact ? kExactTol : kFastTol) * scale, 1.25 * cpu_err);
+      EXPECT_LE(err, bound) << what << " (CPU: " << cpu_err << ")";
       EXPECT_GT(test::max_abs_diff(want, plain), 10 * kFastTol * scale) << what << ": the adapter changes little";
-      std::printf("  %s: max |logit error| %.3g of scale %.3g\n", what.c_str(), err, scale);
+      std::printf("  %s: max |logit error| %.3g of scale %.3g (CPU %.3g)\n", what.c_str(), err, scale, cpu_err);
     }
   }
 
