@@ -252,11 +252,12 @@ void Engine::assign_locked() {
         best_len = len;
       }
     }
-    if (!best) return;
+    if (!best) break;
     it = queue_.erase(it);
     --n_idle_;
     start(*best, std::move(task));
   }
+  stats_.queued = queue_.size() + embed_queue_.size();
 }
 
 bool Engine::awaits_prefix(const Task& task) const {

@@ -101,7 +101,6 @@ TEST_F(ServerLora, SlotsWithDifferentAdaptersShareBatches) {
   EXPECT_NE(alone_a, alone_b);
   // A generates in one slot while B arrives: their tokens share the engine's batches.
   srv.gate().close();
-  std::promise<void> started;
   std::string streamed_a;
   std::thread a([&] {
     httplib::Client c = srv.client();
@@ -112,18 +111,21 @@ TEST_F(ServerLora, SlotsWithDifferentAdaptersShareBatches) {
     body["stream"] = true;
     req.body = body.dump();
     req.set_header("Content-Type", "application/json");
-    bool first = true;
     req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
       streamed_a.append(data, n);
-      if (first) started.set_value();
-      first = false;
       return true;
     };
     c.send(req);
   });
-  started.get_future().wait();
+  // The engine may still be finishing B's last step (active 0 after it): held
+  // after the one that read A's prompt, A generating.
+  if (!srv.gate().hold_until([&] { return srv.engine().stats().active == 1; })) {
+    srv.gate().open();
+    a.join();
+    FAIL() << "the engine did not start A";
+  }
   auto b = std::async(std::launch::async, [&] { return srv.post("/v1/completions", request(lora_b)); });
-  while (srv.engine().stats().queued == 0) std::this_thread::yield();
+  while (srv.engine().stats().queued == 0) std::this_thread::yield();  // the held engine cannot take B
   srv.gate().open();
   const auto rb = b.get();
   a.join();

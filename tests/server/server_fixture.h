@@ -2,7 +2,9 @@
 // HTTP client for the tests.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,7 +24,11 @@ namespace ferrite::server::test {
 
 using Json = nlohmann::ordered_json;
 
-// Holds the engine thread after a step while closed (the engine's after_step hook).
+// Holds the engine thread after each step while closed (the engine's
+// after_step hook). A test closes it, then hold_until() waits for the engine
+// to stand at the gate after a step that left the server in the state it
+// needs (earlier steps are let through one at a time): with the engine held,
+// what the test then reads and does cannot race with it.
 class Gate {
  public:
   void close() {
@@ -36,15 +42,44 @@ class Gate {
     }
     cv_.notify_all();
   }
+  // Engine side.
   void pass() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !closed_; });
+    if (!closed_) return;
+    ++arrivals_;
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !closed_ || grants_ > 0; });
+    if (grants_ > 0) --grants_;
+    held_ = false;
+  }
+  // Test side, gate closed: true with the engine held after a step for
+  // which ready() is true (ready() runs while the engine is held); false when
+  // the engine has not come to the gate for a minute (a failure, not a wait
+  // the test relies on).
+  bool hold_until(const std::function<bool()>& ready) {
+    const auto limit = std::chrono::minutes(1);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!cv_.wait_for(lock, limit, [&] { return held_ && grants_ == 0; })) return false;
+      lock.unlock();
+      const bool ok = ready();
+      lock.lock();
+      if (ok) return true;
+      const uint64_t seen = arrivals_;
+      ++grants_;
+      cv_.notify_all();
+      if (!cv_.wait_for(lock, limit, [&] { return arrivals_ > seen; })) return false;
+    }
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool closed_ = false;
+  bool held_ = false;
+  int grants_ = 0;
+  uint64_t arrivals_ = 0;
 };
 
 struct ServerConfig {
