@@ -21,6 +21,12 @@ struct ForwardBatch {
   int64_t n_out = 0;
   const int32_t* seq = nullptr;      // [n_tokens] sequence of each token (encoders attend within it); nullptr: all one
   const LoraStep* lora = nullptr;    // the step's LoRA adapters (lora.h), or nullptr: none
+  // Each row's outputs are to be those a one-token step of its token gives,
+  // bit for bit (speculative verification: greedy tokens then do not depend
+  // on the drafts): a backend must not choose kernels or reduction orders by
+  // the batch's shape. The CPU's products and attention do not; the GPU's
+  // fast paths do unless told (cuda/backend/cuda_backend.h).
+  bool rows_as_steps = false;
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].

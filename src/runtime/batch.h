@@ -12,6 +12,9 @@ struct Batch {
   std::vector<int32_t> pos;
   std::vector<int32_t> seq;
   std::vector<uint8_t> want_logits;
+  // Each row evaluated as its own one-token step would be, bit for bit
+  // (backend/step.h ForwardBatch::rows_as_steps): speculative verification.
+  bool rows_as_steps = false;
 
   void add(int32_t token, int32_t position, int32_t sequence, bool logits) {
     tokens.push_back(token);
@@ -24,6 +27,7 @@ struct Batch {
     pos.clear();
     seq.clear();
     want_logits.clear();
+    rows_as_steps = false;
   }
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
 };

@@ -178,6 +178,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   fb.out_rows = out_rows.data();
   fb.n_out = static_cast<int64_t>(out_rows.size());
   fb.lora = lora_.step(batch.seq.data() + begin, n, out_rows.data(), fb.n_out);
+  fb.rows_as_steps = batch.rows_as_steps;
   model::KvView kv = cache_.view();
   kv.slots = slots.data();
   kv.n_kv = n_kv;
@@ -226,10 +227,11 @@ void Context::token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t
   }
 }
 
-std::span<const float> Context::eval(std::span<const int32_t> tokens, int seq, bool all_logits) {
+std::span<const float> Context::eval(std::span<const int32_t> tokens, int seq, bool all_logits, bool rows_as_steps) {
   if (tokens.empty()) throw InvalidArgument("nothing to evaluate");
   const int32_t start = cache_.max_pos(seq) + 1;
   scratch_batch_.clear();
+  scratch_batch_.rows_as_steps = rows_as_steps;
   for (size_t i = 0; i < tokens.size(); ++i) {
     scratch_batch_.add(tokens[i], start + static_cast<int32_t>(i), seq, all_logits || i + 1 == tokens.size());
   }

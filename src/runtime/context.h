@@ -72,7 +72,10 @@ class Context {
 
   // Appends `tokens` to sequence `seq` at its next positions and returns the
   // logits after the last one (all_logits: of every token, [n, n_vocab]).
-  std::span<const float> eval(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
+  // rows_as_steps: each row's logits bit for bit those of a one-token step
+  // (Batch::rows_as_steps; speculative verification).
+  std::span<const float> eval(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false,
+                              bool rows_as_steps = false);
 
   // Encoders (bert; model().arch().is_encoder()): decode() evaluates the
   // batch in one pass (each sequence whole, positions from 0; no cache) and

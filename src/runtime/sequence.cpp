@@ -205,7 +205,7 @@ std::span<const float> Sequence::feed_all(std::span<const int32_t> tokens) {
     throw InvalidArgument(std::to_string(tokens.size()) + " tokens do not fit the " + std::to_string(room()) +
                           " cells left in the sequence");
   }
-  std::span<const float> logits = ctx_.eval(tokens, params_.seq, /*all_logits=*/true);
+  std::span<const float> logits = ctx_.eval(tokens, params_.seq, /*all_logits=*/true, /*rows_as_steps=*/true);
   cached_.insert(cached_.end(), tokens.begin(), tokens.end());
   history_.insert(history_.end(), tokens.begin(), tokens.end());
   return logits;

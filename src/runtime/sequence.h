@@ -77,8 +77,8 @@ class Sequence {
   // off a full sequence ends the generation (kContextFull).
   GenerationStep step(Generation& gen, std::span<const float>& logits);
   // Appends `tokens` in one batch and returns the logits after each of them
-  // ([n, n_vocab]: row i follows tokens[i]); speculative verification
-  // (speculative.h). Throws InvalidArgument when they do not fit the room
+  // ([n, n_vocab]: row i follows tokens[i], bit for bit what one-token steps
+  // give: Batch::rows_as_steps); speculative verification (speculative.h). Throws InvalidArgument when they do not fit the room
   // left (room()); the caller shifts first.
   std::span<const float> feed_all(std::span<const int32_t> tokens);
   // Forgets every token past the first `n` of the cache (rejected drafts).

@@ -41,6 +41,12 @@ void Engine::step() {
     n_prompt_tokens += n;
   }
   if (batch_.size() == 0) return;
+  // A batch of drafts (and no prompt chunk, whose rows the GPU then could
+  // not batch) is evaluated row by row as one-token steps would be, so that a
+  // slot's greedy tokens do not depend on its drafts.
+  batch_.rows_as_steps = n_prompt_tokens == 0 && std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) {
+                           return !s.draft.empty();
+                         });
 
   const auto t_decode = std::chrono::steady_clock::now();
   try {

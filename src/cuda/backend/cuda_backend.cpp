@@ -143,11 +143,20 @@ void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::
   if (batch.n_tokens <= 0) return;
   check_view(batch, kv);
   const bool cache = kv.mask != nullptr;
-  const AttentionPlan plan = cache ? plan_attention(kv.kv_begin, kv.kv_len, batch.n_tokens) : AttentionPlan{};
+  rows_as_steps_ = batch.rows_as_steps && batch.n_tokens > 1 && !exact_products();
+  lin_->set_rows_as_steps(rows_as_steps_);
+  split_groups_.clear();
+  step_len_.clear();
+  AttentionPlan plan;
+  if (cache && rows_as_steps_) {
+    plan = plan_rows_as_steps(batch, kv);  // sets n_split_ (and max_len_)
+  } else {
+    if (cache) plan = plan_attention(kv.kv_begin, kv.kv_len, batch.n_tokens);
+  }
   n_q_tiles_ = static_cast<int64_t>(plan.q_tiles.size() / 2);
   n_decode_ = static_cast<int64_t>(plan.decode_tokens.size());
   // Long ranges of few decode tokens: the decode attention splits them over the cells.
-  n_split_ = cache ? attention_decode_splits(n_decode_, dims_.n_head, max_len_) : 1;
+  if (!rows_as_steps_) n_split_ = cache ? attention_decode_splits(n_decode_, dims_.n_head, max_len_) : 1;
   scratch(kSplit, attention_decode_scratch_floats(n_decode_, dims_.n_head, dims_.head_dim, n_split_));
   stage(batch, kv, plan);
   stage_lora(batch);
@@ -221,7 +230,7 @@ void CudaBackend::stage(const backend::ForwardBatch& batch, const backend::KvVie
     std::memcpy(h_slots, kv.slots, static_cast<size_t>(n) * sizeof(int32_t));
     for (int64_t t = 0; t < n; ++t) {
       h_begin[t] = ranges ? kv.kv_begin[t] : 0;
-      h_len[t] = ranges ? kv.kv_len[t] : static_cast<int32_t>(n_kv);
+      h_len[t] = !step_len_.empty() ? step_len_[static_cast<size_t>(t)] : ranges ? kv.kv_len[t] : static_cast<int32_t>(n_kv);
     }
     std::memcpy(h_mask, kv.mask, static_cast<size_t>(mask_floats) * sizeof(float));
     if (swa_floats > 0) std::memcpy(h_mask_swa, kv.mask_swa, static_cast<size_t>(swa_floats) * sizeof(float));

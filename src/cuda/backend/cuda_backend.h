@@ -110,6 +110,14 @@ class CudaBackend final : public backend::Backend {
   void check_view(const backend::ForwardBatch& batch, const backend::KvView& kv);
   void stage(const backend::ForwardBatch& batch, const backend::KvView& kv, const AttentionPlan& plan);
   void choose_mode(const backend::ForwardBatch& batch, const backend::KvView& kv);
+  // Rows as one-token steps (ForwardBatch::rows_as_steps; rows_as_steps.cpp):
+  // every token to the decode attention, each over the cells its one-token
+  // step reads (step_len_) with that step's split count; tokens of one split
+  // count consecutive in decode_tokens (split_groups_). Sets n_split_ (the
+  // largest) and max_len_.
+  AttentionPlan plan_rows_as_steps(const backend::ForwardBatch& batch, const backend::KvView& kv);
+  // cuda::attention, or one decode launch per split group as one-token steps would.
+  void run_attention(AttentionParams ap);
   // Called first by every operation that launches kernels: false in replay
   // mode (the graph does it); begins the capture at the step's first kernel.
   bool kernels();
@@ -198,6 +206,9 @@ class CudaBackend final : public backend::Backend {
   };
   Staged in_;
   int64_t n_q_tiles_ = 0, n_decode_ = 0, n_split_ = 1, max_len_ = 0, mask_stride_ = 0;
+  bool rows_as_steps_ = false;
+  std::vector<int32_t> step_len_;                            // [n_tokens] rows as steps: each token's range length
+  std::vector<std::pair<int64_t, int64_t>> split_groups_;    // rows as steps: runs of decode_tokens (count, n_split)
   PinnedBuffer host_staged_, host_out_, host_cross_;
   DeviceBuffer staged_;
   std::vector<std::unique_ptr<PinnedBuffer>> rope_host_;

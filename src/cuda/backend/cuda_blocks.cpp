@@ -189,7 +189,7 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   const bool attn_q8 = sw_.cuda_fuse && sw_.cuda_fuse_attn && !exact_products() && q8_0_input(wo.type) &&
                        n_q % kQ8_0Block == 0 && attention_decode_takes_all(ap);
   ap.out_q8 = attn_q8 ? act_attn_.quant_buffers(ActFormat::Q8_0) : QuantAct{};
-  cuda::attention(ap, stream_);
+  run_attention(ap);
   if (attn_q8) act_attn_.mark_quantized(ActFormat::Q8_0);
 
   // 3. Output projection: out (+)= attn · Wo^T (+ bo).

@@ -100,7 +100,7 @@ void CudaBackend::mla_attention(const backend::MlaSpec& spec, backend::Act h, ba
   }
 
   // 5. Attention, then W_UV_h per head and the output projection.
-  cuda::attention(ap, stream_);
+  run_attention(ap);
   heads_product(heads(weights_.matrix(w.wv_b), o + rope, H * row, row, n, H, lat, vd, ov, H * vd, vd), stream_);
   act_attn_.set(ov, n, H * vd);
   project_out(w.wo, weights_.matrix(w.wo), nullptr, act_attn_, out.data, accumulate);

@@ -158,7 +158,9 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
   if (m == 0) return;
   if (bias != nullptr && accumulate) throw InvalidArgument("GPU linear: bias with accumulate is not supported");
   const bool fast = !exact_products();
-  const bool gemm = m > kGemmMinRows && fast;
+  const bool gemm = m > kGemmMinRows && fast && !rows_as_steps_;
+  // The GEMVs take any number of rows as one-token steps; else up to kGemmMinRows.
+  const bool gemv_rows = m <= kGemmMinRows || rows_as_steps_;
   if (rope != nullptr) {
     if (accumulate || bias != nullptr || !takes_rope(w, m, *rope)) {
       throw InvalidArgument("GPU linear: the fused RoPE needs the one-token GEMV without bias or accumulation (" +
@@ -171,14 +173,15 @@ void LinearRunner::run(const GpuMatrix& w, Activation& a, float* y, bool accumul
     gemm_f16(w.data, w.n, w.k, a.f16(stream_), m, y, accumulate);
   } else if (fast && w.type == TensorType::F16 && gemv_f16_supports(w, a.f16(stream_))) {
     gemv_f16(w, a.f16(stream_), m, y, accumulate, pdl_, stream_);
-  } else if (fast && m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) {
+  } else if (fast && !rows_as_steps_ && m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) {
     matmul_mma(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, mma_scratch_, stream_);
   } else if (fast && gemv_quant_supports(w, m)) {
     gemv_quant(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, pdl_, stream_);
-  } else if (fast && m <= kGemmMinRows && !matmul_mma_supports(w) && gemv_quant_supports(w, kGemvMaxRows)) {
-    // Types the int8 mma does not take: the GEMV, a group of rows at a time.
+  } else if (fast && gemv_rows && (rows_as_steps_ || !matmul_mma_supports(w)) &&
+             gemv_quant_supports(w, kGemvMaxRows)) {
+    // Types the int8 mma does not take (and every type as one-token steps): the GEMV, a group of rows at a time.
     gemv_groups(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate);
-  } else if (fast && m <= kGemmMinRows && gemv_iq_supports(w)) {
+  } else if (fast && gemv_rows && gemv_iq_supports(w)) {
     // IQ/TQ types: their own GEMV (gemv_iq.cu), groups of kGemvMaxRows rows.
     gemv_iq(w, a.quantized(act_format_for(w.type), stream_), m, y, accumulate, stream_);
   } else if (gemm && dequant_f16_supports(w.type)) {
@@ -223,7 +226,7 @@ void LinearRunner::run_exact(const GpuMatrix& w, Activation& a, float* y, bool a
 bool LinearRunner::takes_gemv(const GpuMatrix& w, int64_t m) const {
   // The branches of run() before the GEMV's.
   if (exact_products() || w.type == TensorType::F16 || w.type == TensorType::F32) return false;
-  if (m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) return false;
+  if (!rows_as_steps_ && m >= mma_min_rows_ && m <= mma_max_rows_ && matmul_mma_supports(w)) return false;
   return gemv_quant_supports(w, m);
 }
 

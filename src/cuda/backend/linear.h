@@ -122,6 +122,13 @@ class LinearRunner {
   // matrices run in row blocks); the default is 64 Mi values.
   void set_scratch_limit(int64_t elems) { scratch_limit_ = elems > 0 ? elems : 1; }
 
+  // Rows as one-token steps (ForwardBatch::rows_as_steps): outside the
+  // exact mode every batch takes the kernels of one-token steps (the GEMVs,
+  // a group of rows at a time; their per-row arithmetic does not depend on
+  // the group's size), never matmul_mma or cuBLAS, so that each row's
+  // outputs are its one-token step's bit for bit.
+  void set_rows_as_steps(bool on) { rows_as_steps_ = on; }
+
   // Batches of lo..hi rows take matmul_mma (lo > hi: none); the default is
   // kMmaMinRows..kMmaMaxRows.
   void set_mma_rows(int64_t lo, int64_t hi) {
@@ -149,6 +156,7 @@ class LinearRunner {
   DeviceBuffer w32_, x32_, y32_;  // run_dequantized: f32 rows, activations, the row block's outputs
   int64_t mma_min_rows_ = kMmaMinRows, mma_max_rows_ = kMmaMaxRows;
   bool pdl_ = false;
+  bool rows_as_steps_ = false;
   int64_t scratch_limit_;
 };
 

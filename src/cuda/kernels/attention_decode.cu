@@ -307,7 +307,8 @@ void launch(const AttentionParams& p, cudaStream_t s) {
   const bool pdl = pdl_chain_enabled();
   AttentionParams ps = p;
   ps.n_split = n_split;
-  switch (warps_per_block(static_cast<int64_t>(grid.x) * grid.y * grid.z)) {
+  const int64_t shape_rows = p.shape_rows > 0 ? p.shape_rows : static_cast<int64_t>(grid.y);
+  switch (warps_per_block(static_cast<int64_t>(grid.x) * shape_rows * grid.z)) {
     case 4: launch_split<HD, 4>(ps, grid, pdl, s); break;
     case 8: launch_split<HD, 8>(ps, grid, pdl, s); break;
     default: launch_split<HD, 16>(ps, grid, pdl, s); break;

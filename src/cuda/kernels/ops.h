@@ -298,6 +298,10 @@ struct AttentionParams {
   // (attention_decode_scratch_floats; device). Null: no split.
   float* split_scratch = nullptr;
   int64_t n_split = 1;
+  // The decode kernel's warps per block chosen as for this many tokens (0:
+  // the launch's own): 1 makes each token's arithmetic that of its one-token
+  // step (speculative verification, ForwardBatch::rows_as_steps).
+  int64_t shape_rows = 0;
   // The decode kernel also writes out's Q8_0 blocks (as quantize_act writes
   // them: qs, d and sums per 32) beside out, for the product after it (set
   // only where attention_decode_takes_all). Null: none.
