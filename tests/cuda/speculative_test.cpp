@@ -4,11 +4,8 @@
 // speculation, for a gpt2 draft of synth-llama (the draft on the GPU too),
 // for stories260K as its own draft (every draft token accepted) and for
 // n-gram lookup. As on the CPU (tests/runtime/speculative_test.cpp).
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +14,7 @@
 #include "model/model.h"
 #include "runtime/offload.h"
 #include "runtime/speculative.h"
+#include "support/rows_as_steps.h"
 #include "support/test_data.h"
 #include "tokenizer/tokenizer.h"
 
@@ -104,41 +102,16 @@ TEST(CudaSpeculative, VerificationRowsAreOneTokenStepsBitForBit) {
   auto model = model::Model::load(path.string());
   runtime::Context ctx(model, {.n_ctx = 2048, .n_threads = 2, .n_gpu_layers = runtime::kAllLayers});
   ASSERT_STREQ(ctx.backend_name(), "CUDA");
-  const int32_t nv = static_cast<int32_t>(model->hparams().n_vocab);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> id(3, nv - 1);
+  uint32_t seed = 7;
   for (const int prompt_len : {40, 700}) {
-    for (const int k : {4, 16}) {
-      std::vector<int32_t> prompt(static_cast<size_t>(prompt_len)), rows(static_cast<size_t>(k + 1));
-      for (int32_t& t : prompt) t = id(rng);
-      for (int32_t& t : rows) t = id(rng);
-      ctx.remove_range(0, 0, -1);
-      ctx.eval(prompt);
-      std::vector<float> steps;
-      for (const int32_t t : rows) {
-        const std::span<const float> l = ctx.eval({&t, 1});
-        steps.insert(steps.end(), l.begin(), l.end());
-      }
-      for (const bool as_steps : {true, false}) {
-        ctx.remove_range(0, prompt_len, -1);
-        const std::span<const float> batch = ctx.eval(rows, 0, /*all_logits=*/true, as_steps);
-        ASSERT_EQ(batch.size(), steps.size());
-        size_t differ = 0;
-        double worst = 0;
-        for (size_t i = 0; i < steps.size(); ++i) {
-          if (std::memcmp(&steps[i], &batch[i], sizeof(float)) != 0) {
-            ++differ;
-            worst = std::max(worst, std::abs(static_cast<double>(steps[i]) - batch[i]));
-          }
-        }
-        if (as_steps) {
-          EXPECT_EQ(differ, 0u) << "prompt " << prompt_len << ", " << k + 1 << " rows: largest difference " << worst;
-        } else {
-          // The shape's own kernels (for comparison: what rows_as_steps changes).
-          std::printf("prompt %d, %d rows as one batch: %zu of %zu logits differ from the steps' (largest %.3g)\n",
-                      prompt_len, k + 1, differ, steps.size(), worst);
-        }
-      }
+    for (const int rows : {5, 17}) {
+      const test::RowsAgainstSteps r = test::rows_against_steps(ctx, prompt_len, rows, seed);
+      EXPECT_EQ(r.differ, 0u) << "prompt " << prompt_len << ", " << rows << " rows: largest difference " << r.worst;
+      // The shape's own kernels, for comparison (what rows_as_steps changes).
+      const test::RowsAgainstSteps own = test::rows_against_steps(ctx, prompt_len, rows, seed, false);
+      std::printf("prompt %d, %d rows as one batch: %zu of %zu logits differ from the steps' (largest %.3g)\n",
+                  prompt_len, rows, own.differ, own.n_logits, own.worst);
+      ++seed;
     }
   }
   // And through speculation: a quantized model as its own draft.

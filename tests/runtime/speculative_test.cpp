@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "support/rows_as_steps.h"
 #include "support/test_data.h"
 #include "tokenizer/tokenizer.h"
 
@@ -138,6 +139,27 @@ TEST_F(SpeculativeTest, NgramLookupGivesTheSameGreedyTokensOnRepetitiveText) {
   const Result spec = generate(ctx, *stories_.tok, prompt, greedy(200), &drafter, {.n_max = 16});
   EXPECT_EQ(spec.tokens, plain.tokens);
   EXPECT_GT(spec.stats.n_accepted, 20);  // 27 of 318 drafted
+}
+
+// Verification rows are the one-token steps' logits bit for bit (the CPU's
+// kernels do not depend on the batch's shape, with or without
+// rows_as_steps): quantized weights, whose batches take the repacked
+// products, and a prompt long enough for attention over several chunks.
+TEST(SpeculativeRows, VerificationRowsAreOneTokenStepsBitForBit) {
+  FERRITE_SHARED_FILE(path, "models/synth/synth-llama-Q4_0.gguf");
+  auto model = model::Model::load(path.string());
+  runtime::Context ctx(model, {.n_ctx = 1024, .n_threads = 2});
+  uint32_t seed = 11;
+  for (const int prompt_len : {30, 300}) {
+    for (const int rows : {5, 17}) {
+      for (const bool as_steps : {true, false}) {
+        const test::RowsAgainstSteps r = test::rows_against_steps(ctx, prompt_len, rows, seed, as_steps);
+        EXPECT_EQ(r.differ, 0u) << "prompt " << prompt_len << ", " << rows << " rows, as steps " << as_steps
+                                << ": largest difference " << r.worst;
+      }
+      ++seed;
+    }
+  }
 }
 
 TEST(NgramLookup, ProposesWhatFollowedTheLatestEarlierMatch) {
