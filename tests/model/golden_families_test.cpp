@@ -1,6 +1,7 @@
 // The families of issue 27 without a model in the shared data (olmo2,
 // command-r, cohere2, exaone, internlm2, minicpm, granitemoe, olmoe, xverse,
-// orion, baichuan, stablelm, olmo; tiny_families()) against
+// orion, baichuan, stablelm, olmo, nemotron, plamo, phimoe, dbrx;
+// tiny_families()) against
 // llama.cpp c392e50 on tiny random F32 models (tiny_families.h): the test
 // writes the same file llama.cpp evaluated and compares every position's
 // top-20 logits and log-sum-exp with tests/model/golden/<family>.p<N>.json
