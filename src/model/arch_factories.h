@@ -50,7 +50,9 @@
   X("qwen", make_qwen1)          \
   X("codeshell", make_codeshell) \
   X("chatglm", make_chatglm)     \
-  X("gptj", make_gptj)
+  X("gptj", make_gptj)           \
+  X("phimoe", make_phimoe)       \
+  X("dbrx", make_dbrx)
 
 namespace ferrite::model {
 

@@ -3,6 +3,14 @@
 // frequency factors (rope_factors_short/long). Attention uses the
 // sliding-window mask when the file declares a window.
 //
+// phimoe (Phi-3.5-MoE) is the same graph in llama.cpp (c392e50's build_phi3),
+// with what its files add: RMSNorms with a bias (norm(x) * w + b: llama.cpp's
+// definition, where the published model has LayerNorms), separate Q/K/V with
+// biases, an output-projection bias, an output bias, and experts in every
+// layer (softmax router, top-k probabilities renormalised; Phi-3.5-MoE: 16,
+// top 2). llama.cpp reads no sliding window for phimoe: attention is global
+// whatever attention.sliding_window says.
+//
 // LongRoPE (model/longrope.h): the long factors when the cache holds more
 // cells than rope.scaling.original_context_length, else the short ones; the
 // magnitude scale rope.scaling.attn_factor (or, with long factors and no
@@ -12,6 +20,7 @@
 #include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
+#include "model/bind_experts.h"
 #include "model/blocks.h"
 #include "model/longrope.h"
 
@@ -38,7 +47,6 @@ class Phi3 : public Architecture {
     output_b_ = b.optional_vec("output.bias", hp.n_vocab);
     rope_factors_ = b.optional_vec("rope_factors_short.weight", n_pairs);
     if (!rope_factors_) rope_factors_ = b.optional_vec("rope_freqs.weight", n_pairs);
-    if (hp.n_ff <= 0) throw ModelError(file.path() + ": phi3 needs feed_forward_length");
 
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -52,11 +60,20 @@ class Phi3 : public Architecture {
         L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
         L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
         L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
+        L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
+        L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
+        L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
       }
       L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, 2 * hp.n_ff});
-      L.ffn.down = b.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+      if (has_experts(b, il)) {
+        L.moe = bind_experts(b, hp, il, /*norm_weights=*/true);
+      } else {
+        if (hp.n_ff <= 0) throw ModelError(file.path() + ": phi3 needs feed_forward_length");
+        L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, 2 * hp.n_ff});
+        L.ffn.down = b.require(name("ffn_down.weight"), {hp.n_ff, n_embd});
+      }
     }
     hp_ = hp;
   }
@@ -77,8 +94,13 @@ class Phi3 : public Architecture {
       const Act h = o.buffer(Buf::H, n, n_embd);
       o.norm(NormKind::Rms, x, L.attn_norm, h, qkv_input(L.attn));
       o.attention(attention_spec(hp_, il, L.attn, rope, sliding), h, x, /*accumulate=*/true);
-      o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.ffn.up);
-      o.feed_forward({&L.ffn, FfnKind::FusedSwiGlu}, h, x, true);
+      if (L.moe.gate_inp) {
+        o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.moe.gate_exps);
+        o.moe(L.moe, h, x, true);
+      } else {
+        o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.ffn.up);
+        o.feed_forward({&L.ffn, FfnKind::FusedSwiGlu}, h, x, true);
+      }
     }
     output_head(s, hp_, NormKind::Rms, output_norm_, output_, output_b_, x, logits);
   }
@@ -88,6 +110,7 @@ class Phi3 : public Architecture {
     Norm attn_norm, ffn_norm;
     AttentionWeights attn;
     FfnWeights ffn;  // up: gate | up fused [n_embd, 2 n_ff]
+    MoeWeights moe;  // expert layers (moe.gate_inp set; phimoe)
   };
 
   HParams hp_;
@@ -99,6 +122,11 @@ class Phi3 : public Architecture {
 }  // namespace
 
 std::unique_ptr<Architecture> make_phi3(const gguf::File& file, HParams& hp) {
+  return std::make_unique<Phi3>(file, hp);
+}
+
+std::unique_ptr<Architecture> make_phimoe(const gguf::File& file, HParams& hp) {
+  hp.n_swa = 0;  // as llama.cpp, which never reads phimoe's attention.sliding_window
   return std::make_unique<Phi3>(file, hp);
 }
 

@@ -1,6 +1,7 @@
 // The families of issue 27 without a model in the shared data (olmo2,
 // command-r, cohere2, exaone, internlm2, minicpm, granitemoe, olmoe, xverse,
-// orion, baichuan, stablelm, olmo; tiny_families()) against
+// orion, baichuan, stablelm, olmo, nemotron, plamo, phimoe, dbrx;
+// tiny_families()) against
 // llama.cpp c392e50 on tiny random F32 models (tiny_families.h): the test
 // writes the same file llama.cpp evaluated and compares every position's
 // top-20 logits and log-sum-exp with tests/model/golden/<family>.p<N>.json
@@ -23,8 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
+#include "core/error.h"
 #include "golden.h"
 #include "model/model.h"
 #include "model/tiny_families.h"
@@ -119,6 +122,45 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, GoldenFamilies, ::testing::ValuesIn(cases({1, 2})), case_name);
 INSTANTIATE_TEST_SUITE_P(Tiny, GoldenFamilyQuirks, ::testing::ValuesIn(cases({1})), case_name);
+
+// dbrx's clip of Q|K|V comes from the file (llama.cpp requires the key too):
+// a file without it, or with a clip that is not positive, is refused by
+// name; a whole-head RoPE is checked too (llama.cpp asserts it). The same
+// file with a clip of 8 and whole-head RoPE loads.
+TEST(TinyFamilies, DbrxRefusesBadClampOrPartialRope) {
+  namespace d = test::tiny_family_detail;
+  struct Bad {
+    std::optional<float> clamp;
+    bool partial_rope;
+    const char* says;  // null: loads
+  };
+  for (const Bad& bad : {Bad{std::nullopt, false, "dbrx.attention.clamp_kqv"}, Bad{0.0f, false, "must be positive"},
+                         Bad{-8.0f, false, "must be positive"}, Bad{8.0f, true, "rotates whole heads"},
+                         Bad{8.0f, false, nullptr}}) {
+    test::TinyGguf g("dbrx", 7);
+    d::add_vocab(g);
+    d::Shape s;
+    s.layer_norm = true;
+    s.fused_qkv = true;
+    s.rope_dims_key = bad.partial_rope;
+    s.n_rot = 8;
+    s.ffn_norm_name = "attn_output_norm";
+    s.experts = true;
+    d::add_layers(g, s);
+    if (bad.clamp) g.set_f32("attention.clamp_kqv", *bad.clamp);
+    g.write();
+    if (bad.says == nullptr) {
+      EXPECT_EQ(model::Model::load(g.path().string())->hparams().arch, "dbrx");
+      continue;
+    }
+    try {
+      model::Model::load(g.path().string());
+      ADD_FAILURE() << "loaded a dbrx file that should be refused (" << bad.says << ")";
+    } catch (const ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
+    }
+  }
+}
 
 // Writes every family's file into $FERRITE_TINY_OUT (for golden_dump).
 TEST(TinyFamilies, DISABLED_Write) {
