@@ -50,7 +50,10 @@
   X("qwen", make_qwen1)          \
   X("codeshell", make_codeshell) \
   X("chatglm", make_chatglm)     \
-  X("gptj", make_gptj)
+  X("gptj", make_gptj)           \
+  X("qwen2vl", make_qwen2vl)     \
+  X("nomic-bert", make_nomic_bert) \
+  X("jina-bert-v2", make_jina_bert_v2)
 
 namespace ferrite::model {
 
