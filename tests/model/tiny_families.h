@@ -248,13 +248,14 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
   } else {
     throw std::invalid_argument("no tiny model of family " + family);
   }
-  // The first 15 families' seeds follow their place in the list; those added
-  // later name theirs, so that lists merged from parallel branches keep every file.
+  // Seeds follow the family's place in the list, except qwen2vl's (appended
+  // after the list in tiny_families()), which names its own so that neither
+  // it nor a family added to the list on a parallel branch changes file.
   uint32_t seed = 20270;
   if (family == "qwen2vl") {
     seed = 31001;
   } else {
-    for (size_t i = 0; i < 15; ++i) {
+    for (size_t i = 0; i < tiny_families().size(); ++i) {
       if (tiny_families()[i] == family) seed += static_cast<uint32_t>(7 * i);
     }
   }
