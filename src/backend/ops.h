@@ -150,8 +150,14 @@ class Ops {
   // the optionally renormalised probabilities), plus the gated shared expert.
   virtual void moe(const MoeWeights& w, Act h, Act out, bool accumulate = false) = 0;
   // out [n, n_embd] = bidirectional attention of h within each sequence of
-  // the batch (ForwardBatch::seq), no cache, f32 (bert), with projections.
-  virtual void encoder_attention(const AttentionWeights& w, Act h, Act out) = 0;
+  // the batch (ForwardBatch::seq), no cache, f32 (the bert family), with its
+  // projections: spec.w's Q, K, V (+ biases) or fused wqkv (+ bqkv, nomic-bert),
+  // and the output one. q and k turn by RoPE table spec.rope when set
+  // (nomic-bert); spec.max_alibi_bias > 0 adds ALiBi: head h's score gets
+  // alibi_slope(h) * -|pos_t - pos_u| (jina-bert-v2: llama.cpp's mask of a
+  // non-causal ALiBi model). Scores are scaled by spec.scale (0: 1/sqrt(head_dim));
+  // the other fields of spec are unused.
+  virtual void encoder_attention(const AttentionSpec& spec, Act h, Act out) = 0;
   // out [n_out, x.cols] = rows ForwardBatch::out_rows of x.
   virtual void gather_rows(Act x, Act out) = 0;
 

@@ -1,107 +1,12 @@
-// bert: an encoder. Embeddings = token + token type 0 + learned position,
-// LayerNorm'ed; post-LayerNorm blocks with biases everywhere and
-// bidirectional attention within each sequence of the batch (no KV cache):
-//   x = ln(x + attn(x)); x = ln(x + mlp(x))      (GELU MLP)
-// The output rows are the final hidden states [n_out, n_embd]; the runtime
-// pools them per sequence as <arch>.pooling_type says (model/pooling.h).
-#include <algorithm>
-#include <cmath>
-#include <vector>
-
-#include "core/error.h"
-#include "gguf/metadata.h"
+// bert: learned positions, separate Q/K/V with biases, GELU MLP with biases
+// (bert_style.h).
 #include "model/arch_factories.h"
-#include "model/blocks.h"
-#include "model/pooling.h"
+#include "model/bert_style.h"
 
 namespace ferrite::model {
-namespace {
-
-class Bert : public Architecture {
- public:
-  Bert(const gguf::File& file, HParams& hp) {
-    const WeightBinder b(file);
-    const gguf::Metadata md(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
-    if (n_q != n_embd || n_kv != n_embd) throw ModelError(file.path() + ": bert needs n_head * head_dim == n_embd");
-    hp.pooling = pooling_from_gguf(md.opt_uint(md.arch_key("pooling_type")).value_or(0), file.path());
-    tok_embd_ = bind_token_embd(b, hp);
-    const gguf::TensorInfo& types = file.tensor("token_types.weight");
-    type_embd_ = b.require("token_types.weight", {n_embd, types.ne[1]});
-    const gguf::TensorInfo& pos = file.tensor("position_embd.weight");
-    pos_embd_ = b.require("position_embd.weight", {n_embd, pos.ne[1]});
-    embd_norm_ = bind_norm(b, "token_embd_norm", n_embd);
-
-    layers_.resize(static_cast<size_t>(hp.n_layer));
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      Layer& L = layers_[static_cast<size_t>(il)];
-      auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
-      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_embd});
-      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_embd);
-      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_embd});
-      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_embd);
-      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_embd});
-      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_embd);
-      L.attn.wo = b.require(name("attn_output.weight"), {n_embd, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
-      L.attn_out_norm = bind_norm(b, name("attn_output_norm"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
-      L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
-      L.out_norm = bind_norm(b, name("layer_output_norm"), n_embd);
-    }
-    hp_ = hp;
-  }
-
-  bool is_encoder() const override { return true; }
-
-  void forward(Step& s, float* states) const override {
-    const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
-    Act x = s.ops().buffer(Buf::X, n, n_embd);
-    {
-      backend::Ops& o = s.ops();
-      const Act y = o.buffer(Buf::Y, n, n_embd);
-      o.embed(tok_embd_, Ids::Tokens, x);
-      // Every token has type 0: its row, looked up like a token.
-      o.embed(type_embd_, Ids::Zeros, y);
-      o.add(x, y);
-      add_position_embeddings(s, pos_embd_, x);
-      o.norm(NormKind::Layer, x, embd_norm_, x);
-    }
-    for (int64_t il = 0; il < hp_.n_layer; ++il) {
-      s.enter_layer(il, x);
-      backend::Ops& o = s.ops();
-      const Layer& L = layers_[static_cast<size_t>(il)];
-      const Act y = o.buffer(Buf::Y, n, n_embd);
-      o.encoder_attention(L.attn, x, y);
-      o.add(x, y);
-      o.norm(NormKind::Layer, x, L.attn_out_norm, x, ffn_input(L.ffn));
-      o.feed_forward({&L.ffn, FfnKind::GeluF16}, x, y);
-      o.add(x, y);
-      o.norm(NormKind::Layer, x, L.out_norm, x);
-    }
-    if (s.batch.n_out > 0) s.ops().gather_rows(x, s.ops().output(Buf::Hidden, states, s.batch.n_out, n_embd));
-  }
-
- private:
-  struct Layer {
-    AttentionWeights attn;
-    Norm attn_out_norm, out_norm;
-    FfnWeights ffn;
-  };
-
-  HParams hp_;
-  Tensor tok_embd_, type_embd_, pos_embd_;
-  Norm embd_norm_;
-  std::vector<Layer> layers_;
-};
-
-}  // namespace
 
 std::unique_ptr<Architecture> make_bert(const gguf::File& file, HParams& hp) {
-  return std::make_unique<Bert>(file, hp);
+  return make_bert_style(file, hp, BertStyleOptions{});
 }
 
 }  // namespace ferrite::model

@@ -52,7 +52,10 @@
   X("chatglm", make_chatglm)     \
   X("gptj", make_gptj)           \
   X("phimoe", make_phimoe)       \
-  X("dbrx", make_dbrx)
+  X("dbrx", make_dbrx)           \
+  X("qwen2vl", make_qwen2vl)     \
+  X("nomic-bert", make_nomic_bert) \
+  X("jina-bert-v2", make_jina_bert_v2)
 
 namespace ferrite::model {
 

@@ -5,6 +5,7 @@
 // soft-capping (as the CPU backend writes it), column gathers, and the
 // encoders' attention (the CPU backend's, cpu/backend/cpu_attention.cpp).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -145,7 +146,9 @@ TEST(GpuFamilyOps, TanhIsTheCpuTanhOnTheFloatLine) {
 }
 
 // The encoders' attention against a plain double reference of its
-// definition: each token attends to every token of its own sequence.
+// definition: each token attends to every token of its own sequence; with
+// ALiBi (max bias 8, 3 heads: slopes 2^-4, 2^-8 and 2^-2 by the definition of
+// cpu/alibi.h) head h adds -slope_h |pos_t - pos_u|.
 TEST(GpuFamilyOps, AttentionWithinSequences) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();
@@ -154,35 +157,39 @@ TEST(GpuFamilyOps, AttentionWithinSequences) {
   const auto k = random_floats(kN * kW, rng, -2.0f, 2.0f);
   const auto v = random_floats(kN * kW, rng);
   const std::vector<int32_t> seq = {0, 0, 1, 1, 1, 0, 2, 2, 1, 0, 3};
+  const std::vector<int32_t> pos = {0, 1, 0, 1, 2, 2, 0, 1, 3, 3, 0};
   const float scale = 0.25f;
-  std::vector<float> ref(kN * kW);
-  for (int64_t t = 0; t < kN; ++t) {
-    for (int64_t h = 0; h < kHeads; ++h) {
-      std::vector<double> p(kN, 0.0);
-      double m = -INFINITY, sum = 0;
-      for (int64_t u = 0; u < kN; ++u) {
-        if (seq[u] != seq[t]) continue;
-        double d = 0;
-        for (int64_t i = 0; i < kHd; ++i) d += static_cast<double>(q[t * kW + h * kHd + i]) * k[u * kW + h * kHd + i];
-        p[u] = d * scale;
-        m = std::max(m, p[u]);
-      }
-      for (int64_t u = 0; u < kN; ++u) sum += (p[u] = seq[u] == seq[t] ? std::exp(p[u] - m) : 0.0);
-      for (int64_t i = 0; i < kHd; ++i) {
-        double acc = 0;
-        for (int64_t u = 0; u < kN; ++u) acc += p[u] / sum * v[u * kW + h * kHd + i];
-        ref[t * kW + h * kHd + i] = static_cast<float>(acc);
+  const double slopes[kHeads] = {std::pow(2.0, -4), std::pow(2.0, -8), std::pow(2.0, -2)};
+  for (float max_bias : {0.0f, 8.0f}) {
+    std::vector<float> ref(kN * kW);
+    for (int64_t t = 0; t < kN; ++t) {
+      for (int64_t h = 0; h < kHeads; ++h) {
+        std::vector<double> p(kN, 0.0);
+        double m = -INFINITY, sum = 0;
+        for (int64_t u = 0; u < kN; ++u) {
+          if (seq[u] != seq[t]) continue;
+          double d = 0;
+          for (int64_t i = 0; i < kHd; ++i) d += static_cast<double>(q[t * kW + h * kHd + i]) * k[u * kW + h * kHd + i];
+          p[u] = d * scale - (max_bias > 0.0f ? slopes[h] * std::abs(pos[t] - pos[u]) : 0.0);
+          m = std::max(m, p[u]);
+        }
+        for (int64_t u = 0; u < kN; ++u) sum += (p[u] = seq[u] == seq[t] ? std::exp(p[u] - m) : 0.0);
+        for (int64_t i = 0; i < kHd; ++i) {
+          double acc = 0;
+          for (int64_t u = 0; u < kN; ++u) acc += p[u] / sum * v[u * kW + h * kHd + i];
+          ref[t * kW + h * kHd + i] = static_cast<float>(acc);
+        }
       }
     }
+    DeviceBuffer qd = to_device(q), kd = to_device(k), vd = to_device(v), sd = to_device(seq), pd = to_device(pos),
+                 od = test::poisoned(ref.size());
+    attention_seq(qd.as<float>(), kd.as<float>(), vd.as<float>(), sd.as<int32_t>(), pd.as<int32_t>(), max_bias, kN,
+                  kHeads, kHd, scale, od.as<float>(), nullptr);
+    EXPECT_LE(relative_error(to_host<float>(od, ref.size()), ref), 1e-5) << "max bias " << max_bias;
+    EXPECT_THROW(attention_seq(qd.as<float>(), kd.as<float>(), vd.as<float>(), sd.as<int32_t>(), pd.as<int32_t>(),
+                               max_bias, 5000, kHeads, kHd, scale, od.as<float>(), nullptr),
+                 InvalidArgument);
   }
-  DeviceBuffer qd = to_device(q), kd = to_device(k), vd = to_device(v), sd = to_device(seq),
-               od = test::poisoned(ref.size());
-  attention_seq(qd.as<float>(), kd.as<float>(), vd.as<float>(), sd.as<int32_t>(), kN, kHeads, kHd, scale,
-                od.as<float>(), nullptr);
-  EXPECT_LE(relative_error(to_host<float>(od, ref.size()), ref), 1e-5);
-  EXPECT_THROW(attention_seq(qd.as<float>(), kd.as<float>(), vd.as<float>(), sd.as<int32_t>(), 5000, kHeads, kHd,
-                             scale, od.as<float>(), nullptr),
-               InvalidArgument);
 }
 
 }  // namespace

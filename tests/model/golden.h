@@ -43,6 +43,26 @@ inline Golden load_golden(const std::filesystem::path& path) {
   return g;
 }
 
+// An encoder's golden (tests/model/golden/<family>.p<N>.json of the
+// embedding families): llama.cpp's hidden state of every token (pooling
+// none) and its pooled embedding under the file's pooling type.
+struct EmbeddingGolden {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<double>> states;  // [tokens][n_embd]
+  int pooling = -1;                         // llama_pooling_type: 1 mean, 2 cls, 3 last
+  std::vector<double> pooled;               // [n_embd]
+};
+
+inline EmbeddingGolden load_embedding_golden(const std::filesystem::path& path) {
+  const nlohmann::json j = nlohmann::json::parse(read_file(path));
+  EmbeddingGolden g;
+  g.tokens = j.at("tokens").get<std::vector<int32_t>>();
+  g.states = j.at("states").get<std::vector<std::vector<double>>>();
+  g.pooling = j.at("pooling").get<int>();
+  g.pooled = j.at("pooled").get<std::vector<double>>();
+  return g;
+}
+
 inline double log_sum_exp(std::span<const float> x) {
   double max = -INFINITY;
   for (float v : x) max = std::max(max, static_cast<double>(v));

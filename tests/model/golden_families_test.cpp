@@ -1,6 +1,6 @@
 // The families of issue 27 without a model in the shared data (olmo2,
 // command-r, cohere2, exaone, internlm2, minicpm, granitemoe, olmoe, xverse,
-// orion, baichuan, stablelm, olmo, nemotron, plamo, phimoe, dbrx;
+// orion, baichuan, stablelm, olmo, nemotron, plamo, phimoe, dbrx, qwen2vl;
 // tiny_families()) against
 // llama.cpp c392e50 on tiny random F32 models (tiny_families.h): the test
 // writes the same file llama.cpp evaluated and compares every position's
@@ -18,6 +18,11 @@
 //   build/tests/test_model --gtest_also_run_disabled_tests
 //       --gtest_filter='TinyFamilies.DISABLED_Write' with FERRITE_TINY_OUT=DIR
 //   golden_dump -m DIR/tiny-<family>.gguf -i <the prompt's ids> --no-bos > <family>.p<N>.json
+// qwen2vl's need a golden_dump that gives llama.cpp 4 position components
+// per token (its M-RoPE input), all equal to the position as llama.cpp's
+// Qwen2-VL example does for text (`--mrope` of the lead's dumper copy): the
+// plain dumper leaves 3 of them unset. The embedding families' (below) need
+// its embeddings mode (`--embd`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,8 +33,10 @@
 #include <string>
 
 #include "core/error.h"
+#include "cpu/thread_pool.h"
 #include "golden.h"
 #include "model/model.h"
+#include "model/pooling.h"
 #include "model/tiny_families.h"
 #include "single_sequence.h"
 
@@ -162,12 +169,146 @@ TEST(TinyFamilies, DbrxRefusesBadClampOrPartialRope) {
   }
 }
 
+// ---- The embedding families (tiny_embedding_families(): nomic-bert,
+// jina-bert-v2): llama.cpp's hidden states of every token (pooling none)
+// and its pooled embedding (the file's mean pooling), dumped by golden_dump
+// with an embeddings mode (--embd; outside the repository) into
+// tests/model/golden/<family>.p<N>.json as {tokens, states [n][n_embd],
+// pooling, pooled [n_embd]}. Each prompt alone and both as two sequences of
+// one batch (each attending only within itself, with its own positions);
+// tolerance 1e-3 absolute on every value (LayerNorm'ed outputs of order 1;
+// both engines f32 throughout, GELU through the f16 table). The quirk:
+// every position equal (no relative position, so RoPE and ALiBi drop out)
+// must miss the golden.
+
+// Hidden states [sum of lengths, n_embd] of the sequences in one batch (seq
+// ids 0, 1, ...), positions 0.. within each, or all 0 with flat_positions.
+std::vector<float> encode(const model::Model& m, const std::vector<std::vector<int32_t>>& seqs, bool flat_positions) {
+  std::vector<int32_t> tokens, pos, seq;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    for (size_t i = 0; i < seqs[s].size(); ++i) {
+      tokens.push_back(seqs[s][i]);
+      pos.push_back(flat_positions ? 0 : static_cast<int32_t>(i));
+      seq.push_back(static_cast<int32_t>(s));
+    }
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size()), n_embd = m.hparams().n_embd;
+  std::vector<int32_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  model::ForwardBatch fb{tokens.data(), pos.data(), n, rows.data(), n, seq.data()};
+  cpu::ThreadPool pool(2);
+  model::Workspace ws;
+  std::vector<float> states(static_cast<size_t>(n * n_embd));
+  m.forward(fb, model::KvView{}, pool, ws, states.data());
+  return states;
+}
+
+// Largest |state - golden| over rows [row0, row0 + golden length) of states.
+double worst_state_error(const std::vector<float>& states, int64_t row0, int64_t n_embd, const test::EmbeddingGolden& g) {
+  double worst = 0;
+  for (size_t i = 0; i < g.states.size(); ++i) {
+    EXPECT_EQ(g.states[i].size(), static_cast<size_t>(n_embd));
+    for (int64_t d = 0; d < n_embd && d < static_cast<int64_t>(g.states[i].size()); ++d) {
+      const float v = states[static_cast<size_t>((row0 + static_cast<int64_t>(i)) * n_embd + d)];
+      worst = std::max(worst, std::fabs(v - g.states[i][static_cast<size_t>(d)]));
+    }
+  }
+  return worst;
+}
+
+class GoldenEmbeddingFamilies : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GoldenEmbeddingFamilies, StatesAndPooled) {
+  const Case& c = GetParam();
+  const test::EmbeddingGolden g = test::load_embedding_golden(golden_path(c.family, c.prompt));
+  ASSERT_EQ(g.tokens, test::tiny_family_prompt(c.prompt)) << "the golden was made for other tokens";
+  ASSERT_EQ(g.states.size(), g.tokens.size());
+  const auto tiny = test::make_tiny_embedding_family(c.family);
+  auto m = model::Model::load(tiny->path().string());
+  ASSERT_EQ(m->hparams().arch, c.family);
+  ASSERT_TRUE(m->arch().is_encoder());
+  ASSERT_EQ(m->hparams().pooling, model::Pooling::Mean);
+  ASSERT_EQ(g.pooling, 1) << "the golden's pooling is not mean";
+  const int64_t n_embd = m->hparams().n_embd, n = static_cast<int64_t>(g.tokens.size());
+
+  const std::vector<float> alone = encode(*m, {g.tokens}, false);
+  const double err = worst_state_error(alone, 0, n_embd, g);
+  EXPECT_LE(err, kAbsTolerance) << c.family << " p" << c.prompt << " alone";
+  std::vector<int32_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  std::vector<float> pooled(static_cast<size_t>(n_embd));
+  model::pool_sequence(model::Pooling::Mean, alone.data(), rows.data(), n, n_embd, pooled.data());
+  ASSERT_EQ(g.pooled.size(), static_cast<size_t>(n_embd));
+  double pooled_err = 0;
+  for (int64_t d = 0; d < n_embd; ++d) {
+    pooled_err = std::max(pooled_err, std::fabs(pooled[static_cast<size_t>(d)] - g.pooled[static_cast<size_t>(d)]));
+  }
+  EXPECT_LE(pooled_err, kAbsTolerance) << c.family << " p" << c.prompt << " pooled";
+
+  // After the other prompt in the same batch: its own positions from 0, attending only within itself.
+  const std::vector<int32_t> other = test::tiny_family_prompt(3 - c.prompt);
+  const std::vector<float> both = encode(*m, {other, g.tokens}, false);
+  const double err_both = worst_state_error(both, static_cast<int64_t>(other.size()), n_embd, g);
+  EXPECT_LE(err_both, kAbsTolerance) << c.family << " p" << c.prompt << " as the second sequence of a batch";
+  std::printf("  %s p%d: max |state error| %.3g alone, %.3g second in a batch; pooled %.3g\n", c.family.c_str(),
+              c.prompt, err, err_both, pooled_err);
+}
+
+class GoldenEmbeddingQuirks : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GoldenEmbeddingQuirks, PositionsMatter) {
+  const Case& c = GetParam();
+  const test::EmbeddingGolden g = test::load_embedding_golden(golden_path(c.family, c.prompt));
+  const auto tiny = test::make_tiny_embedding_family(c.family);
+  auto m = model::Model::load(tiny->path().string());
+  const double err = worst_state_error(encode(*m, {g.tokens}, true), 0, m->hparams().n_embd, g);
+  EXPECT_GT(err, kQuirkSeen) << c.family << ": the golden does not tell positions apart";
+  std::printf("  %s with every position 0: max |state error| %.3g\n", c.family.c_str(), err);
+}
+
+std::vector<Case> embedding_cases(std::initializer_list<int> prompts) {
+  std::vector<Case> v;
+  for (const std::string& f : test::tiny_embedding_families()) {
+    for (int p : prompts) v.push_back({f, p});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, GoldenEmbeddingFamilies, ::testing::ValuesIn(embedding_cases({1, 2})), case_name);
+INSTANTIATE_TEST_SUITE_P(Tiny, GoldenEmbeddingQuirks, ::testing::ValuesIn(embedding_cases({1})), case_name);
+
+// qwen2vl's rope.dimension_sections: required (as llama.cpp requires it),
+// four values, covering at most a head's pairs; a bad file is a ModelError.
+TEST(TinyFamilies, Qwen2vlRefusesBadRopeSections) {
+  namespace d = test::tiny_family_detail;
+  const std::vector<std::vector<int32_t>> bad = {{}, {2, 3, 3}, {4, 4, 4, 0}, {2, -1, 3, 0}};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    test::TinyGguf g("qwen2vl", 5);
+    d::add_vocab(g);
+    d::Shape s;
+    s.qkv_bias = true;
+    d::add_layers(g, s);
+    if (!bad[i].empty()) {
+      std::vector<gguf::Value> v;
+      for (int32_t x : bad[i]) v.push_back(gguf::Value::i32(x));
+      g.writer().set("qwen2vl.rope.dimension_sections", gguf::Value::array(gguf::ValueType::INT32, std::move(v)));
+    }
+    g.write();
+    EXPECT_THROW(model::Model::load(g.path().string()), ModelError) << "case " << i;
+  }
+}
+
 // Writes every family's file into $FERRITE_TINY_OUT (for golden_dump).
 TEST(TinyFamilies, DISABLED_Write) {
   const char* out = std::getenv("FERRITE_TINY_OUT");
   ASSERT_NE(out, nullptr) << "set FERRITE_TINY_OUT";
   for (const std::string& f : test::tiny_families()) {
     const auto tiny = test::make_tiny_family(f);
+    std::filesystem::copy_file(tiny->path(), std::filesystem::path(out) / ("tiny-" + f + ".gguf"),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  for (const std::string& f : test::tiny_embedding_families()) {
+    const auto tiny = test::make_tiny_embedding_family(f);
     std::filesystem::copy_file(tiny->path(), std::filesystem::path(out) / ("tiny-" + f + ".gguf"),
                                std::filesystem::copy_options::overwrite_existing);
   }

@@ -30,7 +30,12 @@ inline const std::vector<std::string>& tiny_families() {
   static const std::vector<std::string> f = {"olmo2",   "command-r",  "cohere2", "exaone", "internlm2", "minicpm",
                                              "granitemoe", "olmoe", "xverse", "orion",  "baichuan",
                                              "stablelm", "olmo", "nemotron", "plamo", "phimoe", "dbrx"};
-  return f;
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v = f;
+    v.push_back("qwen2vl");
+    return v;
+  }();
+  return all;
 }
 
 // The two prompts of every family's goldens (token ids; 1 is <s>).
@@ -93,6 +98,7 @@ struct Shape {
   bool fused_qkv = false;    // attn_qkv [n_embd, n_q + 2 n_kv] instead of attn_q/k/v (dbrx)
   bool rope_dims_key = true; // rope.dimension_count written (dbrx's converter writes none)
   std::string ffn_norm_name = "ffn_norm";  // dbrx: attn_output_norm
+  bool qkv_bias = false;     // attn_q/k/v.bias (qwen2vl)
 };
 
 inline void add_layers(TinyGguf& g, const Shape& s) {
@@ -133,6 +139,11 @@ inline void add_layers(TinyGguf& g, const Shape& s) {
       g.add(p + "attn_q.bias", {n_q}, 0.1f);
       g.add(p + "attn_k.bias", {n_kv}, 0.1f);
       g.add(p + "attn_v.bias", {n_kv}, 0.1f);
+    }
+    if (s.qkv_bias) {
+      g.add(p + "attn_q.bias", {n_q}, 0.2f);
+      g.add(p + "attn_k.bias", {n_kv}, 0.2f);
+      g.add(p + "attn_v.bias", {n_kv}, 0.2f);
     }
     g.add(p + "attn_output.weight", {n_q, kEmbd}, s.out_gain / std::sqrt(static_cast<float>(n_q)));
     if (s.attn_bias) g.add(p + "attn_output.bias", {kEmbd}, 0.1f);
@@ -272,12 +283,25 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
     s.ffn_norm_name = "attn_output_norm";
     s.experts = true;
     clamp_kqv = quirk ? 0.6f : 1e4f;
+  } else if (family == "qwen2vl") {
+    // qwen2's layout with Q/K/V biases and M-RoPE sections (2 + 3 + 3 + 0 of the head's 8 pairs), which
+    // for text positions rotate as NeoX RoPE (arch_qwen2vl.cpp); quirk: the NeoX pairing (off: the same
+    // file as llama, adjacent pairs).
+    s.qkv_bias = true;
+    if (!quirk) arch = "llama";
   } else {
     throw std::invalid_argument("no tiny model of family " + family);
   }
-  uint32_t seed = 20270;  // and the family's place in the list
-  for (size_t i = 0; i < tiny_families().size(); ++i) {
-    if (tiny_families()[i] == family) seed += static_cast<uint32_t>(7 * i);
+  // Seeds follow the family's place in the list, except qwen2vl's (appended
+  // after the list in tiny_families()), which names its own so that neither
+  // it nor a family added to the list on a parallel branch changes file.
+  uint32_t seed = 20270;
+  if (family == "qwen2vl") {
+    seed = 31001;
+  } else {
+    for (size_t i = 0; i < tiny_families().size(); ++i) {
+      if (tiny_families()[i] == family) seed += static_cast<uint32_t>(7 * i);
+    }
   }
   auto g = std::make_unique<TinyGguf>(arch, seed);
   d::add_vocab(*g);
@@ -302,6 +326,74 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
       biases.push_back("blk." + std::to_string(il) + ".ffn_norm.bias");
     }
     for (const std::string& b : biases) std::fill(g->values(b).begin(), g->values(b).end(), 0.0f);
+  }
+  if (family == "qwen2vl") {
+    std::vector<gguf::Value> sections;
+    for (uint32_t v : {2u, 3u, 3u, 0u}) sections.push_back(gguf::Value::i32(static_cast<int32_t>(v)));
+    g->writer().set(arch + ".rope.dimension_sections", gguf::Value::array(gguf::ValueType::INT32, std::move(sections)));
+  }
+  g->write();
+  return g;
+}
+
+// The embedding families (encoders: tests compare hidden states and the
+// pooled embedding, tests/model/golden_families_test.cpp GoldenEmbeddingFamilies).
+inline const std::vector<std::string>& tiny_embedding_families() {
+  static const std::vector<std::string> f = {"nomic-bert", "jina-bert-v2"};
+  return f;
+}
+
+// Writes the tiny encoder of `family` (one of tiny_embedding_families()) in
+// llama.cpp's layout: mean pooling, 2 layers, no position table (nomic-bert:
+// RoPE with freq_base 1000, fused attn_qkv, SwiGLU, no biases; jina-bert-v2:
+// ALiBi, q/k/v/output/down biases, GEGLU, and attn_norm_2 in layer 1 only, so
+// that both of its block forms are checked). The distinctive positions are
+// neutralised by evaluating with every position equal (the tests), not by
+// another file.
+inline std::unique_ptr<TinyGguf> make_tiny_embedding_family(const std::string& family) {
+  namespace d = tiny_family_detail;
+  const bool nomic = family == "nomic-bert";
+  if (!nomic && family != "jina-bert-v2") throw std::invalid_argument("no tiny encoder of family " + family);
+  auto g = std::make_unique<TinyGguf>(family, nomic ? 31101u : 31201u);
+  d::add_vocab(*g);
+  g->writer().set("tokenizer.ggml.token_type_count", gguf::Value::u32(2));  // llama.cpp's token_types rows
+  g->set_u32("context_length", d::kCtx);
+  g->set_u32("embedding_length", d::kEmbd);
+  g->set_u32("block_count", 2);
+  g->set_u32("feed_forward_length", d::kFf);
+  g->set_u32("attention.head_count", d::kHead);
+  g->set_f32("attention.layer_norm_epsilon", 1e-12f);
+  g->writer().set(family + ".attention.causal", gguf::Value::boolean(false));
+  g->set_u32("pooling_type", 1);  // mean
+  if (nomic) g->set_f32("rope.freq_base", 1000.0f);
+  const int64_t e = d::kEmbd, ff = d::kFf;
+  auto norm = [&](const std::string& name) {
+    g->add_norm(name + ".weight", e);
+    g->add(name + ".bias", {e}, 0.1f);
+  };
+  g->add("token_embd.weight", {e, d::kVocab}, 1.0f);
+  g->add("token_types.weight", {e, 2}, 0.5f);
+  norm("token_embd_norm");
+  for (int il = 0; il < 2; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    if (nomic) {
+      // Scores of order 3 (q, k of order 2): attention that is neither uniform nor one-hot.
+      g->add(p + "attn_qkv.weight", {e, 3 * e}, 2.0f / std::sqrt(static_cast<float>(e)));
+    } else {
+      for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+        g->add(p + m + ".weight", {e, e}, 2.0f / std::sqrt(static_cast<float>(e)));
+        g->add(p + m + ".bias", {e}, 0.2f);
+      }
+    }
+    g->add_linear(p + "attn_output.weight", e, e);
+    if (!nomic) g->add(p + "attn_output.bias", {e}, 0.1f);
+    norm(p + "attn_output_norm");
+    if (!nomic && il == 1) norm(p + "attn_norm_2");
+    g->add_linear(p + "ffn_up.weight", e, ff);
+    g->add_linear(p + "ffn_gate.weight", e, ff);
+    g->add_linear(p + "ffn_down.weight", ff, e);
+    if (!nomic) g->add(p + "ffn_down.bias", {e}, 0.1f);
+    norm(p + "layer_output_norm");
   }
   g->write();
   return g;

@@ -2,10 +2,12 @@
 // sequence, on the CPU (CpuBackend::attention, encoder_attention).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "core/fp16.h"
 #include "cpu/activations.h"
+#include "cpu/alibi.h"
 #include "cpu/attention.h"
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/norm.h"
@@ -153,20 +155,39 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   finish(out, accumulate);
 }
 
-void CpuBackend::encoder_attention(const backend::AttentionWeights& w, backend::Act x_act, backend::Act out) {
-  // out [n, n_embd] = wo · softmax(q k^T / sqrt(hd)) v + bo, each token
+void CpuBackend::encoder_attention(const backend::AttentionSpec& spec, backend::Act x_act, backend::Act out) {
+  // out [n, n_embd] = wo · softmax(q k^T * scale + alibi) v + bo, each token
   // attending to every token of its sequence, in f32.
+  const backend::AttentionWeights& w = *spec.w;
   const int64_t n = batch_->n_tokens, n_embd = dims_.n_embd, n_head = dims_.n_head, hd = dims_.head_dim;
   const float* x = x_act.data;
   float* q = grow(ws_.q, n * n_embd);
   float* k = grow(ws_.k, n * n_embd);
   float* v = grow(ws_.v, n * n_embd);
+  if (w.wqkv) {
+    float* qkv = grow(ws_.attn, n * 3 * n_embd);
+    product(w.wqkv, w.bqkv, x, n, qkv);
+    for (int64_t t = 0; t < n; ++t) {
+      const float* row = qkv + t * 3 * n_embd;
+      std::copy_n(row, n_embd, q + t * n_embd);
+      std::copy_n(row + n_embd, n_embd, k + t * n_embd);
+      std::copy_n(row + 2 * n_embd, n_embd, v + t * n_embd);
+    }
+  } else {
+    product(w.wq, w.bq, x, n, q);
+    product(w.wk, w.bk, x, n, k);
+    product(w.wv, w.bv, x, n, v);
+  }
+  if (spec.rope != backend::kNoRope) {
+    const size_t r = static_cast<size_t>(spec.rope);
+    rope_apply(ropes_[r], ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), q, n, n_head, hd);
+    rope_apply(ropes_[r], ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, n_head, hd);
+  }
   float* a = grow(ws_.attn, n * n_embd);
-  product(w.wq, w.bq, x, n, q);
-  product(w.wk, w.bk, x, n, k);
-  product(w.wv, w.bv, x, n, v);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const float max_bias = spec.max_alibi_bias;
   const int32_t* seq = batch_->seq;
+  const int32_t* pos = batch_->pos;
   const VecOps& ops = vec_ops();
   if (ws_.attention.scores.size() < static_cast<size_t>(pool_.size())) {
     ws_.attention.scores.resize(static_cast<size_t>(pool_.size()));
@@ -177,10 +198,16 @@ void CpuBackend::encoder_attention(const backend::AttentionWeights& w, backend::
     const Range work = split_range(n * n_head, ith, nth);
     for (int64_t wi = work.begin; wi < work.end; ++wi) {
       const int64_t t = wi / n_head, h = wi % n_head;
+      const float slope = max_bias > 0.0f ? alibi_slope(h, n_head, max_bias) : 0.0f;
       const float* qt = q + t * n_embd + h * hd;
       for (int64_t u = 0; u < n; ++u) {
         const bool visible = seq == nullptr || seq[u] == seq[t];
-        p[static_cast<size_t>(u)] = visible ? ops.dot_f32(qt, k + u * n_embd + h * hd, hd) * scale : -INFINITY;
+        float s = -INFINITY;
+        if (visible) {
+          s = ops.dot_f32(qt, k + u * n_embd + h * hd, hd) * scale;
+          if (max_bias > 0.0f) s += slope * -static_cast<float>(std::abs(pos[t] - pos[u]));
+        }
+        p[static_cast<size_t>(u)] = s;
       }
       softmax_inplace(p.data(), n);
       float* at = a + t * n_embd + h * hd;

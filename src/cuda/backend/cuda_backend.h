@@ -85,7 +85,7 @@ class CudaBackend final : public backend::Backend {
   void mla_attention(const backend::MlaSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
-  void encoder_attention(const backend::AttentionWeights& w, backend::Act h, backend::Act out) override;
+  void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act) override { return nullptr; }
   void to_host(backend::Act a, float* host) override;

@@ -287,19 +287,34 @@ void CudaBackend::moe(const backend::MoeWeights& w, backend::Act h, backend::Act
   written(out);
 }
 
-void CudaBackend::encoder_attention(const backend::AttentionWeights& w, backend::Act h, backend::Act out) {
+void CudaBackend::encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) {
   if (!kernels()) return;
-  const int64_t n = h.rows, n_embd = dims_.n_embd;
-  float* q = scratch(kEncoder, 3 * n * n_embd);
+  const backend::AttentionWeights& w = *spec.w;
+  const int64_t n = h.rows, n_embd = dims_.n_embd, n_head = dims_.n_head, hd = dims_.head_dim;
+  // q, k, v [n, n_embd] each, then (fused wqkv) the product [n, 3 n_embd] they are gathered from.
+  float* q = scratch(kEncoder, (w.wqkv ? 6 : 3) * n * n_embd);
   float* k = q + n * n_embd;
   float* v = k + n * n_embd;
   float* att = scratch(kAttn, n * n_embd);
   Activation& a = act(h);
-  lin_->run(weights_.matrix(w.wq), a, q, false, weights_.vec(w.bq));
-  lin_->run(weights_.matrix(w.wk), a, k, false, weights_.vec(w.bk));
-  lin_->run(weights_.matrix(w.wv), a, v, false, weights_.vec(w.bv));
-  attention_seq(q, k, v, in_.seq, n, dims_.n_head, dims_.head_dim,
-                1.0f / std::sqrt(static_cast<float>(dims_.head_dim)), att, stream_);
+  if (w.wqkv) {
+    float* qkv = v + n * n_embd;
+    lin_->run(weights_.matrix(w.wqkv), a, qkv, false, weights_.vec(w.bqkv));
+    gather_columns(qkv, 3 * n_embd, 0, n, n_embd, q, stream_);
+    gather_columns(qkv, 3 * n_embd, n_embd, n, n_embd, k, stream_);
+    gather_columns(qkv, 3 * n_embd, 2 * n_embd, n, n_embd, v, stream_);
+  } else {
+    lin_->run(weights_.matrix(w.wq), a, q, false, weights_.vec(w.bq));
+    lin_->run(weights_.matrix(w.wk), a, k, false, weights_.vec(w.bk));
+    lin_->run(weights_.matrix(w.wv), a, v, false, weights_.vec(w.bv));
+  }
+  if (spec.rope != backend::kNoRope) {
+    const backend::RopeConfig& rc = ropes_[static_cast<size_t>(spec.rope)];
+    rope(q, rope_cos(spec.rope), rope_sin(spec.rope), n, n_head, hd, rc.n_rot, rc.neox, stream_);
+    rope(k, rope_cos(spec.rope), rope_sin(spec.rope), n, n_head, hd, rc.n_rot, rc.neox, stream_);
+  }
+  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  attention_seq(q, k, v, in_.seq, in_.pos, spec.max_alibi_bias, n, n_head, hd, scale, att, stream_);
   act_attn_.set(att, n, n_embd);
   lin_->run(weights_.matrix(w.wo), act_attn_, out.data, false, weights_.vec(w.bo));
   written(out);

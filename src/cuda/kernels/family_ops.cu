@@ -5,12 +5,13 @@
 // cpu/norm.cpp layer_norm (f32 terms summed in double), cpu/gelu_f16.cpp
 // (the CPU's table itself, copied to the device), cpu/activations.cpp
 // (silu with the row kernels' exp), cpu/backend/cpu_attention.cpp
-// encoder_attention (f32 scores, softmax, weighted sum).
+// encoder_attention (f32 scores, ALiBi, softmax, weighted sum).
 #include <cuda_fp16.h>
 
 #include <mutex>
 
 #include "core/error.h"
+#include "cpu/alibi.h"
 #include "cpu/gelu_f16.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_buffer.h"
@@ -115,13 +116,15 @@ __global__ void gather_columns_kernel(const float* __restrict__ src, int64_t ld,
 // One block per (token, head): scores over the tokens of the same sequence
 // in shared memory, their softmax, and the weighted sum of v.
 __global__ void attention_seq_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                                     const float* __restrict__ v, const int32_t* __restrict__ seq, int64_t n,
-                                     int64_t n_head, int64_t hd, float scale, float* __restrict__ out) {
+                                     const float* __restrict__ v, const int32_t* __restrict__ seq,
+                                     const int32_t* __restrict__ pos, float max_bias, int64_t n, int64_t n_head,
+                                     int64_t hd, float scale, float* __restrict__ out) {
   extern __shared__ float p[];  // [n]
   __shared__ float red[kWarp];
   const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
   const int64_t width = n_head * hd;
   const float* qt = q + t * width + h * hd;
+  const float slope = max_bias > 0.0f ? cpu::alibi_slope(h, n_head, max_bias) : 0.0f;
   for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
     float s = -INFINITY;
     if (seq == nullptr || seq[u] == seq[t]) {
@@ -129,6 +132,7 @@ __global__ void attention_seq_kernel(const float* __restrict__ q, const float* _
       float acc = 0.0f;
       for (int64_t d = 0; d < hd; ++d) acc = __fmaf_rn(qt[d], ku[d], acc);
       s = acc * scale;
+      if (max_bias > 0.0f) s += slope * -static_cast<float>(abs(pos[t] - pos[u]));
     }
     p[u] = s;
   }
@@ -218,15 +222,16 @@ void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, in
   FERRITE_CUDA_LAUNCHED();
 }
 
-void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, int64_t n, int64_t n_head,
-                   int64_t head_dim, float scale, float* out, cudaStream_t s) {
+void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* pos,
+                   float max_alibi_bias, int64_t n, int64_t n_head, int64_t head_dim, float scale, float* out,
+                   cudaStream_t s) {
   if (n == 0) return;
   if (n > kSeqMaxTokens) {
     throw InvalidArgument("GPU encoder attention: " + std::to_string(n) + " tokens in one pass (at most " +
                           std::to_string(kSeqMaxTokens) + ")");
   }
   attention_seq_kernel<<<static_cast<unsigned>(n * n_head), kThreads, static_cast<size_t>(n) * sizeof(float), s>>>(
-      q, k, v, seq, n, n_head, head_dim, scale, out);
+      q, k, v, seq, pos, max_alibi_bias, n, n_head, head_dim, scale, out);
   FERRITE_CUDA_LAUNCHED();
 }
 

@@ -229,10 +229,12 @@ void swiglu_fused(const float* gu, int64_t rows, int64_t n, float* y, cudaStream
 // dst [rows, cols] = columns [col0, col0 + cols) of src (rows ld apart).
 void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, int64_t cols, float* dst,
                     cudaStream_t s);
-// The encoders' attention (no cache): out [n, n_head * head_dim] = softmax(q k^T * scale) v per head
+// The encoders' attention (no cache): out [n, n_head * head_dim] = softmax(q k^T * scale + alibi) v per head
 // over the tokens u with seq[u] == seq[t] (seq null: all), q, k, v [n, n_head * head_dim] f32; n at most 4096.
-void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, int64_t n, int64_t n_head,
-                   int64_t head_dim, float scale, float* out, cudaStream_t s);
+// max_alibi_bias > 0: head h adds alibi_slope(h) * -|pos[t] - pos[u]| (cpu/alibi.h; pos on the device).
+void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* pos,
+                   float max_alibi_bias, int64_t n, int64_t n_head, int64_t head_dim, float scale, float* out,
+                   cudaStream_t s);
 
 // ---- the KV cache's types (kv_store.cu, kv_blocks.cuh) ---------------------
 
