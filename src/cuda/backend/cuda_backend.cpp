@@ -156,7 +156,7 @@ void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::
   n_q_tiles_ = static_cast<int64_t>(plan.q_tiles.size() / 2);
   n_decode_ = static_cast<int64_t>(plan.decode_tokens.size());
   // Long ranges of few decode tokens: the decode attention splits them over the cells.
-  if (!rows_as_steps_) n_split_ = cache ? attention_decode_splits(n_decode_, dims_.n_head, max_len_) : 1;
+  if (!(cache && rows_as_steps_)) n_split_ = cache ? attention_decode_splits(n_decode_, dims_.n_head, max_len_) : 1;
   scratch(kSplit, attention_decode_scratch_floats(n_decode_, dims_.n_head, dims_.head_dim, n_split_));
   stage(batch, kv, plan);
   stage_lora(batch);
