@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -32,15 +33,14 @@ class CommandR : public Architecture {
     const bool cohere2 = variant == Variant::Cohere2;
     const WeightBinder b(file);
     const gguf::Metadata md(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = false;
     logit_scale_ = md.opt_float(md.arch_key("logit_scale")).value_or(0.0f);
     if (logit_scale_ == 0.0f || plamo_) logit_scale_ = 1.0f;  // absent or 0: none (as llama.cpp)
     if (cohere2 && hp.n_swa <= 0) throw ModelError(file.path() + ": cohere2 needs attention.sliding_window");
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
     rope_freqs_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -50,18 +50,8 @@ class CommandR : public Architecture {
         throw ModelError(file.path() + ": per-head q/k LayerNorms (Command R+) are not supported");
       }
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
+      L.ffn = bind_ffn(b, hp, il, FfnGate::Required);
       L.sliding = cohere2 && il % kCohere2Pattern < kCohere2Pattern - 1;
       L.rope = !cohere2 || L.sliding;
     }

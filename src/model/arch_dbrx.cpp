@@ -14,6 +14,7 @@
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
 #include "model/bind_experts.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -24,7 +25,7 @@ class Dbrx : public Architecture {
   Dbrx(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
     const gguf::Metadata md(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
     if (hp.rope.n_rot != hp.head_dim) {
       throw ModelError(file.path() + ": dbrx rotates whole heads (rope.dimension_count " +
@@ -45,8 +46,7 @@ class Dbrx : public Architecture {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.attn = bind_attention(b, hp, il, QkvLayout::Fused);
       L.ffn_norm = bind_norm(b, name("attn_output_norm"), n_embd);
       L.moe = bind_experts(b, hp, il, /*norm_weights=*/true);
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -15,12 +16,11 @@ class Falcon : public Architecture {
  public:
   Falcon(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
 
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -30,11 +30,8 @@ class Falcon : public Architecture {
       if (file.find_tensor(name("attn_norm_2.weight")) != nullptr) {
         L.attn_norm_2 = bind_norm(b, name("attn_norm_2"), n_embd);
       }
-      L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      L.attn = bind_attention(b, hp, il, QkvLayout::Fused);
+      L.ffn = bind_ffn(b, hp, il, FfnGate::None);
     }
     hp_ = hp;
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -16,7 +17,7 @@ class Gpt2 : public Architecture {
  public:
   Gpt2(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     // Learned positions: keys carry no rotation, so a context shift moves
     // the cells' positions only (rope.dimension_count defaults to the head).
     hp.rope.n_rot = 0;
@@ -24,24 +25,16 @@ class Gpt2 : public Architecture {
     const gguf::TensorInfo& pos = file.tensor("position_embd.weight");
     pos_embd_ = b.require("position_embd.weight", {n_embd, pos.ne[1]});
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
 
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
-      L.attn.bqkv = b.optional_vec(name("attn_qkv.bias"), n_q + 2 * n_kv);
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.attn = bind_attention(b, hp, il, QkvLayout::Fused);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
-      L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
+      L.ffn = bind_ffn(b, hp, il, FfnGate::None);
     }
     hp_ = hp;
   }

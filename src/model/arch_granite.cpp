@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
+#include "model/bind_experts.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -23,7 +25,7 @@ class Granite : public Architecture {
   Granite(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
     const gguf::Metadata md(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = false;
     auto multiplier = [&](const char* key) {
       const float v = md.opt_float(md.arch_key(key)).value_or(0.0f);
@@ -35,8 +37,7 @@ class Granite : public Architecture {
     logit_scale_ = multiplier("logit_scale");
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
     rope_freqs_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
 
     layers_.resize(static_cast<size_t>(hp.n_layer));
@@ -44,28 +45,12 @@ class Granite : public Architecture {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
       if (file.find_tensor(name("ffn_gate_inp.weight")) != nullptr) {
-        if (hp.n_expert == 0) throw ModelError(file.path() + ": expert tensors present but expert_count missing");
-        const int64_t n_ff = file.tensor(name("ffn_up_exps.weight")).ne[1];
-        L.moe.gate_inp = b.require(name("ffn_gate_inp.weight"), {n_embd, hp.n_expert});
-        L.moe.gate_exps = b.require(name("ffn_gate_exps.weight"), {n_embd, n_ff, hp.n_expert});
-        L.moe.up_exps = b.require(name("ffn_up_exps.weight"), {n_embd, n_ff, hp.n_expert});
-        L.moe.down_exps = b.require(name("ffn_down_exps.weight"), {n_ff, n_embd, hp.n_expert});
-        L.moe.norm_weights = true;
+        L.moe = bind_experts(b, hp, il, /*norm_weights=*/true);
       } else {
-        const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-        L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
-        L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-        L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+        L.ffn = bind_ffn(b, hp, il, FfnGate::Required);
       }
     }
     hp_ = hp;

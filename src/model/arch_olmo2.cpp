@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -23,24 +24,17 @@ class Olmo2 : public Architecture {
     hp.rope.neox = true;
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
-      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
       L.attn.q_norm = bind_qk_norm(b, name("attn_q_norm.weight"), hp.head_dim, n_q, true);
       L.attn.k_norm = bind_qk_norm(b, name("attn_k_norm.weight"), hp.head_dim, n_kv, true);
       if (!L.attn.q_norm || !L.attn.k_norm) throw ModelError(file.path() + ": olmo2 needs attn_q_norm and attn_k_norm");
       L.post_attn_norm = bind_norm(b, name("post_attention_norm"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
+      L.ffn = bind_ffn(b, hp, il, FfnGate::Required);
       L.post_ffn_norm = bind_norm(b, name("post_ffw_norm"), n_embd);
     }
     hp_ = hp;

@@ -21,6 +21,7 @@
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
 #include "model/bind_experts.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 #include "model/longrope.h"
 
@@ -32,7 +33,7 @@ class Phi3 : public Architecture {
   Phi3(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
     const gguf::Metadata md(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
     const int64_t n_pairs = hp.rope.n_rot / 2;
     rope_long_ = b.optional_vec("rope_factors_long.weight", n_pairs);
@@ -53,19 +54,7 @@ class Phi3 : public Architecture {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      if (file.find_tensor(name("attn_qkv.weight")) != nullptr) {
-        L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
-        L.attn.bqkv = b.optional_vec(name("attn_qkv.bias"), n_q + 2 * n_kv);
-      } else {
-        L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-        L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-        L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-        L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-        L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-        L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-      }
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.attn = bind_attention(b, hp, il, QkvLayout::Either);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
       if (has_experts(b, il)) {
         L.moe = bind_experts(b, hp, il, /*norm_weights=*/true);

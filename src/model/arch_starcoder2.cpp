@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -13,32 +14,20 @@ class StarCoder2 : public Architecture {
  public:
   StarCoder2(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
 
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-      L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-      L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-      L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
-      L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
+      L.ffn = bind_ffn(b, hp, il, FfnGate::None);
     }
     hp_ = hp;
   }

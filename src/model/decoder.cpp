@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "gguf/metadata.h"
+#include "model/bind_experts.h"
+#include "model/bind_layer.h"
 #include "model/pooling.h"
 
 namespace ferrite::model {
@@ -23,8 +25,7 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
   ffn_ = opt.ffn_relu_sqr ? FfnKind::ReluSqr : FfnKind::SwiGlu;
   if (opt.norm_weights) output_norm_ = b.require_vec("output_norm.weight", n_embd);
   if (opt.layer_norm) output_norm_b_ = b.optional_vec("output_norm.bias", n_embd);
-  output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-  if (!output_) output_ = tok_embd_;  // tied embeddings
+  output_ = bind_output_or_tied(b, hp, tok_embd_);
   rope_freqs_ = b.optional_vec("rope_freqs.weight", hp.rope.n_rot / 2);
   // Pooling of embeddings; a kind we do not pool (rank) must not keep the
   // model from generating, so it reads as none here.
@@ -39,28 +40,14 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
     auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
     if (opt.norm_weights) L.attn_norm = b.require_vec(name("attn_norm.weight"), n_embd);
     if (opt.layer_norm) L.attn_norm_b = b.optional_vec(name("attn_norm.bias"), n_embd);
-    L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-    L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-    L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-    L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-    L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-    L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
+    L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
     L.attn.q_norm = bind_qk_norm(b, name("attn_q_norm.weight"), hd, n_q, opt.qk_norm_whole);
     L.attn.k_norm = bind_qk_norm(b, name("attn_k_norm.weight"), hd, n_kv, opt.qk_norm_whole);
-    L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-    L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
     if (opt.norm_weights) L.ffn_norm = b.require_vec(name("ffn_norm.weight"), n_embd);
     if (opt.layer_norm) L.ffn_norm_b = b.optional_vec(name("ffn_norm.bias"), n_embd);
 
     if (file.find_tensor(name("ffn_gate_inp.weight")) != nullptr) {
-      if (hp.n_expert == 0) throw ModelError(file.path() + ": expert tensors present but expert_count missing");
-      const gguf::TensorInfo& up = file.tensor(name("ffn_up_exps.weight"));
-      const int64_t n_ff = up.ne[1];
-      L.moe.gate_inp = b.require(name("ffn_gate_inp.weight"), {n_embd, hp.n_expert});
-      L.moe.gate_exps = b.require(name("ffn_gate_exps.weight"), {n_embd, n_ff, hp.n_expert});
-      L.moe.up_exps = b.require(name("ffn_up_exps.weight"), {n_embd, n_ff, hp.n_expert});
-      L.moe.down_exps = b.require(name("ffn_down_exps.weight"), {n_ff, n_embd, hp.n_expert});
-      L.moe.norm_weights = opt.moe_norm_weights;
+      L.moe = bind_experts(b, hp, il, opt.moe_norm_weights);
       if (const gguf::TensorInfo* sh = file.find_tensor(name("ffn_up_shexp.weight"))) {
         const int64_t n_ff_sh = sh->ne[1];
         L.moe.shexp.gate = b.require(name("ffn_gate_shexp.weight"), {n_embd, n_ff_sh});
@@ -69,15 +56,7 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
         L.moe.shexp_gate_inp = b.optional(name("ffn_gate_inp_shexp.weight"), {n_embd});
       }
     } else {
-      const gguf::TensorInfo& up = file.tensor(name("ffn_up.weight"));
-      const int64_t n_ff = up.ne[1];
-      if (!opt.ffn_relu_sqr) L.ffn.gate = b.require(name("ffn_gate.weight"), {n_embd, n_ff});
-      L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, n_ff});
-      L.ffn.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
-      if (opt.ffn_relu_sqr) {
-        L.ffn.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
-        L.ffn.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
-      }
+      L.ffn = bind_ffn(b, hp, il, opt.ffn_relu_sqr ? FfnGate::None : FfnGate::Required);
     }
   }
   hp_ = hp;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -12,7 +13,7 @@ class GptStyle : public Architecture {
  public:
   GptStyle(const gguf::File& file, HParams& hp, const GptStyleOptions& opt) : opt_(opt) {
     const WeightBinder b(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     if (hp.max_alibi_bias == 0.0f) hp.max_alibi_bias = opt.alibi_default;
     hp.rope.neox = opt.neox;
     // Keys without a rotary embedding carry no position: a context shift
@@ -38,40 +39,24 @@ class GptStyle : public Architecture {
         }
       }
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      if (file.find_tensor(name("attn_qkv.weight")) != nullptr) {
-        L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
-        L.attn.bqkv = b.optional_vec(name("attn_qkv.bias"), n_q + 2 * n_kv);
-      } else {
-        L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-        L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-        L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-        L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-        L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-        L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-      }
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.optional_vec(name("attn_output.bias"), n_embd);
+      L.attn = bind_attention(b, hp, il, QkvLayout::Either);
       if (!opt.parallel) L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
-      bind_ffn(b, il, n_embd, L.ffn);
+      bind_mlp(b, hp, il, L.ffn);
     }
     hp_ = hp;
   }
 
   // Up (and gate) then down, with their biases; or chatglm's gate | up.
-  void bind_ffn(const WeightBinder& b, int64_t il, int64_t n_embd, FfnWeights& f) const {
+  void bind_mlp(const WeightBinder& b, const HParams& hp, int64_t il, FfnWeights& f) const {
+    if (!opt_.fused_gate_up) {
+      f = bind_ffn(b, hp, il, FfnGate::Optional);
+      return;
+    }
     auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
     const int64_t n_up = b.file().tensor(name("ffn_up.weight")).ne[1];
-    if (opt_.fused_gate_up && n_up % 2 != 0) {
-      throw ModelError(b.file().path() + ": " + name("ffn_up.weight") + " does not hold gate | up");
-    }
-    const int64_t n_ff = opt_.fused_gate_up ? n_up / 2 : n_up;
-    f.up = b.require(name("ffn_up.weight"), {n_embd, n_up});
-    f.down = b.require(name("ffn_down.weight"), {n_ff, n_embd});
-    if (opt_.fused_gate_up) return;
-    f.up_b = b.optional_vec(name("ffn_up.bias"), n_ff);
-    f.gate = b.optional(name("ffn_gate.weight"), {n_embd, n_ff});
-    f.gate_b = b.optional_vec(name("ffn_gate.bias"), n_ff);
-    f.down_b = b.optional_vec(name("ffn_down.bias"), n_embd);
+    if (n_up % 2 != 0) throw ModelError(b.file().path() + ": " + name("ffn_up.weight") + " does not hold gate | up");
+    f.up = b.require(name("ffn_up.weight"), {hp.n_embd, n_up});
+    f.down = b.require(name("ffn_down.weight"), {n_up / 2, hp.n_embd});
   }
 
   void forward(Step& s, float* logits) const override {
