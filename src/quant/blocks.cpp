@@ -26,5 +26,6 @@ static_assert(sizeof(BlockIQ1_S) == 50);
 static_assert(sizeof(BlockIQ1_M) == 56);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 }  // namespace ferrite::quant

@@ -181,4 +181,13 @@ struct BlockIQ4_XS {
   uint8_t qs[kQKK / 2];
 };
 
+// OCP microscaling FP4: x = 2^(e - 127) * E2M1(q), e an E8M0 exponent byte
+// (kept as ggml does: half of 2^(e-127) times the doubled integer table,
+// quant/mxfp4.h), q a 4-bit E2M1 code; element j in the low nibble of qs[j],
+// j + 16 in the high nibble. 17 bytes: no alignment beyond one byte.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+
 }  // namespace ferrite::quant

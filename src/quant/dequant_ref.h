@@ -36,6 +36,7 @@ void dequant_iq1_s(const void* src, float* dst, int64_t n);
 void dequant_iq1_m(const void* src, float* dst, int64_t n);
 void dequant_iq4_nl(const void* src, float* dst, int64_t n);
 void dequant_iq4_xs(const void* src, float* dst, int64_t n);
+void dequant_mxfp4(const void* src, float* dst, int64_t n);  // quant/mxfp4.cpp
 
 // Scale and min (6 bits each) of sub-block j (0..7) of Q4_K/Q5_K's packed
 // 12-byte scales: j < 4 in the low 6 bits of bytes j and j+4; j >= 4 split

@@ -27,6 +27,7 @@ void quantize_tq2_0(const float* x, void* dst, int64_t n, const float* w);
 
 void quantize_iq4_nl(const float* x, void* dst, int64_t n, const float* w);
 void quantize_iq4_xs(const float* x, void* dst, int64_t n, const float* w);
+void quantize_mxfp4(const float* x, void* dst, int64_t n, const float* w);  // quant/mxfp4.cpp
 
 void quantize_iq3_xxs(const float* x, void* dst, int64_t n, const float* w);
 void quantize_iq3_s(const float* x, void* dst, int64_t n, const float* w);

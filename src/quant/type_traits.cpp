@@ -84,6 +84,7 @@ constexpr Entry kEntries[] = {
     {TensorType::IQ1_M,   ref::dequant_iq1_m,   nullptr,            nullptr,              ref::quantize_iq1_m,   true},
     {TensorType::TQ1_0,   ref::dequant_tq1_0,   nullptr,            nullptr,              ref::quantize_tq1_0, false},
     {TensorType::TQ2_0,   ref::dequant_tq2_0,   nullptr,            nullptr,              ref::quantize_tq2_0, false},
+    {TensorType::MXFP4,   ref::dequant_mxfp4,   nullptr,            nullptr,              ref::quantize_mxfp4, false},
 };
 // clang-format on
 
