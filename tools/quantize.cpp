@@ -187,7 +187,7 @@ const CommandRegistrar kQuantize(
        auto opt = std::make_shared<QuantizeOptions>();
        sub.add_option("input", opt->input, "Input GGUF: a file or a model name")->required();
        sub.add_option("output", opt->output, "Output GGUF")->required();
-       sub.add_option("type", opt->type, "Preset, any case: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S/M/L Q4_K_S/M Q5_K_S/M Q6_K IQ1_S IQ1_M IQ2_XXS/XS/S/M IQ3_XXS/XS/S/M IQ4_NL IQ4_XS TQ1_0 TQ2_0 F16 BF16 (IQ1/IQ2 need --imatrix); Q3_K/Q4_K/Q5_K mean the _M mixes; llama.cpp's numeric file types work too")
+       sub.add_option("type", opt->type, "Preset, any case: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S/M/L Q4_K_S/M Q5_K_S/M Q6_K IQ1_S IQ1_M IQ2_XXS/XS/S/M IQ3_XXS/XS/S/M IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4 MXFP4_MOE F16 BF16 (IQ1/IQ2 need --imatrix; MXFP4_MOE: experts MXFP4, the rest Q8_0); Q3_K/Q4_K/Q5_K mean the _M mixes; llama.cpp's numeric file types work too")
            ->required();
        sub.add_option("--imatrix", opt->imatrix, "Importance matrix (llama.cpp imatrix format)");
        sub.add_option("--override", opt->overrides, "REGEX=TYPE: tensors whose name matches get TYPE (repeatable)");

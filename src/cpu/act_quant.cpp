@@ -59,6 +59,7 @@ ActQuant act_quant_for(TensorType t) {
     case TensorType::Q5_0:
     case TensorType::Q8_0:
     case TensorType::IQ4_NL:
+    case TensorType::MXFP4:
       return ActQuant::Q8_0;
     case TensorType::Q4_1:
     case TensorType::Q5_1:

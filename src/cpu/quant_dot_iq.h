@@ -3,7 +3,7 @@
 // IQ3_XXS, IQ3_S, the non-linear IQ4_NL and IQ4_XS, the ternary TQ1_0 and
 // TQ2_0, and the legacy Q4_1, Q5_0, Q5_1. Each multiplies its weights with
 // the 8-bit activation format llama.cpp pairs with the type (act_quant.h:
-// Q8_K for the 256-element types, Q8_0 for Q5_0/IQ4_NL, Q8_1 for Q4_1/Q5_1),
+// Q8_K for the 256-element types, Q8_0 for Q5_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1),
 // as llama.cpp's vec_dot_<type>_q8_<x> does:
 //
 //   256-element types:  sum_b d_w d_a (sum_j w_bj a_bj), then times a type
@@ -25,7 +25,7 @@ namespace ferrite::cpu {
 // quant_dot_legacy_ref.cpp, quant_dot_ternary_ref.cpp), or nullptr.
 // quant_dot_ref() hands these types to it.
 const QuantDot* quant_dot_iq_ref(TensorType type);
-const QuantDot* quant_dot_legacy_ref(TensorType type);   // Q4_1, Q5_0, Q5_1, IQ4_NL
+const QuantDot* quant_dot_legacy_ref(TensorType type);   // Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4
 const QuantDot* quant_dot_ternary_ref(TensorType type);  // TQ1_0, TQ2_0
 
 // The AVX2 version (bit-identical to the reference, with register-blocked
@@ -33,7 +33,7 @@ const QuantDot* quant_dot_ternary_ref(TensorType type);  // TQ1_0, TQ2_0
 // AVX-512 level uses it too (find_quant_dot falls through to AVX2).
 const QuantDot* quant_dot_iq_avx2(TensorType type);
 const QuantDot* quant_dot_iq1_avx2(TensorType type);      // IQ1_S, IQ1_M
-const QuantDot* quant_dot_legacy_avx2(TensorType type);   // Q4_1, Q5_0, Q5_1, IQ4_NL
+const QuantDot* quant_dot_legacy_avx2(TensorType type);   // Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4
 const QuantDot* quant_dot_ternary_avx2(TensorType type);  // TQ1_0, TQ2_0
 
 // The Q8_1 activation row of k values (k a multiple of 32): Q8_0's values

@@ -1,11 +1,12 @@
-// AVX2 products of the legacy 32-value types that had no integer dot: Q5_0
-// and IQ4_NL with Q8_0 activations, Q4_1 and Q5_1 with Q8_1 activations (the
+// AVX2 products of the legacy 32-value types that had no integer dot: Q5_0,
+// IQ4_NL and MXFP4 with Q8_0 activations, Q4_1 and Q5_1 with Q8_1 activations (the
 // reference: quant_dot_legacy_ref.cpp).
 //
 // Integer part: four blocks per step. Q4_1/Q5_1 values are unsigned (0..15,
 // 0..31) and go to vpmaddubsw as they are; Q5_0 (q - 16) and IQ4_NL (the
 // non-linear table) are signed and go as |w| with w's sign moved onto the
-// activation (vpsignb). The four block sums come out of two rounds of
+// activation (vpsignb); MXFP4 as IQ4_NL with its own table (2 x E2M1) and
+// its E8M0 byte turned into the float scale (quant/mxfp4.h) in place of f16. The four block sums come out of two rounds of
 // vphaddd, as in quant_dot_avx2.cpp.
 // Float part: the four block terms (d_w * d_a) * s (+ m_w * s_a) are formed
 // four at a time, each rounded as the reference rounds it (products pinned,
@@ -22,11 +23,13 @@
 #include "cpu/quant_tile_avx2.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/mxfp4.h"
 
 namespace ferrite::cpu {
 namespace {
 
 using quant::BlockIQ4_NL;
+using quant::BlockMXFP4;
 using quant::BlockQ4_1;
 using quant::BlockQ5_0;
 using quant::BlockQ5_1;
@@ -84,6 +87,16 @@ struct IQ4NL {
     return _mm256_shuffle_epi8(table, nibbles(w.qs));
   }
 };
+struct MXFP4 {
+  using Block = BlockMXFP4;
+  using Act = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static __m256i values(const Block& w) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kMxfp4Values.data())));
+    return _mm256_shuffle_epi8(table, nibbles(w.qs));
+  }
+};
 
 template <typename Act>
 constexpr bool kHasOffset = std::is_same_v<Act, BlockQ8_1>;
@@ -94,6 +107,19 @@ inline __m128 f16_lanes(Get get) {
   return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(get(0)), static_cast<int16_t>(N > 1 ? get(1) : 0),
                                      static_cast<int16_t>(N > 2 ? get(2) : 0),
                                      static_cast<int16_t>(N > 3 ? get(3) : 0), 0, 0, 0, 0));
+}
+
+// N block scales of a weight row (lanes past N zero): f16 d, or MXFP4's E8M0 byte.
+template <typename T, int N>
+inline __m128 weight_scales(const typename T::Block* w) {
+  if constexpr (std::is_same_v<T, MXFP4>) {
+    return _mm_castsi128_ps(_mm_setr_epi32(static_cast<int>(quant::mxfp4_scale_bits(w[0].e)),
+                                           N > 1 ? static_cast<int>(quant::mxfp4_scale_bits(w[1].e)) : 0,
+                                           N > 2 ? static_cast<int>(quant::mxfp4_scale_bits(w[2].e)) : 0,
+                                           N > 3 ? static_cast<int>(quant::mxfp4_scale_bits(w[3].e)) : 0));
+  } else {
+    return f16_lanes<N>([w](int i) { return w[i].d; });
+  }
 }
 
 // N (1..4) consecutive blocks of one weight row, decoded.
@@ -116,7 +142,7 @@ struct Step {
         u[i] = v;
       }
     }
-    d = f16_lanes<N>([w](int i) { return w[i].d; });
+    d = weight_scales<T, N>(w);
     if constexpr (kOffset) m = f16_lanes<N>([w](int i) { return w[i].m; });
   }
 
@@ -233,7 +259,8 @@ const QuantDot* quant_dot_legacy_avx2(TensorType type) {
   const QuantDot& q8_0 = *quant_dot_avx2(TensorType::Q4_0);
   const QuantDot& q8_1 = *quant_dot_legacy_ref(TensorType::Q4_1);
   static const QuantDot q4_1 = avx2::with_tiles<Steps<Q41>>(q8_1), q5_1 = avx2::with_tiles<Steps<Q51>>(q8_1),
-                        q5_0 = avx2::with_tiles<Steps<Q50>>(q8_0), iq4_nl = avx2::with_tiles<Steps<IQ4NL>>(q8_0);
+                        q5_0 = avx2::with_tiles<Steps<Q50>>(q8_0), iq4_nl = avx2::with_tiles<Steps<IQ4NL>>(q8_0),
+                        mxfp4 = avx2::with_tiles<Steps<MXFP4>>(q8_0);
   switch (type) {
     case TensorType::Q4_1:
       return &q4_1;
@@ -243,6 +270,8 @@ const QuantDot* quant_dot_legacy_avx2(TensorType type) {
       return &q5_0;
     case TensorType::IQ4_NL:
       return &iq4_nl;
+    case TensorType::MXFP4:
+      return &mxfp4;
     default:
       return nullptr;
   }

@@ -1,7 +1,8 @@
 // Plain reference of the legacy 32-value products that had no integer dot:
-// Q5_0 and IQ4_NL with Q8_0 activations, Q4_1 and Q5_1 with Q8_1
+// Q5_0, IQ4_NL and MXFP4 with Q8_0 activations, Q4_1 and Q5_1 with Q8_1
 // activations. Per block, as llama.cpp's scalar products compute it:
-//   sum += (d_w * d_a) * s_b             (Q5_0, IQ4_NL)
+//   sum += (d_w * d_a) * s_b             (Q5_0, IQ4_NL, MXFP4: d_w = mxfp4_scale(e),
+//                                         the values 2 x E2M1, quant/mxfp4.h)
 //   sum += (d_w * d_a) * s_b + m_w * s_a (Q4_1, Q5_1: s_a = f16(d * sum q))
 // with s_b the exact integer sum of weight value times activation.
 #include <cmath>
@@ -12,11 +13,13 @@
 #include "cpu/quant_dot_iq.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/mxfp4.h"
 
 namespace ferrite::cpu {
 namespace {
 
 using quant::BlockIQ4_NL;
+using quant::BlockMXFP4;
 using quant::BlockQ4_1;
 using quant::BlockQ5_0;
 using quant::BlockQ5_1;
@@ -43,6 +46,17 @@ int value(const BlockQ4_1& w, int j) { return nibble(w.qs, j); }
 int value(const BlockQ5_0& w, int j) { return (nibble(w.qs, j) | fifth_bit(w.qh, j)) - kQ5Offset; }
 int value(const BlockQ5_1& w, int j) { return nibble(w.qs, j) | fifth_bit(w.qh, j); }
 int value(const BlockIQ4_NL& w, int j) { return quant::kIq4nlValues[nibble(w.qs, j)]; }
+int value(const BlockMXFP4& w, int j) { return quant::kMxfp4Values[nibble(w.qs, j)]; }
+
+// The block's float scale d_w.
+template <typename Block>
+float scale(const Block& w) {
+  return fp16_to_fp32(w.d);
+}
+template <>
+float scale(const BlockMXFP4& w) {
+  return quant::mxfp4_scale(w.e);
+}
 
 template <typename Block, typename Act>
 int32_t block_sum(const Block& w, const Act& a) {
@@ -51,14 +65,14 @@ int32_t block_sum(const Block& w, const Act& a) {
   return s;
 }
 
-// Q5_0, IQ4_NL.
+// Q5_0, IQ4_NL, MXFP4.
 template <typename Block>
 float dot_q8_0(const void* w_row, const void* act_row, int64_t k) {
   const auto* w = static_cast<const Block*>(w_row);
   const auto* a = static_cast<const BlockQ8_0*>(act_row);
   float sum = 0.0f;
   for (int64_t b = 0; b < k / kQK; ++b) {
-    sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d) * static_cast<float>(block_sum(w[b], a[b]));
+    sum += scale(w[b]) * fp16_to_fp32(a[b].d) * static_cast<float>(block_sum(w[b], a[b]));
   }
   return sum;
 }
@@ -109,7 +123,8 @@ void quantize_q8_1_ref(const float* x, void* dst, int64_t k) {
 
 const QuantDot* quant_dot_legacy_ref(TensorType type) {
   static const QuantDot q4_1 = q8_1_dot(dot_q8_1<BlockQ4_1>), q5_1 = q8_1_dot(dot_q8_1<BlockQ5_1>),
-                        q5_0 = q8_0_dot(dot_q8_0<BlockQ5_0>), iq4_nl = q8_0_dot(dot_q8_0<BlockIQ4_NL>);
+                        q5_0 = q8_0_dot(dot_q8_0<BlockQ5_0>), iq4_nl = q8_0_dot(dot_q8_0<BlockIQ4_NL>),
+                        mxfp4 = q8_0_dot(dot_q8_0<BlockMXFP4>);
   switch (type) {
     case TensorType::Q4_1:
       return &q4_1;
@@ -119,6 +134,8 @@ const QuantDot* quant_dot_legacy_ref(TensorType type) {
       return &q5_0;
     case TensorType::IQ4_NL:
       return &iq4_nl;
+    case TensorType::MXFP4:
+      return &mxfp4;
     default:
       return nullptr;
   }

@@ -20,6 +20,7 @@ enum Ftype : uint32_t {
   kIQ2_XXS = 19, kIQ2_XS = 20, kQ2_K_S = 21, kIQ3_XS = 22, kIQ3_XXS = 23, kIQ1_S = 24, kIQ4_NL = 25,
   kIQ3_S = 26, kIQ3_M = 27, kIQ2_S = 28, kIQ2_M = 29, kIQ4_XS = 30, kIQ1_M = 31, kBF16 = 32, kTQ1_0 = 36,
   kTQ2_0 = 37,
+  kMXFP4 = 38,  // ik_llama.cpp's MOSTLY_MXFP4 and today's llama.cpp's MOSTLY_MXFP4_MOE share the number
 };
 
 const std::vector<Preset> kPresets = {
@@ -34,7 +35,15 @@ const std::vector<Preset> kPresets = {
     {"IQ3_XXS", kIQ3_XXS, T::IQ3_XXS}, {"IQ3_XS", kIQ3_XS, T::IQ3_S}, {"IQ3_S", kIQ3_S, T::IQ3_S},
     {"IQ3_M", kIQ3_M, T::IQ3_S},    {"IQ4_NL", kIQ4_NL, T::IQ4_NL}, {"IQ4_XS", kIQ4_XS, T::IQ4_XS},
     {"TQ1_0", kTQ1_0, T::TQ1_0},    {"TQ2_0", kTQ2_0, T::TQ2_0},
+    {"MXFP4", kMXFP4, T::MXFP4},    {"MXFP4_MOE", kMXFP4, T::MXFP4},
 };
+
+// MXFP4_MOE (llama.cpp's gpt-oss recipe): expert stacks (a third dimension
+// over 1) in MXFP4, every other quantizable weight in Q8_0; no other rule.
+bool moe_recipe(const Preset& p) { return std::string_view(p.name) == "MXFP4_MOE"; }
+TensorType moe_recipe_type(const gguf::TensorInfo& t) {
+  return t.n_dims >= 3 && t.ne[2] > 1 ? T::MXFP4 : T::Q8_0;
+}
 
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -304,7 +313,9 @@ std::vector<TensorType> plan_mix(const std::vector<gguf::TensorInfo>& tensors, c
           break;
         }
       }
-      if (!manual && !options.pure) {
+      if (!manual && !options.pure && moe_recipe(preset)) {
+        type = moe_recipe_type(t);
+      } else if (!manual && !options.pure) {
         type = rule_type(type, t, preset.file_type, category_of(t.name), model, tied, options.has_imatrix, c);
       }
       type = fallback(type, t.ne[0]);

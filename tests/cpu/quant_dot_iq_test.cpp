@@ -1,4 +1,4 @@
-// Products of the IQ, TQ and legacy Q4_1/Q5_0/Q5_1/IQ4_NL weights
+// Products of the IQ, TQ, legacy Q4_1/Q5_0/Q5_1/IQ4_NL and MXFP4 weights
 // (quant_dot_iq.h) on fresh random inputs (the seed is printed with every
 // failure): the reference dots against the definition (dequantized weights
 // times the activations' 8-bit round trip, in double); at every level the
@@ -37,7 +37,7 @@ namespace {
 const TensorType kTypes[] = {TensorType::IQ1_S,  TensorType::IQ1_M, TensorType::IQ2_XXS, TensorType::IQ2_XS,
                              TensorType::IQ2_S,  TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::IQ4_XS,
                              TensorType::TQ1_0,  TensorType::TQ2_0, TensorType::Q4_1,    TensorType::Q5_0,
-                             TensorType::Q5_1,   TensorType::IQ4_NL};
+                             TensorType::Q5_1,   TensorType::IQ4_NL, TensorType::MXFP4};
 
 std::string name(TensorType t) { return tensor_type_name(t); }
 
@@ -90,6 +90,9 @@ void set_scales(TensorType t, uint8_t* row, int64_t b, uint16_t d, uint16_t m) {
       std::memcpy(q->scales, sc, sizeof sc);
       break;
     }
+    case TensorType::MXFP4:  // the E8M0 byte from d's bits: mostly 2^-32..2^31, at times the subnormal 0..3
+      p[0] = ((d >> 8) & 7) == 0 ? static_cast<uint8_t>(d & 3) : static_cast<uint8_t>(96 + (d & 63));
+      break;
     case TensorType::Q4_1:
     case TensorType::Q5_1:
       std::memcpy(p, &d, 2);

@@ -1,5 +1,6 @@
 // Our preset mixes give every tensor of synth-llama-f32.gguf the type that
 // llama.cpp's quantizer gave it (the golden lists each file's types).
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,55 @@ TEST(Mix, PresetNamesInAnyCase) {
   EXPECT_EQ(find_preset("7"), find_preset("Q8_0"));
   EXPECT_EQ(find_preset("99"), nullptr);
   EXPECT_EQ(find_preset("Q6_K")->file_type, 18u);  // bare Q6_K is its own preset, not an alias
+}
+
+}  // namespace
+}  // namespace ferrite::quant
+
+namespace ferrite::quant {
+namespace {
+
+// MXFP4 (file type 38, ik_llama.cpp's LLAMA_FTYPE_MOSTLY_MXFP4): MXFP4 under
+// the usual rules (output.weight to Q6_K as for any 4-bit preset).
+// MXFP4_MOE (same number in today's llama.cpp): expert stacks MXFP4, the
+// other quantizable weights Q8_0, norms and routers untouched.
+TEST(Mix, Mxfp4PresetsAndTheMoeRecipe) {
+  std::vector<gguf::TensorInfo> tensors;
+  auto add = [&](const std::string& name, std::array<int64_t, 3> ne, uint32_t n_dims) {
+    gguf::TensorInfo t;
+    t.name = name;
+    t.type = TensorType::F32;
+    t.n_dims = n_dims;
+    t.ne = {ne[0], ne[1], ne[2], 1};
+    t.n_elements = static_cast<uint64_t>(ne[0] * ne[1] * ne[2]);
+    tensors.push_back(t);
+  };
+  add("token_embd.weight", {256, 512, 1}, 2);
+  add("blk.0.attn_norm.weight", {256, 1, 1}, 1);
+  add("blk.0.attn_q.weight", {256, 256, 1}, 2);
+  add("blk.0.ffn_gate_inp.weight", {256, 4, 1}, 2);
+  add("blk.0.ffn_gate_exps.weight", {256, 128, 4}, 3);
+  add("blk.0.ffn_down_exps.weight", {128, 256, 4}, 3);
+  add("output.weight", {256, 512, 1}, 2);
+  MixModel model;
+  model.arch = "gpt-oss";
+  model.n_expert = 4;
+  const Preset* moe = find_preset("mxfp4_moe");
+  const Preset* plain = find_preset("MXFP4");
+  ASSERT_NE(moe, nullptr);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(moe->file_type, 38u);
+  EXPECT_EQ(plain->file_type, 38u);
+  EXPECT_EQ(find_preset("38"), plain);
+  using T = TensorType;
+  const std::vector<T> want_moe = {T::Q8_0, T::F32, T::Q8_0, T::F32, T::MXFP4, T::MXFP4, T::Q8_0};
+  const std::vector<T> want_plain = {T::MXFP4, T::F32, T::MXFP4, T::F32, T::MXFP4, T::MXFP4, T::Q6_K};
+  const auto got_moe = plan_mix(tensors, model, *moe, MixOptions{});
+  const auto got_plain = plan_mix(tensors, model, *plain, MixOptions{});
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EXPECT_EQ(tensor_type_name(got_moe[i]), tensor_type_name(want_moe[i])) << tensors[i].name;
+    EXPECT_EQ(tensor_type_name(got_plain[i]), tensor_type_name(want_plain[i])) << tensors[i].name;
+  }
 }
 
 }  // namespace
