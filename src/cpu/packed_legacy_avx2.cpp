@@ -1,11 +1,12 @@
-// AVX2 kernels for packed Q4_1, Q5_0, Q5_1 and IQ4_NL (packed_legacy.h), bit
+// AVX2 kernels for packed Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 (packed_legacy.h), bit
 // for bit the layout's reference. A 16-row group is taken as two halves of
 // 8 rows (one 32-byte half of each 64-byte line), 8 int32 lanes = 8 rows,
 // as for Q4_0 (packed_matmul_avx2.cpp): broadcast activation dwords into
 // vpmaddubsw, sums in int16 where they cannot overflow (Q4_1: 8 x 2 x 15 x
 // 127; Q5: by fours, 4 x 2 x 31 x 127), widened by vpmaddwd. The fifth bits
 // reach their bytes by a byte broadcast and a bit test; IQ4_NL's values come
-// from vpshufb and, being signed, multiply as |v| x sign(a, v).
+// from vpshufb and, being signed, multiply as |v| x sign(a, v); MXFP4 the
+// same with its table, its E8M0 bytes made f32 scales (quant/mxfp4.h) in-register.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/mxfp4.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -34,14 +36,28 @@ template <TensorType kType>
 struct Legacy {
   static constexpr bool kMin = kType == TensorType::Q4_1 || kType == TensorType::Q5_1;
   static constexpr bool kFifth = kType == TensorType::Q5_0 || kType == TensorType::Q5_1;
-  static constexpr bool kLut = kType == TensorType::IQ4_NL;
-  static constexpr int64_t kGM = kPackRows * 2;
+  static constexpr bool kE8m0 = kType == TensorType::MXFP4;
+  static constexpr bool kLut = kType == TensorType::IQ4_NL || kE8m0;
+  static constexpr int64_t kGM = kPackRows * (kE8m0 ? 1 : 2);
   static constexpr int64_t kGQh = kGM + (kMin ? kPackRows * 2 : 0);
   static constexpr int64_t kGQs = kGQh + (kFifth ? kPackRows * 4 : 0);
   static constexpr int64_t kGroupBlock = kGQs + kPackRows * kQK / 2;
 
   __m256i w[8];   // lane j < 4: elements 4j..4j+3; j >= 4: 16 + 4(j-4) ..
-  __m256i aw[8];  // IQ4_NL: |w|
+  __m256i aw[8];  // IQ4_NL, MXFP4: |w|
+
+  // The 8 rows' f32 scales of this half: f16 d, or for MXFP4 2^(e-128) from
+  // the E8M0 bytes: exponent field e - 1 for e >= 2, the subnormals 0x200000 << e below.
+  static __m256 scales(const uint8_t* gb, int64_t half) {
+    if constexpr (kE8m0) {
+      const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(gb + half * kHalfRows)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      return _mm256_castsi256_ps(_mm256_blendv_epi8(sub, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+    } else {
+      return avx2::load8_f16(gb + half * kHalfRows * 2);
+    }
+  }
 
   void load(const uint8_t* gb, int64_t half) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -63,8 +79,8 @@ struct Legacy {
       }
     }
     if constexpr (kLut) {
-      const __m256i values =
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlValues.data())));
+      const int8_t* table = kE8m0 ? quant::kMxfp4Values.data() : quant::kIq4nlValues.data();
+      const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
       for (int j = 0; j < 8; ++j) {
         w[j] = _mm256_shuffle_epi8(values, w[j]);
         aw[j] = _mm256_sign_epi8(w[j], w[j]);
@@ -111,7 +127,7 @@ void half_group(const uint8_t* group, int64_t half, const PackedActs& a, int64_t
     for (int64_t line = half * (kLine / 2); line < L::kGroupBlock; line += kLine) {
       _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line, _MM_HINT_T0);
     }
-    const __m256 dw = avx2::load8_f16(gb + half * kHalfRows * 2);
+    const __m256 dw = L::scales(gb, half);
     [[maybe_unused]] __m256 mw;
     if constexpr (L::kMin) mw = avx2::load8_f16(gb + L::kGM + half * kHalfRows * 2);
     L w;
@@ -157,6 +173,8 @@ PackedKernel packed_legacy_avx2(TensorType type) {
       return group_kernel<TensorType::Q5_1>;
     case TensorType::IQ4_NL:
       return group_kernel<TensorType::IQ4_NL>;
+    case TensorType::MXFP4:
+      return group_kernel<TensorType::MXFP4>;
     default:
       return nullptr;
   }

@@ -72,7 +72,7 @@ PackedKernel packed_kernel_ref(TensorType type) {
     case TensorType::Q6_K:
       return packed_q6_k_ref;
     default:
-      return nullptr;
+      return packed_legacy_ref(type);  // Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, else nullptr
   }
 }
 

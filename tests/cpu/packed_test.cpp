@@ -13,6 +13,7 @@
 #include "cpu/matmul.h"
 #include "cpu/packed.h"
 #include "cpu/packed_float.h"
+#include "cpu/packed_legacy.h"
 #include "cpu/packed_matmul.h"
 #include "cpu/quant_dot.h"
 #include "quant/blocks.h"
@@ -305,14 +306,15 @@ TEST(PackedFloat, KernelsAndMatmulMatchPlainReference) {
 }  // namespace
 }  // namespace ferrite::cpu
 
-// Q4_1, Q5_0, Q5_1, IQ4_NL (cpu/packed_legacy.h): lossless for every byte
+// Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (cpu/packed_legacy.h): lossless for every byte
 // pattern; their products are tested at every level by isa_parity_test.cpp.
 namespace ferrite::cpu {
 namespace {
 
 TEST(PackedLegacy, RoundTripsEveryBytePattern) {
   std::mt19937 rng(60);
-  for (TensorType type : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::IQ4_NL}) {
+  for (TensorType type :
+       {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::IQ4_NL, TensorType::MXFP4}) {
     Plain p = make(type, 32, 96, 61);
     ASSERT_TRUE(packable(p.view)) << tensor_type_name(type);
     EXPECT_FALSE(packable(make(type, 24, 96, 62).view));
@@ -322,6 +324,45 @@ TEST(PackedLegacy, RoundTripsEveryBytePattern) {
     EXPECT_NE(packed, p.bytes);
     unpack_rows(p.view, packed.data(), back.data());
     EXPECT_EQ(back, p.bytes) << tensor_type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
+
+// MXFP4 packed at AVX2 against the layout's reference bit for bit on random
+// bytes: every code and scale byte 0..191 (subnormal scales 0 and 1 included;
+// larger ones overflow the products to infinities, whose sums are no test).
+namespace ferrite::cpu {
+namespace {
+
+TEST(PackedLegacy, Mxfp4Avx2EqualsLayoutReferenceOnEveryScaleByte) {
+  const Isa saved = active_isa();
+  if (set_isa(Isa::Avx2) != Isa::Avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  set_isa(saved);
+  constexpr int64_t kN = 32, kK = 256;
+  const TensorType type = TensorType::MXFP4;
+  Plain p = make(type, kN, kK, 70);
+  std::mt19937 rng(71);
+  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
+  const int64_t blocks = static_cast<int64_t>(p.bytes.size()) / 17;
+  for (int64_t b = 0; b < blocks; ++b) p.bytes[static_cast<size_t>(b * 17)] = static_cast<uint8_t>((b * 37) % 192);
+  p.bytes[0] = 0;
+  p.bytes[17] = 1;
+  p.bytes[34] = 2;
+  std::vector<uint8_t> packed(p.bytes.size());
+  pack_rows(p.view, packed.data());
+  const Acts a = make_acts(type, kPackTokens + 3, kK, 72);
+  const PackedKernel fast = packed_legacy_avx2(type);
+  ASSERT_NE(fast, nullptr);
+  for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
+    std::vector<float> y(static_cast<size_t>(nt * kN), -1.0f), y_ref(y.size(), -2.0f);
+    for (int64_t g = 0; g < kN / kPackRows; ++g) {
+      const uint8_t* group = packed.data() + g * kPackRows * p.view.row_bytes;
+      fast(group, a.view, 3, nt, y.data() + g * kPackRows, kN);
+      packed_kernel_ref(type)(group, a.view, 3, nt, y_ref.data() + g * kPackRows, kN);
+    }
+    ASSERT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << "nt=" << nt;
   }
 }
 

@@ -1,4 +1,4 @@
-// The IQ and TQ weight types on the GPU (issue 9) against the CPU reference:
+// The IQ and TQ weight types and MXFP4 on the GPU (issue 9, 27) against the CPU reference:
 // random blocks with valid scales (every grid index and sign pattern the
 // bytes can name), and, for the products, also blocks from the CPU's
 // quantizers. Every LinearRunner path: the exact mode (the CPU's
@@ -33,9 +33,11 @@ using test::to_host;
 const std::vector<TensorType> kIqTypes = {TensorType::IQ4_NL,  TensorType::IQ4_XS, TensorType::TQ2_0,
                                           TensorType::TQ1_0,   TensorType::IQ2_XXS, TensorType::IQ2_XS,
                                           TensorType::IQ2_S,   TensorType::IQ3_XXS, TensorType::IQ3_S,
-                                          TensorType::IQ1_S,   TensorType::IQ1_M};
+                                          TensorType::IQ1_S,   TensorType::IQ1_M,  TensorType::MXFP4};
 
-int64_t block_elems(TensorType t) { return t == TensorType::IQ4_NL ? quant::kQK : quant::kQKK; }
+int64_t block_elems(TensorType t) {
+  return t == TensorType::IQ4_NL || t == TensorType::MXFP4 ? quant::kQK : quant::kQKK;
+}
 
 // Byte offset of the f16 scale d in a block (IQ1_M has none: see below).
 size_t d_offset(TensorType t) {
@@ -61,7 +63,9 @@ std::vector<uint8_t> random_blocks(TensorType t, int64_t n, int64_t k, std::mt19
   for (int64_t b = 0; b < blocks; ++b) {
     uint8_t* blk = bytes.data() + b * block_bytes;
     const uint16_t d = fp32_to_fp16((neg(rng) ? -1.0f : 1.0f) * mag(rng) * 1e-2f);
-    if (t == TensorType::IQ1_M) {
+    if (t == TensorType::MXFP4) {  // the E8M0 byte: 2^-8 .. 2^7 x E2M1 (CPU twin: quant::mxfp4_scale)
+      blk[0] = static_cast<uint8_t>(119 + byte(rng) % 16);
+    } else if (t == TensorType::IQ1_M) {
       auto* sc = reinterpret_cast<uint16_t*>(blk + offsetof(quant::BlockIQ1_M, scales));
       for (int i = 0; i < 4; ++i) sc[i] = static_cast<uint16_t>((sc[i] & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12));
     } else {
@@ -230,6 +234,9 @@ std::vector<Case> linear_cases() {
     }
     out.push_back({t, 4096, 256, 1, false, true, kGemvTol});
   }
+  // MXFP4 rows of an odd number of 17-byte blocks: rows (and row slices) at odd addresses.
+  for (int64_t m : {1, 3}) out.push_back({TensorType::MXFP4, 45, 1056, m, false, true, kGemvTol});
+  out.push_back({TensorType::MXFP4, 45, 1056, 2, true, false, kExactTol});
   return out;
 }
 

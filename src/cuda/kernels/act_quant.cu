@@ -113,6 +113,7 @@ ActFormat act_format_for(TensorType t) {
     case TensorType::Q5_0:
     case TensorType::Q8_0:
     case TensorType::IQ4_NL:
+    case TensorType::MXFP4:
       return ActFormat::Q8_0;
     case TensorType::Q4_1:
     case TensorType::Q5_1:

@@ -88,6 +88,7 @@ void dequantize(const GpuMatrix& w, Out* out, cudaStream_t s) {
     case TensorType::IQ3_XXS: launch<TensorType::IQ3_XXS>(w, out, s); break;
     case TensorType::IQ3_S: launch<TensorType::IQ3_S>(w, out, s); break;
     case TensorType::IQ4_NL: launch<TensorType::IQ4_NL>(w, out, s); break;
+    case TensorType::MXFP4: launch<TensorType::MXFP4>(w, out, s); break;
     case TensorType::IQ4_XS: launch<TensorType::IQ4_XS>(w, out, s); break;
     case TensorType::TQ1_0: launch<TensorType::TQ1_0>(w, out, s); break;
     case TensorType::TQ2_0: launch<TensorType::TQ2_0>(w, out, s); break;

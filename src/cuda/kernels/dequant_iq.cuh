@@ -1,11 +1,12 @@
-// The IQ and TQ weight types on the GPU (GGUF block layout, rows of whole
+// The IQ and TQ weight types, and MXFP4, on the GPU (GGUF block layout, rows of whole
 // blocks; the IQ tables at w.grid, iq_tables.h): one 32-element chunk
 // decoded into small integers and per-8 scales,
-//   value i = sc[i / 8] * q[i]                    (IQ2_*, IQ3_*, IQ4_*, TQ*)
+//   value i = sc[i / 8] * q[i]                    (IQ2_*, IQ3_*, IQ4_*, TQ*, MXFP4)
 //   value i = sc[i / 8] * (q[i] + delta[i / 8])   (IQ1_S, IQ1_M)
 // with the signs folded into q (negation is exact) and sc formed by the same
 // f32 operations, in the same order, as the CPU's reference dequantizers
-// (quant/dequant_iq.cpp, dequant_k.cpp), so that value() gives their bits.
+// (quant/dequant_iq.cpp, dequant_k.cpp, mxfp4.cpp), so that value() gives their bits.
+// MXFP4's 17-byte blocks have no alignment: it is read in single bytes only.
 // q fits int8 everywhere (|grid| <= 62, IQ4 values -127..113), so the GEMV
 // (gemv_iq.cu) multiplies q by the 8-bit activations with dp4a.
 // Used by dequant_chunk.cuh (dequant.cu, get_rows) and gemv_iq.cu.
@@ -19,6 +20,7 @@
 #include "cuda/kernels/gpu_matrix.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/mxfp4.h"
 
 namespace ferrite::cuda::iqd {
 
@@ -32,7 +34,7 @@ template <TensorType T>
 constexpr bool kIqType = T == TensorType::IQ1_S || T == TensorType::IQ1_M || T == TensorType::IQ2_XXS ||
                          T == TensorType::IQ2_XS || T == TensorType::IQ2_S || T == TensorType::IQ3_XXS ||
                          T == TensorType::IQ3_S || T == TensorType::IQ4_NL || T == TensorType::IQ4_XS ||
-                         T == TensorType::TQ1_0 || T == TensorType::TQ2_0;
+                         T == TensorType::TQ1_0 || T == TensorType::TQ2_0 || T == TensorType::MXFP4;
 
 template <TensorType T>
 constexpr bool kWithDelta = T == TensorType::IQ1_S || T == TensorType::IQ1_M;
@@ -40,13 +42,14 @@ constexpr bool kWithDelta = T == TensorType::IQ1_S || T == TensorType::IQ1_M;
 // Elements and bytes of one block of T.
 template <TensorType T>
 __host__ __device__ constexpr int block_elems() {
-  return T == TensorType::IQ4_NL ? quant::kQK : kSb;
+  return T == TensorType::IQ4_NL || T == TensorType::MXFP4 ? quant::kQK : kSb;
 }
 template <TensorType T>
 __host__ __device__ constexpr int block_bytes() {
   using namespace quant;
   switch (T) {
     case TensorType::IQ4_NL: return sizeof(BlockIQ4_NL);
+    case TensorType::MXFP4: return sizeof(BlockMXFP4);
     case TensorType::IQ4_XS: return sizeof(BlockIQ4_XS);
     case TensorType::TQ1_0: return sizeof(BlockTQ1_0);
     case TensorType::TQ2_0: return sizeof(BlockTQ2_0);
@@ -67,6 +70,14 @@ __device__ __forceinline__ uint32_t ld16(const uint8_t* p) {
   return __ldg(reinterpret_cast<const unsigned short*>(p));
 }
 __device__ __forceinline__ uint32_t ld32(const uint8_t* p) { return ld16(p) | (ld16(p + 2) << 16); }
+// Four bytes from any address (MXFP4).
+__device__ __forceinline__ uint32_t ld32_bytes(const uint8_t* p) {
+  return ld8(p) | (ld8(p + 1) << 8) | (ld8(p + 2) << 16) | (ld8(p + 3) << 24);
+}
+// MXFP4's float scale, half of 2^(e-127) (quant::mxfp4_scale on the CPU).
+__device__ __forceinline__ float mxfp4_scale_at(const uint8_t* blk) {
+  return __uint_as_float(quant::mxfp4_scale_bits(static_cast<uint8_t>(ld8(blk + offsetof(quant::BlockMXFP4, e)))));
+}
 __device__ __forceinline__ float f16_at(const uint8_t* p) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(ld16(p))));
 }
@@ -169,6 +180,11 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
   if constexpr (T == TensorType::IQ4_NL) {
     const float d = f16_at(blk + offsetof(BlockIQ4_NL, d));
     iq4_values(blk + offsetof(BlockIQ4_NL, qs), w.grid, out.q);
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) sc[g] = d;
+  } else if constexpr (T == TensorType::MXFP4) {  // iq4_values reads bytes only
+    const float d = mxfp4_scale_at(blk);
+    iq4_values(blk + offsetof(BlockMXFP4, qs), w.grid, out.q);
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) sc[g] = d;
   } else if constexpr (T == TensorType::IQ4_XS) {
@@ -322,7 +338,8 @@ __device__ __forceinline__ void decode(const GpuMatrix& w, int64_t row, int64_t 
 // byte j of word i), the same values as decode() ------------------------------
 
 template <TensorType T>
-constexpr bool kPacked = T == TensorType::IQ4_NL || T == TensorType::IQ4_XS || T == TensorType::TQ2_0;
+constexpr bool kPacked =
+    T == TensorType::IQ4_NL || T == TensorType::IQ4_XS || T == TensorType::TQ2_0 || T == TensorType::MXFP4;
 
 // The IQ4 values of four nibble indices (one per byte) from the 16-byte
 // table t: byte_perm picks from values 0..7 and 8..15, bit 3 chooses.
@@ -333,7 +350,7 @@ __device__ __forceinline__ int iq4_lookup4(uint32_t idx, const uint32_t (&t)[4])
   return static_cast<int>((lo & ~m) | (hi & m));
 }
 
-// Chunk c of row `row` of IQ4_NL, IQ4_XS or TQ2_0 as packed words; returns
+// Chunk c of row `row` of IQ4_NL, IQ4_XS, MXFP4 or TQ2_0 as packed words; returns
 // the chunk's one scale (decode()'s sc).
 template <TensorType T>
 __device__ __forceinline__ float decode_packed(const GpuMatrix& w, int64_t row, int64_t c, int (&q)[kChunk / 4]) {
@@ -360,6 +377,9 @@ __device__ __forceinline__ float decode_packed(const GpuMatrix& w, int64_t row, 
     if constexpr (T == TensorType::IQ4_NL) {
       scale = f16_at(blk + offsetof(BlockIQ4_NL, d));
       qs = blk + offsetof(BlockIQ4_NL, qs);
+    } else if constexpr (T == TensorType::MXFP4) {
+      scale = mxfp4_scale_at(blk);
+      qs = blk + offsetof(BlockMXFP4, qs);
     } else {
       const float d = f16_at(blk + offsetof(BlockIQ4_XS, d));
       const uint32_t sh = ld16(blk + offsetof(BlockIQ4_XS, scales_h));
@@ -370,7 +390,7 @@ __device__ __forceinline__ float decode_packed(const GpuMatrix& w, int64_t row, 
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint32_t b = ld32(qs + 4 * i);
+      const uint32_t b = T == TensorType::MXFP4 ? ld32_bytes(qs + 4 * i) : ld32(qs + 4 * i);
       q[i] = iq4_lookup4(b & kLow4, t);
       q[i + 4] = iq4_lookup4((b >> 4) & kLow4, t);
     }

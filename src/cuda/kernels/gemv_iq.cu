@@ -1,14 +1,14 @@
 // Quantized matrix-vector products for the IQ and TQ weight types outside
 // the exact mode (1..kGemmMinRows activation rows, in groups of
 // kGemvMaxRows): y [m, n] (+)= x [m, k] · W^T on the 8-bit activation blocks
-// (act_quant.cu: Q8_0 for IQ4_NL, Q8_K otherwise). One warp per weight row,
+// (act_quant.cu: Q8_0 for IQ4_NL and MXFP4, Q8_K otherwise). One warp per weight row,
 // a lane per 32-element chunk (dequant_iq.cuh decodes it into int8 values
 // into int8 words and per-8 scales: the grid types' signs applied 4 bytes at
 // a time, the IQ4 table looked up with byte_perm, TQ2_0 4 values at a time,
 // TQ1_0 value by value), dp4a against the activations per 8 elements:
 //   d_a sum_g sc_g (sum_j q_j a_j [+ delta_g sum_j a_j  (IQ1)])
 // f32 terms summed in any order. The weights are read in 1- and 2-byte loads
-// (GGUF blocks are only 2-byte aligned) and the activations straight from
+// (GGUF blocks are only 2-byte aligned; MXFP4's 17-byte blocks in bytes) and the activations straight from
 // global memory: correct first, not yet tuned for bandwidth.
 #include <cuda_fp16.h>
 
@@ -126,6 +126,7 @@ void launch_group(const GpuMatrix& w, const int8_t* aq, const float* ad, int64_t
     case TensorType::IQ3_XXS: launch_rows<TensorType::IQ3_XXS>(w, aq, ad, m, y, accumulate, s); break;
     case TensorType::IQ3_S: launch_rows<TensorType::IQ3_S>(w, aq, ad, m, y, accumulate, s); break;
     case TensorType::IQ4_NL: launch_rows<TensorType::IQ4_NL>(w, aq, ad, m, y, accumulate, s); break;
+    case TensorType::MXFP4: launch_rows<TensorType::MXFP4>(w, aq, ad, m, y, accumulate, s); break;
     case TensorType::IQ4_XS: launch_rows<TensorType::IQ4_XS>(w, aq, ad, m, y, accumulate, s); break;
     case TensorType::TQ1_0: launch_rows<TensorType::TQ1_0>(w, aq, ad, m, y, accumulate, s); break;
     default: launch_rows<TensorType::TQ2_0>(w, aq, ad, m, y, accumulate, s); break;
@@ -136,10 +137,11 @@ void launch_group(const GpuMatrix& w, const int8_t* aq, const float* ad, int64_t
 
 bool gemv_iq_supports(const GpuMatrix& w) {
   if (!iq_gpu_type(w.type) || w.k <= 0) return false;
-  const int64_t block = w.type == TensorType::IQ4_NL ? kChunk : iqd::kSb;
+  const bool bytewise = w.type == TensorType::MXFP4;  // read in single bytes: any alignment
+  const int64_t block = w.type == TensorType::IQ4_NL || bytewise ? kChunk : iqd::kSb;
   const bool needs_table = w.type != TensorType::TQ1_0 && w.type != TensorType::TQ2_0;
-  return w.k % block == 0 && reinterpret_cast<uintptr_t>(w.data) % 2 == 0 && w.row_bytes % 2 == 0 &&
-         (!needs_table || w.grid != nullptr);
+  const bool aligned = bytewise || (reinterpret_cast<uintptr_t>(w.data) % 2 == 0 && w.row_bytes % 2 == 0);
+  return w.k % block == 0 && aligned && (!needs_table || w.grid != nullptr);
 }
 
 void gemv_iq(const GpuMatrix& w, const QuantAct& a, int64_t m, float* y, bool accumulate, cudaStream_t s) {

@@ -10,13 +10,14 @@
 
 #include "cuda/kernels/check.h"
 #include "quant/iq_grids.h"
+#include "quant/mxfp4.h"
 
 namespace ferrite::cuda {
 namespace {
 
 // Byte offsets of the tables in one device allocation (each 16-byte aligned).
 struct Layout {
-  size_t iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s, iq4nl, total;
+  size_t iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s, iq4nl, mxfp4, total;
 };
 
 template <typename Array>
@@ -39,6 +40,7 @@ Layout layout() {
   l.iq3s = place(bytes_of(quant::kIq3sGrid));
   l.iq1s = place(bytes_of(quant::kIq1sGrid));
   l.iq4nl = place(bytes_of(quant::kIq4nlValues));
+  l.mxfp4 = place(bytes_of(quant::kMxfp4Values));
   l.total = at;
   return l;
 }
@@ -62,6 +64,7 @@ const uint8_t* device_tables() {
   put(l.iq3s, quant::kIq3sGrid);
   put(l.iq1s, quant::kIq1sGrid);
   put(l.iq4nl, quant::kIq4nlValues);
+  put(l.mxfp4, quant::kMxfp4Values);
   void* dev = nullptr;
   FERRITE_CUDA_CHECK(cudaMalloc(&dev, l.total));
   const cudaError_t copied = cudaMemcpy(dev, host.data(), l.total, cudaMemcpyHostToDevice);
@@ -86,6 +89,7 @@ bool iq_gpu_type(TensorType t) {
     case TensorType::IQ4_XS:
     case TensorType::TQ1_0:
     case TensorType::TQ2_0:
+    case TensorType::MXFP4:
       return true;
     default:
       return false;
@@ -105,6 +109,7 @@ const void* iq_device_table(TensorType t) {
     case TensorType::IQ3_S: at = l.iq3s; break;
     case TensorType::IQ4_NL:
     case TensorType::IQ4_XS: at = l.iq4nl; break;
+    case TensorType::MXFP4: at = l.mxfp4; break;
     default: return nullptr;
   }
   return device_tables() + at;

@@ -197,6 +197,7 @@ __device__ float element(const GpuMatrix& m, int64_t r, int64_t e) {
     case TensorType::IQ3_XXS: return dq::element_of<TensorType::IQ3_XXS>(m, r, e);
     case TensorType::IQ3_S: return dq::element_of<TensorType::IQ3_S>(m, r, e);
     case TensorType::IQ4_NL: return dq::element_of<TensorType::IQ4_NL>(m, r, e);
+    case TensorType::MXFP4: return dq::element_of<TensorType::MXFP4>(m, r, e);
     case TensorType::IQ4_XS: return dq::element_of<TensorType::IQ4_XS>(m, r, e);
     case TensorType::TQ1_0: return dq::element_of<TensorType::TQ1_0>(m, r, e);
     case TensorType::TQ2_0: return dq::element_of<TensorType::TQ2_0>(m, r, e);
