@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -77,26 +78,19 @@ struct Q50 {
     return _mm256_sub_epi8(_mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)), _mm256_set1_epi8(16));
   }
 };
-struct IQ4NL {
-  using Block = BlockIQ4_NL;
+// IQ4_NL and MXFP4: a 16-entry int8 table looked up by the nibbles.
+template <typename B, const std::array<int8_t, 16>& kTable>
+struct TableType {
+  using Block = B;
   using Act = BlockQ8_0;
   static constexpr bool kSigned = true;
   static __m256i values(const Block& w) {
-    const __m256i table = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlValues.data())));
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable.data())));
     return _mm256_shuffle_epi8(table, nibbles(w.qs));
   }
 };
-struct MXFP4 {
-  using Block = BlockMXFP4;
-  using Act = BlockQ8_0;
-  static constexpr bool kSigned = true;
-  static __m256i values(const Block& w) {
-    const __m256i table = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kMxfp4Values.data())));
-    return _mm256_shuffle_epi8(table, nibbles(w.qs));
-  }
-};
+using IQ4NL = TableType<BlockIQ4_NL, quant::kIq4nlValues>;
+using MXFP4 = TableType<BlockMXFP4, quant::kMxfp4Values>;
 
 template <typename Act>
 constexpr bool kHasOffset = std::is_same_v<Act, BlockQ8_1>;
