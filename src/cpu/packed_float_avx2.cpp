@@ -74,12 +74,41 @@ void block_tokens(const __m256* w, int64_t n_pairs, const float* act, int64_t k,
   }
 }
 
+// One token (decode): both halves in one pass over the group's lines, the
+// widened weights used straight from registers. Each lane's chain of fused
+// multiply-adds is the one group_kernel runs (pair by pair from zero), so the
+// bits are the same as in a batch.
+template <typename Pairs>
+void one_token(const uint8_t* group, const float* act, int64_t pairs, float* y) {
+  __m256 a0 = _mm256_setzero_ps(), b0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint8_t* line = group + j * kLine;
+    _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+    double pair;
+    std::memcpy(&pair, act + 2 * j, sizeof(pair));
+    const __m256 x = _mm256_castpd_ps(_mm256_set1_pd(pair));  // x0 x1 x0 x1 ...
+    __m256 w0, w1, w2, w3;
+    Pairs::load(line, w0, w1);
+    Pairs::load(line + kLine / 2, w2, w3);
+    a0 = _mm256_fmadd_ps(w0, x, a0);
+    b0 = _mm256_fmadd_ps(w1, x, b0);
+    a1 = _mm256_fmadd_ps(w2, x, a1);
+    b1 = _mm256_fmadd_ps(w3, x, b1);
+  }
+  _mm256_storeu_ps(y, Pairs::order(_mm256_hadd_ps(a0, b0)));
+  _mm256_storeu_ps(y + kHalfRows, Pairs::order(_mm256_hadd_ps(a1, b1)));
+}
+
 template <typename Pairs>
 void group_kernel(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
   using Fn = void (*)(const __m256*, int64_t, const float*, int64_t, __m256*);
   static constexpr Fn kFns[kChunk] = {block_tokens<1>, block_tokens<2>, block_tokens<3>, block_tokens<4>};
   const float* act = (std::is_same_v<Pairs, F16Pairs> ? static_cast<const float*>(a.data) : a.wide) + t0 * a.k;
   const int64_t pairs = a.k / 2;
+  if (nt == 1) {
+    one_token<Pairs>(group, act, pairs, y);
+    return;
+  }
   alignas(32) __m256 w[2 * kBlockPairs];
   alignas(32) __m256 acc[2 * kPackFloatTokensAvx2];
   for (int64_t half = 0; half < 2; ++half) {
