@@ -173,7 +173,10 @@ FERRITE_EXPORT int32_t ferrite_n_outputs(const ferrite_context* ctx) FERRITE_NOE
 FERRITE_EXPORT ferrite_status ferrite_get_logits(ferrite_context* ctx, int32_t i,
                                                  const float** logits) FERRITE_NOEXCEPT;
 /* Embeddings mode: the hidden state of output row i ([n_embd]), or the
- * pooled embedding of a sequence of the last decode (models that pool). */
+ * pooled embedding of a sequence of the last decode (models that pool). A
+ * reranker (its file says pooling_type 4, rank, and holds a classification
+ * head) gives one float per sequence, its relevance score, as llama.cpp's
+ * llama_get_embeddings_seq does for rank pooling; it keeps no token states. */
 FERRITE_EXPORT ferrite_status ferrite_get_embeddings(ferrite_context* ctx, int32_t i,
                                                      const float** embd) FERRITE_NOEXCEPT;
 FERRITE_EXPORT ferrite_status ferrite_get_embeddings_seq(ferrite_context* ctx, int32_t seq_id,

@@ -75,7 +75,8 @@ model::Pooling parse_pooling(const std::string& name, model::Pooling model_defau
   if (name == "mean") return model::Pooling::Mean;
   if (name == "cls") return model::Pooling::Cls;
   if (name == "last") return model::Pooling::Last;
-  throw InvalidArgument("unknown pooling '" + name + "' (none, mean, cls or last)");
+  if (name == "rank") return model::Pooling::Rank;  // a reranker's score (the context refuses other models)
+  throw InvalidArgument("unknown pooling '" + name + "' (none, mean, cls, last or rank)");
 }
 
 std::vector<std::string> gather_prompts(const EmbedOptions& opt) {
@@ -132,7 +133,10 @@ int run_embed(const EmbedOptions& opt) {
     throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the batch size " +
                           std::to_string(opt.model.n_batch) + " (-b)");
   }
-  runtime::Context ctx(model, lm.context);
+  runtime::ContextParams cp = lm.context;
+  // A reranker pooled otherwise than by its head: its token states are needed.
+  if (hp.pooling == model::Pooling::Rank && pooling != model::Pooling::Rank) cp.pooling_type = 0;
+  runtime::Context ctx(model, cp);
   if (!encoder) ctx.set_embeddings(true);  // decoders: hidden states (InvalidArgument where the arch has none)
   if (!encoder && longest > ctx.n_ctx()) {
     throw InvalidArgument("a prompt has " + std::to_string(longest) + " tokens, more than the context size " +
@@ -173,7 +177,10 @@ int run_embed(const EmbedOptions& opt) {
       }
     }
   }
-  for (std::vector<float>& row : report.rows) normalize_embedding(row, opt.normalize);
+  // A reranker's row is its score, not a vector to normalize.
+  if (pooling != model::Pooling::Rank) {
+    for (std::vector<float>& row : report.rows) normalize_embedding(row, opt.normalize);
+  }
   const std::string text = format_embeddings(report, opt.format);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
@@ -189,7 +196,7 @@ const CommandRegistrar kEmbed({"embed", "Embeddings of prompts (llama.cpp's llam
                                  sub.add_option("-f,--file", opt->file, "File of prompts");
                                  sub.add_option("--embd-separator", opt->separator,
                                                 "Separator of prompts within one text (default: newline)");
-                                 sub.add_option("--pooling", opt->pooling, "none, mean, cls or last (default: the model's)");
+                                 sub.add_option("--pooling", opt->pooling, "none, mean, cls, last or rank (a reranker's score; default: the model's)");
                                  sub.add_option("--embd-normalize", opt->normalize,
                                                 "-1 none, 0 max-abs int16, 1 taxicab, 2 euclidean, >2 p-norm");
                                  sub.add_option("--embd-output-format", opt->format, "text, json or array");

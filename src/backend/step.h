@@ -27,6 +27,10 @@ struct ForwardBatch {
   // the batch's shape. The CPU's products and attention do not; the GPU's
   // fast paths do unless told (cuda/backend/cuda_backend.h).
   bool rows_as_steps = false;
+  // Encoders with a classification head (rank pooling, a reranker's): out_rows
+  // are each sequence's first token, and the output is the head's score of
+  // each, [n_out, 1], instead of hidden states.
+  bool classify = false;
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].

@@ -28,6 +28,7 @@ class BertStyle : public Architecture {
       throw ModelError(file.path() + ": " + pooling_key + " is required but missing");
     }
     hp.pooling = pooling_from_gguf(md.opt_uint(pooling_key).value_or(0), file.path());
+    if (hp.pooling == Pooling::Rank) bind_head(file, b, hp);
     hp.rope.neox = true;  // nomic-bert (llama.cpp's NeoX pairing); unused by the others
     tok_embd_ = bind_token_embd(b, hp);
     const gguf::TensorInfo& types = file.tensor("token_types.weight");
@@ -78,6 +79,49 @@ class BertStyle : public Architecture {
 
   bool is_encoder() const override { return true; }
 
+  // cls (+ cls.output) as llama.cpp c392e50 names and shapes them; the bias
+  // of each product is required with it (llama.cpp asserts both for rank).
+  void bind_head(const gguf::File& file, const WeightBinder& b, const HParams& hp) {
+    const int64_t n_embd = hp.n_embd;
+    if (opt_.head == BertStyleOptions::Head::None) {
+      throw ModelError(file.path() + ": " + hp.arch + " has no classification head, so pooling_type 4 (rank) is not supported");
+    }
+    if (file.find_tensor("cls.weight") == nullptr) {
+      throw ModelError(file.path() + ": pooling_type 4 (rank) needs the classification head cls.weight, which is missing");
+    }
+    const bool hidden = opt_.head == BertStyleOptions::Head::ClsHidden;
+    const int64_t n_cls = hidden ? n_embd : 1;
+    cls_ = b.require("cls.weight", {n_embd, n_cls});
+    cls_b_ = b.require_vec("cls.bias", n_cls);
+    if (hidden) {
+      if (file.find_tensor("cls.output.weight") == nullptr) {
+        throw ModelError(file.path() + ": cls.weight gives " + std::to_string(n_cls) +
+                         " values per sequence and cls.output.weight, which makes them one score, is missing");
+      }
+      cls_out_ = b.require("cls.output.weight", {n_embd, 1});
+      cls_out_b_ = b.require_vec("cls.output.bias", 1);
+    }
+  }
+
+  // The head on each sequence's first row (the runtime's out_rows): scores [n_out, 1].
+  void classify(Step& s, Act x, float* scores) const {
+    backend::Ops& o = s.ops();
+    const int64_t n_out = s.batch.n_out;
+    if (!cls_) throw InvalidArgument(hp_.arch + " model without a classification head asked for rank scores");
+    const Act rows = o.buffer(Buf::Rows, n_out, hp_.n_embd);
+    o.gather_rows(x, rows);
+    const Act out = o.output(Buf::Hidden, scores, n_out, 1);
+    if (cls_out_) {
+      const Act h = o.buffer(Buf::H, n_out, hp_.n_embd);
+      o.linear(cls_, cls_b_, rows, h);
+      o.softcap(h, 1.0f);  // tanh
+      o.linear(cls_out_, cls_out_b_, h, out);
+    } else {
+      o.linear(cls_, cls_b_, rows, out);
+      o.softcap(out, 1.0f);
+    }
+  }
+
   void forward(Step& s, float* states) const override {
     const int64_t n = s.batch.n_tokens, n_embd = hp_.n_embd;
     backend::AttentionSpec spec;
@@ -117,7 +161,11 @@ class BertStyle : public Architecture {
       o.add(x, y);
       o.norm(NormKind::Layer, x, L.out_norm, x);
     }
-    if (s.batch.n_out > 0) s.ops().gather_rows(x, s.ops().output(Buf::Hidden, states, s.batch.n_out, n_embd));
+    if (s.batch.n_out > 0 && s.batch.classify) {
+      classify(s, x, states);
+    } else if (s.batch.n_out > 0) {
+      s.ops().gather_rows(x, s.ops().output(Buf::Hidden, states, s.batch.n_out, n_embd));
+    }
   }
 
  private:
@@ -130,6 +178,7 @@ class BertStyle : public Architecture {
   BertStyleOptions opt_;
   HParams hp_;
   Tensor tok_embd_, type_embd_, pos_embd_;
+  Tensor cls_, cls_b_, cls_out_, cls_out_b_;  // the classification head (rank pooling)
   Norm embd_norm_;
   std::vector<Layer> layers_;
 };

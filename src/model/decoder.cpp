@@ -10,7 +10,7 @@
 
 namespace ferrite::model {
 namespace {
-constexpr uint64_t kMaxPoolingType = 3;  // last; 4 (rank) is not supported
+constexpr uint64_t kMaxPoolingType = 3;  // last; 4 (rank) needs a classification head (encoders)
 }  // namespace
 
 Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt) {

@@ -13,8 +13,10 @@ namespace ferrite::model {
 enum class RopeScaling { None, Linear, Yarn, LongRope };
 
 // How an encoder's token states become one embedding per sequence
-// (<arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last).
-enum class Pooling { None, Mean, Cls, Last };
+// (<arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank). Rank (a
+// reranker's): the first token's state through the model's classification
+// head, one score per sequence (llama.cpp's LLAMA_POOLING_TYPE_RANK).
+enum class Pooling { None, Mean, Cls, Last, Rank };
 
 struct RopeParams {
   int n_rot = 0;              // dimensions rotated per head

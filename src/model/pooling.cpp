@@ -13,6 +13,8 @@ void pool_sequence(Pooling pooling, const float* states, const int32_t* rows, in
   switch (pooling) {
     case Pooling::None:
       throw InvalidArgument("the model has no pooling: ask for token embeddings instead");
+    case Pooling::Rank:
+      throw InvalidArgument("rank pooling is the model's classification head, not a pooling of states");
     case Pooling::Cls:
       std::copy_n(states + static_cast<int64_t>(rows[0]) * n_embd, n_embd, out);
       return;
@@ -38,8 +40,10 @@ Pooling pooling_from_gguf(uint64_t value, const std::string& path) {
     case 1: return Pooling::Mean;
     case 2: return Pooling::Cls;
     case 3: return Pooling::Last;
+    case 4: return Pooling::Rank;
     default:
-      throw ModelError(path + ": pooling_type " + std::to_string(value) + " is not supported (none, mean, cls, last)");
+      throw ModelError(path + ": pooling_type " + std::to_string(value) +
+                       " is not supported (none, mean, cls, last, rank)");
   }
 }
 

@@ -10,7 +10,8 @@ namespace ferrite::model {
 
 // out [n_embd] from the states [*, n_embd] of the rows `rows[0..n_rows)`
 // of one sequence, in position order: their mean (Mean), the first (Cls) or
-// the last (Last). Throws InvalidArgument for Pooling::None or no rows.
+// the last (Last). Throws InvalidArgument for Pooling::None, Pooling::Rank
+// (the architecture's head computes it: ForwardBatch::classify) or no rows.
 void pool_sequence(Pooling pooling, const float* states, const int32_t* rows, int64_t n_rows, int64_t n_embd,
                    float* out);
 

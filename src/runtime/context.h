@@ -35,7 +35,7 @@ struct ContextParams {
   TensorType cache_type_v = TensorType::F16;  // V cache: the same types
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)
-  int pooling_type = -1;   // embeddings' pooling: -1 the model's (<arch>.pooling_type), 0 none, 1 mean, 2 cls, 3 last
+  int pooling_type = -1;   // embeddings' pooling: -1 the model's (<arch>.pooling_type), 0 none, 1 mean, 2 cls, 3 last, 4 rank
   // The backends' run-time switches (backend/switches.h; the GPU ones apply here).
   backend::Switches switches = backend::env_switches();
   // LoRA adapters (model/lora_adapter.h) and their default scales (empty: 1 each); see Context::lora().
@@ -82,7 +82,10 @@ class Context {
   // keeps the final hidden states. embeddings(seq) is the pooled embedding
   // of a sequence of the last decode() ([n_embd], pooling from the model;
   // InvalidArgument for pooling none or a sequence not in the batch);
-  // token_embeddings(i) the hidden state of the batch's i-th token.
+  // token_embeddings(i) the hidden state of the batch's i-th token. With
+  // pooling rank (a reranker) embeddings(seq) is its score, one float from
+  // the model's classification head on the sequence's first token, and no
+  // token states are kept.
   //
   // Decoders in embeddings mode (set_embeddings(true), or
   // ContextParams::embeddings) evaluate through the cache as usual but keep,
@@ -138,6 +141,8 @@ class Context {
   bool is_output(const Batch& batch, int64_t i) const;
   void forward_outputs(const model::ForwardBatch& fb, const model::KvView& kv);
   void pool_sequences(const Batch& batch);
+  // The row of each sequence's first token (rank pooling), ascending.
+  static std::vector<int32_t> first_rows(const Batch& batch);
 
   std::shared_ptr<const model::Model> model_;
   ContextParams params_;

@@ -30,9 +30,16 @@ model::Pooling Context::pooling() const {
     case 1: return model::Pooling::Mean;
     case 2: return model::Pooling::Cls;
     case 3: return model::Pooling::Last;
+    case 4:
+      // A score from the model's classification head, which only a reranker's file has.
+      if (model_->hparams().pooling != model::Pooling::Rank) {
+        throw InvalidArgument("pooling type 4 (rank) needs a reranker: a model whose file says pooling_type 4 and "
+                              "holds a classification head; " + model_->hparams().arch + " model here has none");
+      }
+      return model::Pooling::Rank;
     default:
       throw InvalidArgument("pooling type " + std::to_string(params_.pooling_type) +
-                            " is not supported (-1 the model's, 0 none, 1 mean, 2 cls, 3 last)");
+                            " is not supported (-1 the model's, 0 none, 1 mean, 2 cls, 3 last, 4 rank)");
   }
 }
 

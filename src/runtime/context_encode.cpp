@@ -23,21 +23,50 @@ void Context::encode(const Batch& batch) {
                             std::to_string(kMaxSequences - 1));
     }
   }
+  const bool rank = pooling() == model::Pooling::Rank;
   std::vector<int32_t> rows(static_cast<size_t>(n));
   std::iota(rows.begin(), rows.end(), 0);
+  if (rank) rows = first_rows(batch);
   model::ForwardBatch fb;
   fb.tokens = batch.tokens.data();
   fb.pos = batch.pos.data();
   fb.n_tokens = n;
   fb.out_rows = rows.data();
-  fb.n_out = n;
+  fb.n_out = static_cast<int64_t>(rows.size());
   fb.seq = batch.seq.data();
+  fb.classify = rank;
   states_.resize(static_cast<size_t>(n * n_embd));
   pooled_.clear();
   n_out_ = 0;
   const model::KvView no_cache;
-  model::run_step(model_->arch(), *placement_, fb, no_cache, states_.data());  // [n, n_embd]
-  pool_sequences(batch);
+  model::run_step(model_->arch(), *placement_, fb, no_cache, states_.data());  // [n, n_embd], rank: [n_seq, 1]
+  if (!rank) {
+    pool_sequences(batch);
+    return;
+  }
+  // One score per sequence (llama.cpp's float[1] of llama_get_embeddings_seq);
+  // no token states are kept.
+  pooled_.assign(static_cast<size_t>(kMaxSequences), {});
+  for (size_t k = 0; k < rows.size(); ++k) {
+    pooled_[static_cast<size_t>(batch.seq[static_cast<size_t>(rows[k])])] = {states_[k]};
+  }
+  states_.clear();
+}
+
+std::vector<int32_t> Context::first_rows(const Batch& batch) {
+  // Each sequence's token of the lowest position (its first, llama.cpp's
+  // position 0), in ascending row order as ForwardBatch::out_rows must be.
+  std::vector<int32_t> first(static_cast<size_t>(kMaxSequences), -1);
+  for (int64_t i = 0; i < batch.size(); ++i) {
+    int32_t& f = first[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
+    if (f < 0 || batch.pos[static_cast<size_t>(i)] < batch.pos[static_cast<size_t>(f)]) f = static_cast<int32_t>(i);
+  }
+  std::vector<int32_t> rows;
+  for (int32_t f : first) {
+    if (f >= 0) rows.push_back(f);
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
 }
 
 std::span<const float> Context::embeddings(int seq) const {

@@ -140,6 +140,9 @@ class Engine {
   SlotActionResult slot_action(int slot, SlotAction action, const std::string& path);
   // Whether embedding requests are served (encoders, or --embeddings).
   bool serves_embeddings() const { return is_encoder() || embed_ctx_ != nullptr; }
+  // Whether the model is a reranker (an encoder whose file says pooling rank
+  // and holds a classification head): its "embedding" is one score.
+  bool is_reranker() const { return is_encoder() && model_->hparams().pooling == model::Pooling::Rank; }
   // The longest input an embedding request may have.
   int64_t embedding_n_ctx() const;
 

@@ -83,6 +83,7 @@ class HttpApp : public http::Application {
     add_native_routes(routes_, st_);
     add_info_routes(routes_, st_);
     add_embedding_routes(routes_, st_);
+    add_rerank_routes(routes_, st_);
     add_slot_routes(routes_, st_);
     add_webui_routes(routes_, st_);
     add_lora_routes(routes_, st_);

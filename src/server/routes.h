@@ -60,6 +60,7 @@ void add_completion_routes(Routes& routes, ServerState& st);  // routes_completi
 void add_native_routes(Routes& routes, ServerState& st);      // routes_native.cpp
 void add_info_routes(Routes& routes, ServerState& st);        // routes_info.cpp
 void add_embedding_routes(Routes& routes, ServerState& st);   // routes_embeddings.cpp
+void add_rerank_routes(Routes& routes, ServerState& st);      // routes_rerank.cpp
 void add_slot_routes(Routes& routes, ServerState& st);        // routes_slots.cpp
 void add_webui_routes(Routes& routes, ServerState& st);       // routes_webui.cpp (unless --no-webui)
 

@@ -1,5 +1,6 @@
 // POST /v1/embeddings: encoders (bert), and decoders when the server runs
-// with --embeddings (their final hidden states, pooled).
+// with --embeddings (their final hidden states, pooled). Rerankers are
+// refused (routes_rerank.cpp serves them).
 #include <cmath>
 
 #include "server/api_error.h"
@@ -54,6 +55,13 @@ std::vector<Json> split_inputs(const Json& input) {
 
 void embeddings(ServerState& st, const Json& body, const Request& req, Response& res) {
   check_model_name(st, body);
+  if (st.engine.is_reranker()) {
+    // llama-server c392e50 reads n_embd floats from the one score here; a
+    // reranker's output is a relevance score, served by /rerank.
+    throw bad_request("this model (" + st.opt.model_id + ") is a reranker: its output is one relevance score per "
+                      "query and document, served by /rerank, not an embedding",
+                      "model", "embeddings_not_supported");
+  }
   if (!st.engine.serves_embeddings()) {
     throw bad_request("this model (" + st.opt.model_id + ") is a text generator: start the server with --embeddings "
                       "to get embeddings from its hidden states, or serve an embedding model",
@@ -97,31 +105,6 @@ void embeddings(ServerState& st, const Json& body, const Request& req, Response&
                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
 }
 
-// /rerank, /v1/rerank: relevance scores of documents for a query. They come
-// from a reranker (a classifier over "query, document" pairs whose model has
-// a ranking head); no architecture ferrite loads has one yet, so the route
-// checks the request and answers 501 naming what is missing.
-void rerank(ServerState& st, const Json& body, Response&) {
-  check_model_name(st, body);
-  const auto query = opt_string(body, "query");
-  if (!query) throw bad_request("'query' is required (a string)", "query");
-  if (!body.contains("documents") || !body["documents"].is_array() || body["documents"].empty()) {
-    throw bad_request("'documents' must be a non-empty array of strings", "documents");
-  }
-  if (body["documents"].size() > kMaxInputs) {
-    throw bad_request("at most " + std::to_string(kMaxInputs) + " documents per request", "documents");
-  }
-  for (const Json& d : body["documents"]) {
-    if (!d.is_string()) throw bad_request("'documents' must be a non-empty array of strings", "documents");
-  }
-  (void)opt_integer(body, "top_n", 1, static_cast<int64_t>(kMaxInputs));
-  throw ApiError(kStatusNotImplemented, "not_supported_error",
-                 "this model (" + st.opt.model_id + ", architecture " + st.engine.model().hparams().arch +
-                     ") is not a reranker: reranking needs a model with a ranking head, which no architecture "
-                     "ferrite loads has yet",
-                 "model", "rerank_not_supported");
-}
-
 }  // namespace
 
 void add_embedding_routes(Routes& routes, ServerState& st) {
@@ -130,10 +113,6 @@ void add_embedding_routes(Routes& routes, ServerState& st) {
   });
   routes.post("/v1/embeddings", embed);
   routes.post("/embeddings", embed);
-  auto rank = json_route(st, true, [&st](const Json& body, const Request&, Response& res) { rerank(st, body, res); });
-  routes.post("/rerank", rank);
-  routes.post("/v1/rerank", rank);
-  routes.post("/v1/reranking", rank);
 }
 
 }  // namespace ferrite::server

@@ -22,12 +22,15 @@ from .llama_chat import ChatMixin
 # llama.cpp's "pick a random seed" value.
 LLAMA_DEFAULT_SEED = 0xFFFFFFFF
 
-# Pooling of embeddings (llama.cpp's values; rank is not supported).
+# Pooling of embeddings (llama.cpp's values). Rank: a reranker's score, the
+# one value embed() gives per input (a model whose file says rank and holds a
+# classification head; refused for others).
 LLAMA_POOLING_TYPE_UNSPECIFIED = -1
 LLAMA_POOLING_TYPE_NONE = 0
 LLAMA_POOLING_TYPE_MEAN = 1
 LLAMA_POOLING_TYPE_CLS = 2
 LLAMA_POOLING_TYPE_LAST = 3
+LLAMA_POOLING_TYPE_RANK = 4
 
 
 class ModelNotFoundError(FileNotFoundError, ValueError):

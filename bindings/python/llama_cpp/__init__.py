@@ -13,6 +13,7 @@ from ferrite import (  # noqa: F401  (re-exported)
     LLAMA_POOLING_TYPE_LAST,
     LLAMA_POOLING_TYPE_MEAN,
     LLAMA_POOLING_TYPE_NONE,
+    LLAMA_POOLING_TYPE_RANK,
     LLAMA_POOLING_TYPE_UNSPECIFIED,
     IgnoredArgumentWarning,
     Llama,
@@ -39,4 +40,5 @@ __all__ = [
     "LLAMA_POOLING_TYPE_MEAN",
     "LLAMA_POOLING_TYPE_CLS",
     "LLAMA_POOLING_TYPE_LAST",
+    "LLAMA_POOLING_TYPE_RANK",
 ]

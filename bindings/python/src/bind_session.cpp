@@ -38,6 +38,7 @@ const char* pooling_name(model::Pooling p) {
     case model::Pooling::Mean: return "mean";
     case model::Pooling::Cls: return "cls";
     case model::Pooling::Last: return "last";
+    case model::Pooling::Rank: return "rank";
     case model::Pooling::None: break;
   }
   return "none";
