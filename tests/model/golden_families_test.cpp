@@ -302,7 +302,9 @@ TEST(TinyFamilies, Qwen2vlRefusesBadRopeSections) {
 TEST(TinyFamilies, DISABLED_Write) {
   const char* out = std::getenv("FERRITE_TINY_OUT");
   ASSERT_NE(out, nullptr) << "set FERRITE_TINY_OUT";
-  for (const std::string& f : test::tiny_families()) {
+  std::vector<std::string> families = test::tiny_families();
+  families.insert(families.end(), test::tiny_ik_families().begin(), test::tiny_ik_families().end());
+  for (const std::string& f : families) {
     const auto tiny = test::make_tiny_family(f);
     std::filesystem::copy_file(tiny->path(), std::filesystem::path(out) / ("tiny-" + f + ".gguf"),
                                std::filesystem::copy_options::overwrite_existing);
