@@ -56,7 +56,8 @@
   X("qwen2vl", make_qwen2vl)     \
   X("nomic-bert", make_nomic_bert) \
   X("jina-bert-v2", make_jina_bert_v2) \
-  X("smollm3", make_smollm3)
+  X("smollm3", make_smollm3)     \
+  X("glm4", make_glm4)
 
 namespace ferrite::model {
 
