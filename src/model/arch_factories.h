@@ -57,7 +57,9 @@
   X("nomic-bert", make_nomic_bert) \
   X("jina-bert-v2", make_jina_bert_v2) \
   X("smollm3", make_smollm3)     \
-  X("glm4", make_glm4)
+  X("glm4", make_glm4)           \
+  X("ernie4_5", make_ernie4_5)   \
+  X("ernie4_5-moe", make_ernie4_5_moe)
 
 namespace ferrite::model {
 

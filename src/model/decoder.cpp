@@ -49,6 +49,7 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
 
     if (file.find_tensor(name("ffn_gate_inp.weight")) != nullptr) {
       L.moe = bind_experts(b, hp, il, opt.moe_norm_weights);
+      L.moe.probs_bias = b.optional_vec(name("exp_probs_b.bias"), hp.n_expert);  // selection bias (ernie4_5-moe)
       if (const gguf::TensorInfo* sh = file.find_tensor(name("ffn_up_shexp.weight"))) {
         const int64_t n_ff_sh = sh->ne[1];
         L.moe.shexp.gate = b.require(name("ffn_gate_shexp.weight"), {n_embd, n_ff_sh});
