@@ -59,7 +59,8 @@
   X("smollm3", make_smollm3)     \
   X("glm4", make_glm4)           \
   X("ernie4_5", make_ernie4_5)   \
-  X("ernie4_5-moe", make_ernie4_5_moe)
+  X("ernie4_5-moe", make_ernie4_5_moe) \
+  X("hunyuan-moe", make_hunyuan_moe)
 
 namespace ferrite::model {
 

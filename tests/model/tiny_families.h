@@ -44,7 +44,7 @@ inline const std::vector<std::string>& tiny_families() {
 // The families ik_llama.cpp 8337e4c runs and llama.cpp c392e50 does not
 // (make_tiny_family writes them too; tests/model/ik_families_test.cpp).
 inline const std::vector<std::string>& tiny_ik_families() {
-  static const std::vector<std::string> f = {"smollm3", "glm4", "ernie4_5", "ernie4_5-moe"};
+  static const std::vector<std::string> f = {"smollm3", "glm4", "ernie4_5", "ernie4_5-moe", "hunyuan-moe"};
   return f;
 }
 
