@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -19,29 +20,17 @@ class Glm4 : public Architecture {
  public:
   Glm4(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = false;
     tok_embd_ = bind_token_embd(b, hp);
     output_norm_ = bind_norm(b, "output_norm", n_embd);
-    output_ = b.optional("output.weight", {n_embd, hp.n_vocab});
-    if (!output_) output_ = tok_embd_;
+    output_ = bind_output_or_tied(b, hp, tok_embd_);
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      if (file.find_tensor(name("attn_qkv.weight")) != nullptr) {
-        L.attn.wqkv = b.require(name("attn_qkv.weight"), {n_embd, n_q + 2 * n_kv});
-        L.attn.bqkv = b.optional_vec(name("attn_qkv.bias"), n_q + 2 * n_kv);
-      } else {
-        L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-        L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-        L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-        L.attn.bq = b.optional_vec(name("attn_q.bias"), n_q);
-        L.attn.bk = b.optional_vec(name("attn_k.bias"), n_kv);
-        L.attn.bv = b.optional_vec(name("attn_v.bias"), n_kv);
-      }
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
+      L.attn = bind_attention(b, hp, il, QkvLayout::Either);
       L.post_attn_norm = bind_norm(b, name("post_attention_norm"), n_embd);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
       const int64_t n_ff = file.tensor(name("ffn_down.weight")).ne[0];
