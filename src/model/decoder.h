@@ -1,6 +1,7 @@
 // The pre-norm decoder most families share (Llama, Mistral, Mixtral, Qwen2,
 // Qwen2-MoE, Qwen3, Qwen3-MoE, EXAONE, InternLM2, OLMoE, XVERSE, Baichuan 7B,
-// Orion, StableLM, OLMo, Nemotron):
+// Orion, StableLM, OLMo, Nemotron, SmolLM3, ERNIE 4.5, ERNIE 4.5 MoE,
+// Hunyuan-MoE):
 //   x = embed(tokens)
 //   per layer: x += attn(rms_norm(x)); x += ffn_or_moe(rms_norm(x))
 //   logits = output(rms_norm(x))
