@@ -129,11 +129,12 @@ inline void add_layers(TinyGguf& g, const Shape& s) {
   if (s.experts) {
     g.set_u32("expert_count", static_cast<uint32_t>(s.n_expert));
     g.set_u32("expert_used_count", kExpertsUsed);
-    if (s.dense_lead > 0 || s.shexp) {
+    if (s.dense_lead > 0) {
       // The dense layers' and the experts' sizes apart (ik_llama.cpp's keys).
       g.set_u32("feed_forward_length", kFf);
-      g.set_u32("expert_feed_forward_length", kFfExp);
     }
+    // ernie4_5-moe sizes experts by this key; hunyuan-moe by feed_forward_length (ik_llama.cpp 8337e4c).
+    if (s.dense_lead > 0 || s.shexp) g.set_u32("expert_feed_forward_length", kFfExp);
     if (s.shexp) g.set_u32("expert_shared_feed_forward_length", kFfExp);
   }
   // A tied output table of unit rows would make logits of 50 and more, where
