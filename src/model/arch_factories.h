@@ -55,7 +55,12 @@
   X("dbrx", make_dbrx)           \
   X("qwen2vl", make_qwen2vl)     \
   X("nomic-bert", make_nomic_bert) \
-  X("jina-bert-v2", make_jina_bert_v2)
+  X("jina-bert-v2", make_jina_bert_v2) \
+  X("smollm3", make_smollm3)     \
+  X("glm4", make_glm4)           \
+  X("ernie4_5", make_ernie4_5)   \
+  X("ernie4_5-moe", make_ernie4_5_moe) \
+  X("hunyuan-moe", make_hunyuan_moe)
 
 namespace ferrite::model {
 

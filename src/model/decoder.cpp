@@ -23,6 +23,7 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
   tok_embd_ = b.require("token_embd.weight", {n_embd, hp.n_vocab});
   norm_ = opt.layer_norm ? NormKind::Layer : NormKind::Rms;
   ffn_ = opt.ffn_relu_sqr ? FfnKind::ReluSqr : FfnKind::SwiGlu;
+  no_rope_step_ = opt.no_rope_layer_step;
   if (opt.norm_weights) output_norm_ = b.require_vec("output_norm.weight", n_embd);
   if (opt.layer_norm) output_norm_b_ = b.optional_vec("output_norm.bias", n_embd);
   output_ = bind_output_or_tied(b, hp, tok_embd_);
@@ -48,6 +49,7 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
 
     if (file.find_tensor(name("ffn_gate_inp.weight")) != nullptr) {
       L.moe = bind_experts(b, hp, il, opt.moe_norm_weights);
+      L.moe.probs_bias = b.optional_vec(name("exp_probs_b.bias"), hp.n_expert);  // selection bias (ernie4_5-moe)
       if (const gguf::TensorInfo* sh = file.find_tensor(name("ffn_up_shexp.weight"))) {
         const int64_t n_ff_sh = sh->ne[1];
         L.moe.shexp.gate = b.require(name("ffn_gate_shexp.weight"), {n_embd, n_ff_sh});
@@ -84,7 +86,8 @@ void Decoder::forward_hidden(Step& s, float* logits, float* hidden) const {
     const Layer& L = layers_[static_cast<size_t>(il)];
     const Act h = o.buffer(Buf::H, n, n_embd);
     o.norm(norm_, x, Norm{L.attn_norm, L.attn_norm_b}, h, qkv_input(L.attn));
-    o.attention(attention_spec(hp_, il, L.attn, rope), h, x, /*accumulate=*/true);
+    const bool no_rope = no_rope_step_ > 0 && (il + 1) % no_rope_step_ == 0;
+    o.attention(attention_spec(hp_, il, L.attn, no_rope ? backend::kNoRope : rope), h, x, /*accumulate=*/true);
 
     if (L.moe.gate_inp) {
       o.norm(norm_, x, Norm{L.ffn_norm, L.ffn_norm_b}, h, &L.moe.gate_exps);

@@ -1,6 +1,7 @@
 // The pre-norm decoder most families share (Llama, Mistral, Mixtral, Qwen2,
 // Qwen2-MoE, Qwen3, Qwen3-MoE, EXAONE, InternLM2, OLMoE, XVERSE, Baichuan 7B,
-// Orion, StableLM, OLMo, Nemotron):
+// Orion, StableLM, OLMo, Nemotron, SmolLM3, ERNIE 4.5, ERNIE 4.5 MoE,
+// Hunyuan-MoE):
 //   x = embed(tokens)
 //   per layer: x += attn(rms_norm(x)); x += ffn_or_moe(rms_norm(x))
 //   logits = output(rms_norm(x))
@@ -27,6 +28,8 @@ struct DecoderOptions {
                                 // of RMSNorm (Orion)
   bool norm_weights = true;     // false: the norms have no weights (OLMo's non-parametric LayerNorm)
   bool ffn_relu_sqr = false;    // feed-forward down(relu(up h + b)^2) + b without gate (Nemotron)
+  int64_t no_rope_layer_step = 0;  // > 0: layers il with (il + 1) % step == 0 attend without RoPE (SmolLM3;
+                                   // model/layer_rope.cpp says the same for a context shift)
 };
 
 class Decoder : public Architecture {
@@ -40,9 +43,10 @@ class Decoder : public Architecture {
   bool has_hidden_states() const override { return true; }
   void forward_hidden(Step& s, float* logits, float* hidden) const override;
 
-  // (RMSNorm and SwiGLU decoders only: DecoderDesc has no norm or feed-forward kind.)
+  // (RMSNorm and SwiGLU decoders with RoPE on every layer only: DecoderDesc
+  // has no norm or feed-forward kind, and one RoPE for all layers.)
   const backend::DecoderDesc* decoder_desc() const override {
-    return norm_ == NormKind::Rms && ffn_ == FfnKind::SwiGlu ? &desc_ : nullptr;
+    return norm_ == NormKind::Rms && ffn_ == FfnKind::SwiGlu && no_rope_step_ == 0 ? &desc_ : nullptr;
   }
 
  private:
@@ -57,6 +61,7 @@ class Decoder : public Architecture {
   HParams hp_;
   NormKind norm_ = NormKind::Rms;
   FfnKind ffn_ = FfnKind::SwiGlu;
+  int64_t no_rope_step_ = 0;
   Tensor tok_embd_, output_norm_, output_norm_b_, output_, rope_freqs_;
   std::vector<Layer> layers_;
   backend::DecoderDesc desc_;  // pointers into the members above

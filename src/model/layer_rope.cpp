@@ -49,6 +49,11 @@ backend::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells) {
   if (hp.arch == "gemma3" && hp.n_swa > 0 && (layer + 1) % kGemma3SlidingPattern != 0) {
     return rope_config(gemma3_local_rope(hp.rope), nullptr);
   }
+  if (hp.arch == "smollm3" && (layer + 1) % kSmolLM3NoRopeStep == 0) {
+    backend::RopeConfig none = rope_config(hp.rope, nullptr);
+    none.n_rot = 0;  // keys without position: a shift leaves them
+    return none;
+  }
   // LongRoPE (phi3): the short factors (or rope_freqs) up to the original
   // context, the long ones beyond it.
   const float* short_f = factors(file, "rope_factors_short.weight", n_rot);

@@ -20,6 +20,10 @@ class Model;
 constexpr int64_t kGemma3SlidingPattern = 6;
 constexpr float kGemma3LocalRopeBase = 10000.0f;
 
+// smollm3: every fourth layer (il + 1 a multiple of 4) attends without RoPE
+// (ik_llama.cpp fixes the step; no metadata key gives it).
+constexpr int64_t kSmolLM3NoRopeStep = 4;
+
 // The backends' RoPE settings of r with `freq_factors` ([n_rot/2] divisors or null).
 backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors);
 

@@ -18,6 +18,10 @@
 //   build/tests/test_model --gtest_also_run_disabled_tests
 //       --gtest_filter='TinyFamilies.DISABLED_Write' with FERRITE_TINY_OUT=DIR
 //   golden_dump -m DIR/tiny-<family>.gguf -i <the prompt's ids> --no-bos > <family>.p<N>.json
+// ik_llama.cpp's families (tiny_ik_families(): smollm3, glm4, ernie4_5,
+// ernie4_5-moe, hunyuan-moe) the same way with the dumper built against
+// ik_llama.cpp 8337e4c (/work/peers/tools/golden-ik/golden_dump, F32, -t 2),
+// checked at kIkTolerance.
 // qwen2vl's need a golden_dump that gives llama.cpp 4 position components
 // per token (its M-RoPE input), all equal to the position as llama.cpp's
 // Qwen2-VL example does for text (`--mrope` of the lead's dumper copy): the
@@ -31,6 +35,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "cpu/thread_pool.h"
@@ -51,6 +56,20 @@ constexpr double kAbsTolerance = 1e-3;
 // happens, up to 2.5e-4 where one does); a wrong definition misses by 2.
 constexpr double kDeepTolerance = 3e-3;
 constexpr int64_t kDeep = 8;  // layers from which kDeepTolerance applies
+// ik_llama.cpp's goldens (tiny_ik_families(): smollm3, glm4, ernie4_5,
+// ernie4_5-moe, hunyuan-moe; golden_dump built against ik_llama.cpp 8337e4c,
+// AVX2, flash attention and fused operations off): ik_llama.cpp's CPU
+// arithmetic is not c392e50's: on the same tiny xverse file its logits
+// differ from c392e50's golden by 7.7e-4 (p1) and 7.0e-4 (p2), and on these
+// families' files from the double-precision reference of ref_ik_families.h
+// (which ferrite matches within 1e-3, ik_families_test.cpp) by 5.3e-4 to
+// 1.0e-3, and 2.1e-3 for glm4 p2 (measured without ferrite). 3e-3 bounds
+// that floor; a neutralised quirk still misses by 0.25 and more.
+constexpr double kIkTolerance = 3e-3;
+bool is_ik_family(const std::string& family) {
+  const std::vector<std::string>& ik = test::tiny_ik_families();
+  return std::find(ik.begin(), ik.end(), family) != ik.end();
+}
 // A neutralised quirk must move some logit by this much at least.
 constexpr double kQuirkSeen = 50 * kAbsTolerance;
 
@@ -88,7 +107,8 @@ TEST_P(GoldenFamilies, TopLogitsAndLogSumExp) {
   const auto tiny = test::make_tiny_family(c.family);
   auto m = model::Model::load(tiny->path().string());
   ASSERT_EQ(m->hparams().arch, c.family);
-  const double tolerance = m->hparams().n_layer >= kDeep ? kDeepTolerance : kAbsTolerance;
+  const double tolerance =
+      is_ik_family(c.family) ? kIkTolerance : m->hparams().n_layer >= kDeep ? kDeepTolerance : kAbsTolerance;
   for (int64_t n_batch : {int64_t{512}, int64_t{7}}) {
     const double err = worst_error(*m, g, n_batch);
     EXPECT_LE(err, tolerance) << c.family << " p" << c.prompt << ", batch " << n_batch;
@@ -117,8 +137,10 @@ TEST_P(GoldenFamilyQuirks, QuirkMatters) {
 
 std::vector<Case> cases(std::initializer_list<int> prompts) {
   std::vector<Case> v;
-  for (const std::string& f : test::tiny_families()) {
-    for (int p : prompts) v.push_back({f, p});
+  for (const std::vector<std::string>* list : {&test::tiny_families(), &test::tiny_ik_families()}) {
+    for (const std::string& f : *list) {
+      for (int p : prompts) v.push_back({f, p});
+    }
   }
   return v;
 }
@@ -302,7 +324,9 @@ TEST(TinyFamilies, Qwen2vlRefusesBadRopeSections) {
 TEST(TinyFamilies, DISABLED_Write) {
   const char* out = std::getenv("FERRITE_TINY_OUT");
   ASSERT_NE(out, nullptr) << "set FERRITE_TINY_OUT";
-  for (const std::string& f : test::tiny_families()) {
+  std::vector<std::string> families = test::tiny_families();
+  families.insert(families.end(), test::tiny_ik_families().begin(), test::tiny_ik_families().end());
+  for (const std::string& f : families) {
     const auto tiny = test::make_tiny_family(f);
     std::filesystem::copy_file(tiny->path(), std::filesystem::path(out) / ("tiny-" + f + ".gguf"),
                                std::filesystem::copy_options::overwrite_existing);

@@ -1,5 +1,7 @@
 // Tiny random F32 models of the architecture families checked against
-// llama.cpp c392e50 (tests/model/golden_families_test.cpp, tests/cuda): each
+// llama.cpp c392e50, or ik_llama.cpp 8337e4c for the families c392e50 lacks
+// (smollm3, glm4, ernie4_5, ernie4_5-moe, hunyuan-moe)
+// (tests/model/golden_families_test.cpp, tests/cuda): each
 // in the tensor names, shapes and metadata keys llama.cpp's converter writes
 // for the family, with a 320-token SentencePiece-style vocabulary (<unk>,
 // <s>, </s>, the 256 byte tokens, 61 plain pieces) that llama.cpp loads.
@@ -19,6 +21,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/tiny_gguf.h"
@@ -36,6 +39,13 @@ inline const std::vector<std::string>& tiny_families() {
     return v;
   }();
   return all;
+}
+
+// The families ik_llama.cpp 8337e4c runs and llama.cpp c392e50 does not
+// (make_tiny_family writes them too; tests/model/ik_families_test.cpp).
+inline const std::vector<std::string>& tiny_ik_families() {
+  static const std::vector<std::string> f = {"smollm3", "glm4", "ernie4_5", "ernie4_5-moe", "hunyuan-moe"};
+  return f;
 }
 
 // The two prompts of every family's goldens (token ids; 1 is <s>).
@@ -99,6 +109,10 @@ struct Shape {
   bool rope_dims_key = true; // rope.dimension_count written (dbrx's converter writes none)
   std::string ffn_norm_name = "ffn_norm";  // dbrx: attn_output_norm
   bool qkv_bias = false;     // attn_q/k/v.bias (qwen2vl)
+  bool fused_up = false;     // ffn_up [n_embd, 2 n_ff] holds gate | up, no ffn_gate (glm4)
+  int64_t dense_lead = 0;    // with experts: the first layers are dense (ernie4_5-moe)
+  bool shexp = false;        // with experts: a shared expert ffn_{gate,up,down}_shexp of kFfExp
+  bool probs_bias = false;   // with experts: exp_probs_b.bias, the selection bias (ernie4_5-moe)
 };
 
 inline void add_layers(TinyGguf& g, const Shape& s) {
@@ -115,6 +129,13 @@ inline void add_layers(TinyGguf& g, const Shape& s) {
   if (s.experts) {
     g.set_u32("expert_count", static_cast<uint32_t>(s.n_expert));
     g.set_u32("expert_used_count", kExpertsUsed);
+    if (s.dense_lead > 0) {
+      // The dense layers' and the experts' sizes apart (ik_llama.cpp's keys).
+      g.set_u32("feed_forward_length", kFf);
+    }
+    // ernie4_5-moe sizes experts by this key; hunyuan-moe by feed_forward_length (ik_llama.cpp 8337e4c).
+    if (s.dense_lead > 0 || s.shexp) g.set_u32("expert_feed_forward_length", kFfExp);
+    if (s.shexp) g.set_u32("expert_shared_feed_forward_length", kFfExp);
   }
   // A tied output table of unit rows would make logits of 50 and more, where
   // f16 rounding flips move them past 1e-3: 1/sqrt(n_embd) keeps them near 5.
@@ -154,11 +175,20 @@ inline void add_layers(TinyGguf& g, const Shape& s) {
     if (s.post_norms) g.add_norm(p + "post_attention_norm.weight", kEmbd);
     if (s.pre_norms && s.ffn_norm && s.norm_weights) g.add_norm(p + s.ffn_norm_name + ".weight", kEmbd);
     if (s.pre_norms && s.ffn_norm && s.norm_bias) g.add(p + s.ffn_norm_name + ".bias", {kEmbd}, 0.1f);
-    if (s.experts) {
+    if (s.experts && il >= s.dense_lead) {
       g.add_linear(p + "ffn_gate_inp.weight", kEmbd, s.n_expert);
+      if (s.probs_bias) g.add(p + "exp_probs_b.bias", {s.n_expert}, 0.3f);
       g.add(p + "ffn_gate_exps.weight", {kEmbd, kFfExp, s.n_expert}, 0.125f);
       g.add(p + "ffn_up_exps.weight", {kEmbd, kFfExp, s.n_expert}, 0.125f);
       g.add(p + "ffn_down_exps.weight", {kFfExp, kEmbd, s.n_expert}, 0.18f);
+      if (s.shexp) {
+        g.add_linear(p + "ffn_gate_shexp.weight", kEmbd, kFfExp);
+        g.add_linear(p + "ffn_up_shexp.weight", kEmbd, kFfExp);
+        g.add_linear(p + "ffn_down_shexp.weight", kFfExp, kEmbd);
+      }
+    } else if (s.fused_up) {
+      g.add_linear(p + "ffn_up.weight", kEmbd, 2 * kFf);
+      g.add_linear(p + "ffn_down.weight", kFf, kEmbd);
     } else if (s.relu_sqr) {
       g.add_linear(p + "ffn_up.weight", kEmbd, kFf);
       g.add(p + "ffn_up.bias", {kFf}, 0.1f);
@@ -178,14 +208,14 @@ inline void add_layers(TinyGguf& g, const Shape& s) {
 
 }  // namespace tiny_family_detail
 
-// Writes the tiny model of `family` (one of tiny_families()).
+// Writes the tiny model of `family` (one of tiny_families() or tiny_ik_families()).
 inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, bool quirk = true) {
   namespace d = tiny_family_detail;
   d::Shape s;
   std::string arch = family;
   float swa = 0.0f, logit_scale = 0.0f, embd_scale = 0.0f, residual_scale = 0.0f, attn_scale = 0.0f;
   float clamp_kqv = 0.0f;
-  bool longrope = false, zero_norm_biases = false;
+  bool longrope = false, zero_norm_biases = false, zero_probs_bias = false, zero_shexp = false;
   if (family == "olmo2") {
     // Quirk: q/k norms over the whole projection (off: per head). MHA: c392e50 wants k_norm [n_embd].
     s.n_head_kv = d::kHead;
@@ -289,15 +319,51 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
     // file as llama, adjacent pairs).
     s.qkv_bias = true;
     if (!quirk) arch = "llama";
+  } else if (family == "smollm3") {
+    // ik_llama.cpp's families (tests/model/golden/ from ik_llama.cpp 8337e4c). Llama's layout in 4
+    // layers, the 4th without RoPE; quirk: that NoPE layer (off: the same file as llama, RoPE everywhere).
+    s.n_layer = 4;
+    if (!quirk) arch = "llama";
+  } else if (family == "glm4") {
+    // Pre- and post-norms, Q/K/V biases, fused gate|up; quirk: partial RoPE, 8 of 16 dimensions (off: 16).
+    s.post_norms = true;
+    s.qkv_bias = true;
+    s.fused_up = true;
+    s.output = false;
+    s.n_rot = quirk ? 8 : d::kHeadDim;
+  } else if (family == "ernie4_5") {
+    // Llama's layout; quirk: none beyond the RoPE pairing (off: the same file as qwen2, NeoX pairs).
+    if (!quirk) arch = "qwen2";
+  } else if (family == "ernie4_5-moe") {
+    // 3 layers: 1 dense, then experts with a selection bias and a shared expert; quirk: the selection
+    // bias (off: zero).
+    s.n_layer = 3;
+    s.experts = true;
+    s.dense_lead = 1;
+    s.shexp = true;
+    s.probs_bias = true;
+    zero_probs_bias = !quirk;
+  } else if (family == "hunyuan-moe") {
+    // Experts in every layer plus an ungated shared expert, per-head q/k norms, NeoX RoPE; quirk: the
+    // shared expert (off: its down projection zero).
+    s.experts = true;
+    s.shexp = true;
+    s.qk_norm = 1;
+    zero_shexp = !quirk;
   } else {
     throw std::invalid_argument("no tiny model of family " + family);
   }
-  // Seeds follow the family's place in the list, except qwen2vl's (appended
-  // after the list in tiny_families()), which names its own so that neither
-  // it nor a family added to the list on a parallel branch changes file.
+  // Seeds follow the family's place in the list, except those appended after
+  // the list in tiny_families() (qwen2vl) and ik_llama.cpp's families, which
+  // name their own so that neither they nor a family added to the list on a
+  // parallel branch change file.
   uint32_t seed = 20270;
-  if (family == "qwen2vl") {
-    seed = 31001;
+  static const std::vector<std::pair<std::string, uint32_t>> own_seeds = {
+      {"qwen2vl", 31001}, {"smollm3", 32001}, {"glm4", 32011}, {"ernie4_5", 32021}, {"ernie4_5-moe", 32031},
+      {"hunyuan-moe", 32041}};
+  const auto own = std::find_if(own_seeds.begin(), own_seeds.end(), [&](const auto& e) { return e.first == family; });
+  if (own != own_seeds.end()) {
+    seed = own->second;
   } else {
     for (size_t i = 0; i < tiny_families().size(); ++i) {
       if (tiny_families()[i] == family) seed += static_cast<uint32_t>(7 * i);
@@ -326,6 +392,15 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
       biases.push_back("blk." + std::to_string(il) + ".ffn_norm.bias");
     }
     for (const std::string& b : biases) std::fill(g->values(b).begin(), g->values(b).end(), 0.0f);
+  }
+  for (int64_t il = s.dense_lead; il < s.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    if (zero_probs_bias) std::fill(g->values(p + "exp_probs_b.bias").begin(), g->values(p + "exp_probs_b.bias").end(), 0.0f);
+    if (zero_shexp) std::fill(g->values(p + "ffn_down_shexp.weight").begin(), g->values(p + "ffn_down_shexp.weight").end(), 0.0f);
+  }
+  if (family == "ernie4_5-moe") {
+    g->set_u32("leading_dense_block_count", static_cast<uint32_t>(s.dense_lead));
+    g->set_u32("interleave_moe_layer_step", 1);
   }
   if (family == "qwen2vl") {
     std::vector<gguf::Value> sections;
