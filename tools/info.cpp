@@ -1,6 +1,7 @@
 // `ferrite info MODEL`: architecture, hyperparameters, tokenizer summary and
 // every tensor of a GGUF file, and the run-time switches in effect
 // (backend/switches.h); `--json` for the same as JSON.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -9,9 +10,13 @@
 
 #include "backend/switches.h"
 #include "command.h"
+#include "core/error.h"
 #include "gguf/file.h"
 #include "gguf/metadata.h"
+#include "model/architecture.h"
 #include "model_path.h"
+#include "runtime/context.h"
+#include "runtime/kv_cache.h"
 
 namespace ferrite::tools {
 namespace {
@@ -20,7 +25,48 @@ struct InfoOptions {
   std::string model;
   bool json = false;
   bool show_metadata = false;
+  int64_t n_ctx = 0;      // -c: the KV cache's context (0: the runtime's default)
+  int64_t n_batch = 512;  // -b
+  int n_parallel = 1;     // -np: sequences the sliding window is sized for
+  bool swa_full = false;  // --swa-full
+  std::string cache_type_k = "f16", cache_type_v = "f16";
 };
+
+// The KV cache a CPU context of these options allocates (kv_cache.h): its
+// cells, and with sliding-window layers their window. Empty for a file that
+// is not a decoder ferrite runs.
+struct CacheFigure {
+  bool known = false;
+  int64_t n_ctx = 0, window = 0, n_swa_layers = 0, n_layer = 0, bytes = 0, full_bytes = 0;
+};
+
+CacheFigure cache_figure(const gguf::File& file, const InfoOptions& opt) {
+  CacheFigure f;
+  try {
+    model::HParams hp = model::read_hparams(gguf::Metadata(file));
+    const auto arch = model::find_architecture(hp.arch)(file, hp);
+    if (arch->is_encoder()) return f;
+    const TensorType tk = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k");
+    const TensorType tv = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v");
+    f.n_ctx = opt.n_ctx > 0 ? opt.n_ctx
+              : hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, runtime::kDefaultMaxCtx)
+                                   : runtime::kDefaultMaxCtx;
+    f.n_layer = hp.n_layer;
+    for (int64_t il = 0; il < hp.n_layer; ++il) f.n_swa_layers += hp.is_swa(il) ? 1 : 0;
+    if (!opt.swa_full && f.n_swa_layers > 0) {
+      f.window = runtime::KvCache::window_size(hp.n_swa, opt.n_parallel, opt.n_batch, f.n_ctx);
+      if (f.window >= f.n_ctx) f.window = 0;
+    }
+    f.bytes = runtime::KvCache::planned_bytes(hp, f.n_ctx, tk, tv, f.window);
+    f.full_bytes = runtime::KvCache::planned_bytes(hp, f.n_ctx, tk, tv, 0);
+    f.known = true;
+  } catch (const Error&) {
+    // Not a model ferrite runs (a vocabulary file, an unknown architecture): no figure.
+  }
+  return f;
+}
+
+double mib(int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
 template <typename T>
 void put(nlohmann::json& j, const char* key, const std::optional<T>& v) {
@@ -89,6 +135,12 @@ int run_info(const InfoOptions& opt) {
     nlohmann::json sw = nlohmann::json::object();
     for (const auto& [name, value] : backend::describe(backend::env_switches())) sw[name] = value;
     j["switches"] = sw;
+    const CacheFigure cf = cache_figure(file, opt);
+    if (cf.known) {
+      j["kv_cache"] = {{"n_ctx", cf.n_ctx},           {"bytes", cf.bytes},
+                       {"whole_cache_bytes", cf.full_bytes}, {"swa_layers", cf.n_swa_layers},
+                       {"window_cells", cf.window}};
+    }
     if (opt.show_metadata) {
       nlohmann::json md = nlohmann::json::object();
       for (const auto& kv : file.metadata()) md[kv.key] = kv.value.to_string(16);
@@ -128,6 +180,17 @@ int run_info(const InfoOptions& opt) {
       std::printf("  %-40s %s\n", kv.key.c_str(), kv.value.to_string(8).c_str());
     }
   }
+  const CacheFigure cf = cache_figure(file, opt);
+  if (cf.known) {
+    std::printf("kv cache:      %.2f MiB at context %lld (%s/%s, CPU)", mib(cf.bytes), static_cast<long long>(cf.n_ctx),
+                opt.cache_type_k.c_str(), opt.cache_type_v.c_str());
+    if (cf.window > 0) {
+      std::printf(": %lld of %lld layers slide, their window cache holds %lld cells (whole cache %.2f MiB)",
+                  static_cast<long long>(cf.n_swa_layers), static_cast<long long>(cf.n_layer),
+                  static_cast<long long>(cf.window), mib(cf.full_bytes));
+    }
+    std::printf("\n");
+  }
   std::printf("tensors:       %zu\n", file.tensors().size());
   for (const auto& t : file.tensors()) {
     std::printf("  %-40s %-8s %-24s %12llu bytes\n", t.name.c_str(), tensor_type_name(t.type).c_str(),
@@ -152,6 +215,14 @@ const CommandRegistrar kInfo({"info", "Print a GGUF model's architecture, hyperp
                                 sub.add_option("-m,--model,model", opt->model, "Model file or name (also as the first argument)")->required();
                                 sub.add_flag("--json", opt->json, "Print JSON");
                                 sub.add_flag("--metadata", opt->show_metadata, "Also print every metadata key");
+                                sub.add_option("-c,--ctx-size", opt->n_ctx,
+                                               "Context of the KV cache figure (0: the model's, up to 4096)");
+                                sub.add_option("-b,--batch-size", opt->n_batch, "Tokens per pass (sizes the sliding window's cache)");
+                                sub.add_option("--parallel", opt->n_parallel,
+                                               "Sequences (also -np; sizes the sliding window's cache)");
+                                sub.add_flag("--swa-full", opt->swa_full, "The KV cache figure without the sliding window's cache");
+                                sub.add_option("--cache-type-k", opt->cache_type_k, "K cache type of the figure (also -ctk)");
+                                sub.add_option("--cache-type-v", opt->cache_type_v, "V cache type of the figure (also -ctv)");
                                 return [opt] { return run_info(*opt); };
                               }});
 

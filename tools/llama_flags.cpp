@@ -68,7 +68,7 @@ constexpr const char* kOther[] = {
     "--rope-freq-scale", "--rope-scale", "--rope-scaling", "--rpc", "--sampler-seq", "--samplers", "--sampling-seq",
     "--save-all-logits", "--save-frequency", "--seed", "--sequences", "--simple-io", "--slot-prompt-similarity",
     "--slot-save-path", "--slots", "--special", "--split-mode", "--spm-infill", "--ssl-cert-file", "--ssl-key-file",
-    "--system-prompt", "--temp", "--tensor-split", "--threads", "--threads-batch", "--threads-batch-draft",
+    "--swa-full", "--system-prompt", "--temp", "--tensor-split", "--threads", "--threads-batch", "--threads-batch-draft",
     "--threads-draft", "--threads-http", "--timeout", "--top-k", "--top-nsigma", "--top-p", "--tts-oute-default",
     "--tts-use-guide-tokens", "--typical", "--ubatch-size", "--usage", "--verbose", "--verbose-prompt",
     "--verbosity", "--version", "--winogrande", "--winogrande-tasks", "--xtc-probability", "--xtc-threshold",

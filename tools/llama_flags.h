@@ -1,6 +1,6 @@
 // llama.cpp's command line, as ferrite reads it. Every option of llama-cli,
 // llama-server, llama-bench, llama-perplexity, llama-embedding and
-// llama-batched-bench (build c392e50, plus -sys of later builds) is known
+// llama-batched-bench (build c392e50, plus -sys and --swa-full of later builds) is known
 // here by its spelling. Before a command's options are parsed:
 //   - a single-dash spelling of more than one letter (-ngl, -fa, -cnv, -sys,
 //     -ctk, -hf, -np, ...), which CLI11 would read as a short option and a

@@ -46,6 +46,10 @@ void add_model_options(CLI::App& sub, ModelOptions& o, unsigned which) {
   if (which & kCacheOptions) {
     sub.add_option("--cache-type-k", o.cache_type_k, std::string("K cache type (also -ctk): ") + runtime::kCacheTypeNames);
     sub.add_option("--cache-type-v", o.cache_type_v, std::string("V cache type (also -ctv): ") + runtime::kCacheTypeNames);
+    sub.add_flag("--swa-full", o.swa_full,
+                 "Sliding-window layers (gemma2/3, cohere2, ...) keep the whole context in the KV cache instead of "
+                 "their window: needed for context shift and for re-using a prompt prefix after the window moved "
+                 "(llama.cpp's --swa-full; GPU layers always keep it)");
     sub.add_flag("--flash-attn", o.flash_attn,
                  "Accepted for llama.cpp's -fa: ferrite's attention always runs as one fused pass");
   }
@@ -160,6 +164,7 @@ LoadedModel load_model(const ModelOptions& o) {
   c.n_threads = o.n_threads;
   c.cache_type = runtime::cache_type_from_name(o.cache_type_k, "--cache-type-k");
   c.cache_type_v = runtime::cache_type_from_name(o.cache_type_v, "--cache-type-v");
+  c.swa_full = o.swa_full;
   c.n_gpu_layers = gpu_layers(o, *out.model, c.cache_type, c.cache_type_v);
   load_lora(o, *out.model, c);
   return out;

@@ -34,6 +34,7 @@ struct ModelOptions {
   int main_gpu = 0;                // -mg (ferrite drives device 0)
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
+  bool swa_full = false;           // --swa-full: sliding-window layers keep the whole context
   bool flash_attn = false;         // -fa (accepted: ferrite's attention is always one fused pass)
   bool mlock = false;              // --mlock
   bool no_mmap = false;            // --no-mmap

@@ -98,6 +98,7 @@ int run_serve(const ServeOptions& opt) {
                          .n_threads = lm.context.n_threads, .max_queue = opt.queue, .after_step = {},
                          .cache_type_k = lm.context.cache_type,
                          .cache_type_v = lm.context.cache_type_v,
+                         .swa_full = lm.context.swa_full,
                          .n_gpu_layers = ngl,
                          .context_shift = !opt.no_context_shift,
                          .prefix_cache = !opt.no_prefix_cache,

@@ -110,6 +110,7 @@ SlotDrafters slot_drafters(const SpeculativeOptions& o, const ModelOptions& targ
     if (!*ctx) {
       runtime::ContextParams c = m->context;
       if (c.n_ctx == 0) c.n_ctx = n_ctx;
+      c.n_seq_max = static_cast<int>(std::max<int64_t>(1, n_ctx / slot_ctx));  // a sliding window per slot
       *ctx = std::make_unique<runtime::Context>(m->model, c);
     }
     runtime::Context& dc = **ctx;

@@ -60,6 +60,11 @@ struct KvView {
   const int32_t* kv_begin = nullptr; // [n_tokens]
   const int32_t* kv_len = nullptr;   // [n_tokens]
   int64_t mask_stride = 0;           // with kv_begin: elements between mask rows
+  // A window cache (runtime/kv_cache.h): the sliding-window layers' own
+  // cells, with their slots, ranges and (window) mask; attention with
+  // AttentionSpec::sliding reads and writes there instead. nullptr: those
+  // layers use this view with mask_swa.
+  const KvView* swa = nullptr;
 };
 
 }  // namespace ferrite::backend

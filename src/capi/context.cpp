@@ -73,6 +73,9 @@ ferrite_status ferrite_context_new(ferrite_model* model, const ferrite_context_p
     cp.n_threads = p.n_threads;
     cp.n_gpu_layers = m.state->n_gpu_layers;
     cp.embeddings = p.embeddings != 0;
+    // The C API names no sequence count to size a sliding-window cache by
+    // (runtime/README.md): its contexts keep the whole cache.
+    cp.swa_full = true;
     auto c = std::make_unique<ferrite_context>();
     c->model = m.state;
     c->ctx = std::make_unique<runtime::Context>(m.state->model, cp);

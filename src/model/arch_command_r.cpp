@@ -54,6 +54,7 @@ class CommandR : public Architecture {
       L.ffn = bind_ffn(b, hp, il, FfnGate::Required);
       L.sliding = cohere2 && il % kCohere2Pattern < kCohere2Pattern - 1;
       L.rope = !cohere2 || L.sliding;
+      hp.swa_layers.push_back(L.sliding);
     }
     hp_ = hp;
   }

@@ -69,6 +69,7 @@ class Gemma : public Architecture {
         L.attn.k_norm = b.require_vec(name("attn_k_norm.weight"), hd);
         L.sliding = hp.n_swa > 0 && (il + 1) % kGemma3SlidingPattern != 0;
       }
+      hp.swa_layers.push_back(L.sliding);
     }
     hp_ = hp;
   }

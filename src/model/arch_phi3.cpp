@@ -35,6 +35,7 @@ class Phi3 : public Architecture {
     const gguf::Metadata md(file);
     const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
+    hp.swa_layers.assign(static_cast<size_t>(hp.n_layer), hp.n_swa > 0);  // a window applies to every layer
     const int64_t n_pairs = hp.rope.n_rot / 2;
     rope_long_ = b.optional_vec("rope_factors_long.weight", n_pairs);
     if (auto f = md.opt_float(md.arch_key("rope.scaling.attn_factor"))) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/metadata.h"
 
@@ -46,6 +47,10 @@ struct HParams {
   float norm_eps = 1e-5f;      // attention.layer_norm_epsilon
   float norm_rms_eps = 1e-5f;  // attention.layer_norm_rms_epsilon
   int64_t n_swa = 0;         // sliding window (0: none)
+  // [n_layer] or empty: the layers that attend through the sliding window
+  // (set by the architecture; the runtime's window cache holds only the
+  // window's cells for them).
+  std::vector<bool> swa_layers;
   float attn_softcap = 0.0f; // attention logit soft-cap (0: none)
   float final_softcap = 0.0f;
   // ALiBi (attention.max_alibi_bias, or the family's fixed value): > 0 makes
@@ -57,6 +62,15 @@ struct HParams {
 
   int64_t n_embd_q() const { return n_head * head_dim; }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
+  bool is_swa(int64_t il) const {
+    return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() && swa_layers[static_cast<size_t>(il)];
+  }
+  bool has_swa_layers() const {
+    for (int64_t il = 0; il < n_layer; ++il) {
+      if (is_swa(il)) return true;
+    }
+    return false;
+  }
 };
 
 // Reads the keys every decoder shares. Throws ModelError for missing

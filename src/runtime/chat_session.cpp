@@ -221,7 +221,8 @@ PrefillStats ChatSession::load(const std::string& path) {
     const int64_t n = static_cast<int64_t>(prompt.size());
     const std::vector<int32_t>& cached = seq_.cached();
     const bool all_cached =
-        n > 0 && static_cast<int64_t>(cached.size()) >= n && std::equal(prompt.begin(), prompt.end(), cached.begin());
+        n > 0 && static_cast<int64_t>(cached.size()) >= n && std::equal(prompt.begin(), prompt.end(), cached.begin()) &&
+        ctx_.cache().can_continue(params_.seq, static_cast<int32_t>(n));
     if (all_cached) {
       ctx_.cache().remove(params_.seq, static_cast<int32_t>(n), -1);
       seq_.assume(prompt);

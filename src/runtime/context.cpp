@@ -34,7 +34,29 @@ int64_t cpu_cache_layers(const model::HParams& hp, int n_gpu_layers) {
   return std::max<int64_t>(0, hp.n_layer - n_gpu_layers);
 }
 
+// Cells of the sliding-window layers' own cache (KvCache::window_size), or 0:
+// those layers keep the whole context (--swa-full, GPU layers, no window).
+int64_t window_cells(const model::HParams& hp, const ContextParams& p) {
+  if (p.swa_full || p.n_gpu_layers != 0 || !hp.has_swa_layers()) return 0;
+  if (p.n_seq_max < 1) throw InvalidArgument("n_seq_max must be positive");
+  return KvCache::window_size(hp.n_swa, p.n_seq_max, p.n_batch, context_size(hp, p.n_ctx));
+}
+
 constexpr float kHidden = -std::numeric_limits<float>::infinity();
+
+// The cells each token of the pass reads in `cache`: its sequence's span,
+// widened to kKvPad boundaries (one sequence alone at the start of the
+// cache reads [0, n_kv) as without ranges).
+void cell_ranges(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n, int64_t n_kv,
+                 std::vector<int32_t>& kv_begin, std::vector<int32_t>& kv_len);
+
+// Mask rows [n, width] over each token's cells (cell_ranges): a cell is
+// visible to a token of sequence s at position p when it belongs to s and
+// holds a position <= p, and in mask_swa also within the window. Visible
+// is 0, or with ALiBi -(p - cell position). Either mask may be null.
+void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n,
+                const std::vector<int32_t>& kv_begin, const std::vector<int32_t>& kv_len, int64_t width, bool alibi,
+                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa);
 
 // Attention scans a multiple of this many cells (the extra ones are masked):
 // whole vectors for the dot products over cells, and llama.cpp's padding, so
@@ -47,7 +69,8 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     : model_(std::move(model)),
       params_(params),
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
-             params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers)),
+             params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers),
+             window_cells(model_->hparams(), params)),
       pool_(thread_count(params.n_threads)),
       cpu_(std::make_unique<cpu::CpuBackend>(model_->dims(), pool_, ws_)) {
   cpu::apply_isa_env();
@@ -151,20 +174,11 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   // the distance of the cell's current position, so a context shift moves
   // the bias with the positions and rotates nothing.
   const bool alibi = hp.max_alibi_bias > 0.0f;
-  mask_.assign(static_cast<size_t>(n * width), kHidden);
-  if (hp.n_swa > 0) mask_swa_.assign(static_cast<size_t>(n * width), kHidden);
-  for (int64_t t = 0; t < n; ++t) {
-    const int seq = batch.seq[begin + t];
-    const int32_t p = batch.pos[begin + t];
-    const int64_t b = kv_begin_[static_cast<size_t>(t)];
-    for (int64_t j = 0; j < kv_len_[static_cast<size_t>(t)]; ++j) {
-      const KvCache::Cell& c = cache_.cell(b + j);
-      if (c.pos < 0 || !c.has(seq) || c.pos > p) continue;
-      const float visible = alibi ? -static_cast<float>(p - c.pos) : 0.0f;
-      mask_[t * width + j] = visible;
-      if (hp.n_swa > 0 && p - c.pos < hp.n_swa) mask_swa_[t * width + j] = visible;
-    }
-  }
+  // With a window cache the sliding layers read its cells (window_view) and
+  // these cells serve the others only.
+  const bool swa_here = hp.n_swa > 0 && cache_.window() == nullptr;
+  fill_masks(cache_, batch, begin, n, kv_begin_, kv_len_, width, alibi, hp.n_swa, &mask_,
+             swa_here ? &mask_swa_ : nullptr);
 
   std::vector<int32_t> out_rows;
   for (int64_t t = 0; t < n; ++t) {
@@ -183,10 +197,15 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.slots = slots.data();
   kv.n_kv = n_kv;
   kv.mask = mask_.data();
-  kv.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
+  kv.mask_swa = swa_here ? mask_swa_.data() : nullptr;
   kv.kv_begin = kv_begin_.data();
   kv.kv_len = kv_len_.data();
   kv.mask_stride = width;
+  model::KvView window;
+  if (cache_.window() != nullptr) {
+    window_view(batch, begin, n, window);
+    kv.swa = &window;
+  }
   try {
     forward_outputs(fb, kv);
   } catch (...) {
@@ -199,6 +218,30 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
 }
 
 void Context::token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv) {
+  cell_ranges(cache_, batch, begin, n, n_kv, kv_begin_, kv_len_);
+}
+
+void Context::window_view(const Batch& batch, int64_t begin, int64_t n, model::KvView& view) {
+  KvCache& win = *cache_.window();
+  const model::HParams& hp = model_->hparams();
+  const int64_t n_kv = std::min(win.size(), (win.end() + kKvPad - 1) / kKvPad * kKvPad);
+  cell_ranges(win, batch, begin, n, n_kv, win_begin_, win_len_);
+  const int64_t width = *std::max_element(win_len_.begin(), win_len_.end());
+  fill_masks(win, batch, begin, n, win_begin_, win_len_, width, hp.max_alibi_bias > 0.0f, hp.n_swa, nullptr, &mask_win_);
+  view = win.view();
+  view.slots = cache_.window_slots().data();
+  view.n_kv = n_kv;
+  view.mask = mask_win_.data();
+  view.mask_swa = mask_win_.data();
+  view.kv_begin = win_begin_.data();
+  view.kv_len = win_len_.data();
+  view.mask_stride = width;
+}
+
+namespace {
+
+void cell_ranges(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n, int64_t n_kv,
+                 std::vector<int32_t>& kv_begin, std::vector<int32_t>& kv_len) {
   // The span of cells each sequence of the pass occupies: [lo, hi).
   SeqSet batch_seqs;
   for (int64_t t = 0; t < n; ++t) batch_seqs.add(batch.seq[begin + t]);
@@ -206,7 +249,7 @@ void Context::token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t
   lo.fill(n_kv);
   hi.fill(0);
   for (int64_t i = 0; i < n_kv; ++i) {
-    const KvCache::Cell& c = cache_.cell(i);
+    const KvCache::Cell& c = cache.cell(i);
     if (c.pos < 0) continue;
     c.seqs.for_each_common(batch_seqs, [&](int seq) {
       const auto s = static_cast<size_t>(seq);
@@ -214,18 +257,39 @@ void Context::token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t
       hi[s] = i + 1;
     });
   }
-  // Token ranges: the span widened to kKvPad boundaries (one sequence alone
-  // at the start of the cache reads [0, n_kv) as without ranges).
-  kv_begin_.resize(static_cast<size_t>(n));
-  kv_len_.resize(static_cast<size_t>(n));
+  kv_begin.resize(static_cast<size_t>(n));
+  kv_len.resize(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) {
     const auto s = static_cast<size_t>(batch.seq[begin + t]);
     const int64_t b = lo[s] / kKvPad * kKvPad;
     const int64_t e = std::min(n_kv, (hi[s] + kKvPad - 1) / kKvPad * kKvPad);
-    kv_begin_[static_cast<size_t>(t)] = static_cast<int32_t>(b);
-    kv_len_[static_cast<size_t>(t)] = static_cast<int32_t>(e - b);
+    kv_begin[static_cast<size_t>(t)] = static_cast<int32_t>(b);
+    kv_len[static_cast<size_t>(t)] = static_cast<int32_t>(e - b);
   }
 }
+
+void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n,
+                const std::vector<int32_t>& kv_begin, const std::vector<int32_t>& kv_len, int64_t width, bool alibi,
+                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa) {
+  const auto size = static_cast<size_t>(n * width);
+  if (mask != nullptr) mask->assign(size, kHidden);
+  if (mask_swa != nullptr) mask_swa->assign(size, kHidden);
+  for (int64_t t = 0; t < n; ++t) {
+    const int seq = batch.seq[begin + t];
+    const int32_t p = batch.pos[begin + t];
+    const int64_t b = kv_begin[static_cast<size_t>(t)];
+    for (int64_t j = 0; j < kv_len[static_cast<size_t>(t)]; ++j) {
+      const KvCache::Cell& c = cache.cell(b + j);
+      if (c.pos < 0 || !c.has(seq) || c.pos > p) continue;
+      const float visible = alibi ? -static_cast<float>(p - c.pos) : 0.0f;
+      const auto at = static_cast<size_t>(t * width + j);
+      if (mask != nullptr) (*mask)[at] = visible;
+      if (mask_swa != nullptr && p - c.pos < n_swa) (*mask_swa)[at] = visible;
+    }
+  }
+}
+
+}  // namespace
 
 std::span<const float> Context::eval(std::span<const int32_t> tokens, int seq, bool all_logits, bool rows_as_steps) {
   if (tokens.empty()) throw InvalidArgument("nothing to evaluate");

@@ -41,6 +41,13 @@ struct ContextParams {
   // LoRA adapters (model/lora_adapter.h) and their default scales (empty: 1 each); see Context::lora().
   std::vector<std::shared_ptr<const model::LoraAdapter>> lora = {};
   std::vector<float> lora_scales = {};
+  // Sliding-window layers (HParams::is_swa): false keeps only their window
+  // in a smaller cache (kv_cache.h; llama.cpp's sizing, n_swa * n_seq_max +
+  // n_batch cells rounded up to 256), true the whole context as for the other
+  // layers (llama.cpp's --swa-full: what context shift and re-using a prefix
+  // after the window moved need). GPU layers always keep the whole cache.
+  bool swa_full = false;
+  int n_seq_max = 1;       // sequences the window is sized for (the server's slots)
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
@@ -134,6 +141,8 @@ class Context {
   void warm_up();
   // kv_begin_ / kv_len_ of the pass's tokens: the cells their sequences occupy.
   void token_ranges(const Batch& batch, int64_t begin, int64_t n, int64_t n_kv);
+  // The window's view of the pass (slots, ranges, mask), with a window cache.
+  void window_view(const Batch& batch, int64_t begin, int64_t n, model::KvView& view);
   void encode(const Batch& batch);  // context_encode.cpp
   // context_embed.cpp: whether batch row i is an output row; the forward
   // pass of one decode_pass writing logits or hidden states at output
@@ -158,6 +167,8 @@ class Context {
   Batch scratch_batch_;
   std::vector<float> mask_, mask_swa_;        // [n_tokens, widest token range]
   std::vector<int32_t> kv_begin_, kv_len_;    // [n_tokens] cells each token reads
+  std::vector<float> mask_win_;               // a window cache's: the same for its cells
+  std::vector<int32_t> win_begin_, win_len_;
   std::vector<float> states_;                // encoders, embeddings mode: [n_out, n_embd] of the last decode
   bool embeddings_ = false;                  // decoders: embeddings mode
   std::vector<std::vector<float>> pooled_;   // encoders: [kMaxSequences][n_embd or empty]

@@ -29,15 +29,30 @@ void check_seq(int seq) {
   }
 }
 
+// The cells of `seq`, in cache order.
+std::vector<int32_t> seq_cells(const KvCache& c, int seq) {
+  std::vector<int32_t> cells;
+  for (int64_t i = 0; i < c.size(); ++i) {
+    if (c.cell(i).pos >= 0 && c.cell(i).has(seq)) cells.push_back(static_cast<int32_t>(i));
+  }
+  return cells;
+}
+
 // Bytes of one cell's K and V row in the file.
 uint64_t k_bytes(const KvCache& c) { return tensor_row_bytes(c.type_k(), static_cast<uint64_t>(c.n_embd_kv())); }
 uint64_t v_bytes(const KvCache& c) { return tensor_row_bytes(c.type_v(), static_cast<uint64_t>(c.n_embd_kv())); }
 
-// File size for a header whose model fields match `c`.
-uint64_t expected_size(const Header& h, const KvCache& c) {
-  const uint64_t per_layer = uint64_t{h[kNCells]} * (k_bytes(c) + v_bytes(c));
-  return kHeaderBytes + uint64_t{h[kNTokens]} * sizeof(int32_t) + uint64_t{h[kNCells]} * sizeof(int32_t) +
-         uint64_t{h[kNLayer]} * per_layer;
+// File size for a header whose model fields match `c` (and nw window cells:
+// a window file, whose sliding layers hold those).
+uint64_t expected_size(const Header& h, uint32_t nw, const KvCache& c) {
+  const bool windowed = h[kVersion] == kSequenceStateWindowVersion;
+  uint64_t size = kHeaderBytes + (windowed ? sizeof(uint32_t) : 0) + uint64_t{h[kNTokens]} * sizeof(int32_t) +
+                  (uint64_t{h[kNCells]} + nw) * sizeof(int32_t);
+  for (int64_t il = 0; il < c.n_layer(); ++il) {
+    const bool in_window = windowed && c.window() != nullptr && c.window()->stores(il);
+    size += uint64_t{in_window ? nw : h[kNCells]} * (k_bytes(c) + v_bytes(c));
+  }
+  return size;
 }
 
 class Reader {
@@ -65,6 +80,49 @@ class ViewBuffer : public std::streambuf {
   }
 };
 
+// n positions, checked: none negative, none repeated.
+std::vector<int32_t> read_positions(Reader& in, int64_t n, const std::string& path) {
+  std::vector<int32_t> pos(static_cast<size_t>(n));
+  in.read(pos.data(), pos.size() * sizeof(int32_t), "positions");
+  std::vector<int32_t> sorted = pos;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty() && sorted.front() < 0) throw FormatError(path, in.offset(), "positions", "negative position");
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw FormatError(path, in.offset(), "positions", "repeated position");
+  }
+  return pos;
+}
+
+// One layer's K rows then V rows of the file's cells into `c` at dest
+// (-1: read and left out).
+void read_rows(Reader& in, KvCache& c, int64_t il, const std::vector<int32_t>& dest) {
+  const auto nk = static_cast<uint64_t>(c.n_embd_kv());
+  const uint64_t kb = c.type_k() == TensorType::F16 ? nk * sizeof(uint16_t) : static_cast<uint64_t>(c.k_row_bytes());
+  const uint64_t vb = c.type_v() == TensorType::F16 ? nk * sizeof(uint16_t) : static_cast<uint64_t>(c.v_row_bytes());
+  std::vector<uint8_t> skip(std::max(kb, vb));
+  for (int32_t d : dest) {
+    if (d < 0) {
+      in.read(skip.data(), kb, "K");
+    } else if (c.type_k() == TensorType::F16) {
+      in.read(c.k_row(il, d), kb, "K");
+    } else {
+      in.read(c.k_quant_row(il, d), kb, "K");
+    }
+  }
+  std::vector<uint16_t> v(static_cast<size_t>(nk));
+  for (int32_t d : dest) {
+    if (d < 0) {
+      in.read(skip.data(), vb, "V");
+    } else if (c.type_v() == TensorType::F16) {
+      in.read(v.data(), vb, "V");
+      uint16_t* vt = c.vt(il);
+      for (uint64_t e = 0; e < nk; ++e) vt[e * static_cast<uint64_t>(c.size()) + static_cast<uint64_t>(d)] = v[e];
+    } else {
+      in.read(c.v_quant_row(il, d), vb, "V");
+    }
+  }
+}
+
 // Name of the in-memory state in error messages.
 const std::string kMemoryName = "sequence state";
 
@@ -73,38 +131,45 @@ const std::string kMemoryName = "sequence state";
 void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream& out,
                           std::span<const int32_t> tokens) {
   check_seq(seq);
-  std::vector<int64_t> cells;
-  for (int64_t i = 0; i < cache.size(); ++i) {
-    if (cache.cell(i).pos >= 0 && cache.cell(i).has(seq)) cells.push_back(i);
-  }
-  const int64_t nk = cache.n_embd_kv(), n_cells = cache.size();
-  Header h{kSequenceStateMagic, kSequenceStateVersion, static_cast<uint32_t>(cache.n_layer()),
-           static_cast<uint32_t>(nk), static_cast<uint32_t>(nk), static_cast<uint32_t>(cache.type_k()),
-           static_cast<uint32_t>(cache.type_v()), static_cast<uint32_t>(n_vocab),
-           static_cast<uint32_t>(tokens.size()), static_cast<uint32_t>(cells.size())};
+  KvCache* win = cache.window();
+  const std::vector<int32_t> cells = seq_cells(cache, seq);
+  const std::vector<int32_t> wcells = win != nullptr ? seq_cells(*win, seq) : std::vector<int32_t>{};
+  const int64_t nk = cache.n_embd_kv();
+  Header h{kSequenceStateMagic, win != nullptr ? kSequenceStateWindowVersion : kSequenceStateVersion,
+           static_cast<uint32_t>(cache.n_layer()), static_cast<uint32_t>(nk), static_cast<uint32_t>(nk),
+           static_cast<uint32_t>(cache.type_k()), static_cast<uint32_t>(cache.type_v()),
+           static_cast<uint32_t>(n_vocab), static_cast<uint32_t>(tokens.size()), static_cast<uint32_t>(cells.size())};
 
   auto write = [&out](const void* p, size_t n) {
     out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
   };
   write(h.data(), sizeof(h));
+  if (win != nullptr) {
+    const auto nw = static_cast<uint32_t>(wcells.size());
+    write(&nw, sizeof(nw));
+  }
   write(tokens.data(), tokens.size_bytes());
-  for (int64_t c : cells) write(&cache.cell(c).pos, sizeof(int32_t));
+  for (int32_t c : cells) write(&cache.cell(c).pos, sizeof(int32_t));
+  for (int32_t c : wcells) write(&win->cell(c).pos, sizeof(int32_t));
   std::vector<uint16_t> v(static_cast<size_t>(nk));  // [n_embd_v] of one cell
   for (int64_t il = 0; il < cache.n_layer(); ++il) {
-    for (int64_t c : cells) {
-      if (cache.type_k() == TensorType::F16) {
-        write(cache.k_row(il, c), static_cast<size_t>(nk) * sizeof(uint16_t));
+    const bool in_window = win != nullptr && win->stores(il);
+    KvCache& c = in_window ? *win : cache;
+    const std::vector<int32_t>& list = in_window ? wcells : cells;
+    for (int32_t cell : list) {
+      if (c.type_k() == TensorType::F16) {
+        write(c.k_row(il, cell), static_cast<size_t>(nk) * sizeof(uint16_t));
       } else {
-        write(cache.k_quant_row(il, c), static_cast<size_t>(cache.k_row_bytes()));
+        write(c.k_quant_row(il, cell), static_cast<size_t>(c.k_row_bytes()));
       }
     }
-    for (int64_t c : cells) {
-      if (cache.type_v() == TensorType::F16) {
-        const uint16_t* vt = cache.vt(il);
-        for (int64_t d = 0; d < nk; ++d) v[static_cast<size_t>(d)] = vt[d * n_cells + c];
+    for (int32_t cell : list) {
+      if (c.type_v() == TensorType::F16) {
+        const uint16_t* vt = c.vt(il);
+        for (int64_t d = 0; d < nk; ++d) v[static_cast<size_t>(d)] = vt[d * c.size() + cell];
         write(v.data(), v.size() * sizeof(uint16_t));
       } else {
-        write(cache.v_quant_row(il, c), static_cast<size_t>(cache.v_row_bytes()));
+        write(c.v_quant_row(il, cell), static_cast<size_t>(c.v_row_bytes()));
       }
     }
   }
@@ -139,7 +204,7 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
   if (h[kMagic] != kSequenceStateMagic) {
     throw FormatError(path, 0, "magic", "not a ferrite sequence state file");
   }
-  if (h[kVersion] != kSequenceStateVersion) {
+  if (h[kVersion] != kSequenceStateVersion && h[kVersion] != kSequenceStateWindowVersion) {
     throw FormatError(path, 4, "version", "unsupported version " + std::to_string(h[kVersion]));
   }
   const auto nk = static_cast<uint64_t>(cache.n_embd_kv());
@@ -153,10 +218,18 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
                             std::to_string(h[f]) + ", this context has " + std::to_string(want[f]));
     }
   }
-  if (file_size != expected_size(h, cache)) {
+  KvCache* win = cache.window();
+  const bool windowed = h[kVersion] == kSequenceStateWindowVersion;
+  if (windowed && win == nullptr) {
+    throw InvalidArgument(path + ": saved from a sliding-window KV cache, which keeps only the window of the "
+                                 "sliding layers; this context keeps the whole cache (--swa-full) and needs them all");
+  }
+  uint32_t nw = 0;
+  if (windowed) in.read(&nw, sizeof(nw), "window cells");
+  if (file_size != expected_size(h, nw, cache)) {
     throw FormatError(path, kHeaderBytes, "n_tokens/n_cells",
                       "file has " + std::to_string(file_size) + " bytes, the header implies " +
-                          std::to_string(expected_size(h, cache)));
+                          std::to_string(expected_size(h, nw, cache)));
   }
   const int64_t n = h[kNCells];
 
@@ -165,43 +238,65 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
   for (int32_t t : tokens) {
     if (t < 0 || t >= n_vocab) throw FormatError(path, in.offset(), "tokens", "token id out of range");
   }
-  std::vector<int32_t> pos(static_cast<size_t>(n));
-  in.read(pos.data(), pos.size() * sizeof(int32_t), "positions");
-  std::vector<int32_t> sorted = pos;
-  std::sort(sorted.begin(), sorted.end());
-  if (!sorted.empty() && sorted.front() < 0) throw FormatError(path, in.offset(), "positions", "negative position");
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    throw FormatError(path, in.offset(), "positions", "repeated position");
+  const std::vector<int32_t> pos = read_positions(in, n, path);
+  std::vector<int32_t> wpos = read_positions(in, nw, path);
+  std::vector<int32_t> sorted_pos = pos;
+  std::sort(sorted_pos.begin(), sorted_pos.end());
+  auto holds = [](const std::vector<int32_t>& sorted, int32_t p) { return std::binary_search(sorted.begin(), sorted.end(), p); };
+  if (!std::all_of(wpos.begin(), wpos.end(), [&](int32_t p) { return holds(sorted_pos, p); })) {
+    throw FormatError(path, in.offset(), "window positions", "a window position the sequence lacks");
+  }
+  // A whole cache's state into a window: the window takes the positions the
+  // next token sees.
+  std::vector<int32_t> file_to_window;  // whole-cache file: window slot of each file cell, or -1
+  if (!windowed && win != nullptr && n > 0) {
+    const int32_t last = *std::max_element(pos.begin(), pos.end());
+    for (int32_t p : pos) {
+      if (static_cast<int64_t>(p) > static_cast<int64_t>(last) + 1 - win->n_swa()) wpos.push_back(p);
+    }
   }
 
   cache.remove(seq, 0, -1);
-  if (n > cache.size() - cache.used()) {
+  if (n > cache.size() - cache.used() ||
+      (win != nullptr && static_cast<int64_t>(wpos.size()) > win->size() - win->used())) {
     throw InvalidArgument(path + ": the sequence needs " + std::to_string(n) + " cells, the cache has " +
                           std::to_string(cache.size() - cache.used()) + " free");
   }
-  const std::vector<int32_t> seqs(static_cast<size_t>(n), seq);
-  const std::vector<int32_t> slots = cache.allocate(seqs.data(), pos.data(), n);
+  const std::vector<int32_t> seqs(static_cast<size_t>(std::max<int64_t>(n, 1)), seq);
+  const std::vector<int32_t> slots = cache.allocate_cells(seqs.data(), pos.data(), n);
   try {
-    std::vector<uint16_t> v(static_cast<size_t>(nk));
-    const int64_t n_cells = cache.size();
-    for (int64_t il = 0; il < cache.n_layer(); ++il) {
-      for (int32_t c : slots) {
-        if (cache.type_k() == TensorType::F16) {
-          in.read(cache.k_row(il, c), nk * sizeof(uint16_t), "K");
-        } else {
-          in.read(cache.k_quant_row(il, c), static_cast<uint64_t>(cache.k_row_bytes()), "K");
-        }
+    std::vector<int32_t> wslots;
+    if (win != nullptr) {
+      wslots = win->allocate_cells(seqs.data(), wpos.data(), static_cast<int64_t>(wpos.size()));
+      // What the main cells hold and the window not counts as dropped.
+      std::vector<int32_t> sorted_wpos = wpos;
+      std::sort(sorted_wpos.begin(), sorted_wpos.end());
+      int32_t dropped = -1;
+      for (int32_t p : pos) {
+        if (!holds(sorted_wpos, p)) dropped = std::max(dropped, p);
       }
-      for (int32_t c : slots) {
-        if (cache.type_v() == TensorType::F16) {
-          in.read(v.data(), nk * sizeof(uint16_t), "V");
-          uint16_t* vt = cache.vt(il);
-          for (uint64_t d = 0; d < nk; ++d) vt[d * n_cells + c] = v[d];
-        } else {
-          in.read(cache.v_quant_row(il, c), static_cast<uint64_t>(cache.v_row_bytes()), "V");
+      win->set_dropped(seq, dropped);
+      if (!windowed) {
+        // wpos lists the window's positions in file order: walk both.
+        file_to_window.assign(static_cast<size_t>(n), -1);
+        size_t w = 0;
+        for (size_t i = 0; i < pos.size() && w < wpos.size(); ++i) {
+          if (pos[i] == wpos[w]) file_to_window[i] = wslots[w++];
         }
       }
     }
+    for (int64_t il = 0; il < cache.n_layer(); ++il) {
+      const bool in_window = win != nullptr && win->stores(il);
+      if (!in_window) {
+        read_rows(in, cache, il, slots);
+      } else {
+        read_rows(in, *win, il, windowed ? wslots : file_to_window);
+      }
+    }
+    // Each position at the cell offset an evaluation from a region start
+    // gives it: the same summation lanes, the same logits bit for bit.
+    cache.align_sequence(seq);
+    if (win != nullptr) win->align_sequence(seq);
   } catch (...) {
     cache.remove(seq, 0, -1);
     throw;

@@ -8,6 +8,12 @@
 //   i32 tokens[n_tokens]          the caller's tokens of the sequence (may be empty)
 //   i32 pos[n_cells]              positions of the sequence's cells, in cache order
 //   per layer: u16 K[n_cells, n_embd_k] (f16), u16 V[n_cells, n_embd_v] (f16)
+// Version 2, from a sliding-window cache (kv_cache.h): after the header u32
+// n_window_cells; after pos, i32 wpos[n_window_cells] (the window's
+// positions, a subset of pos); the sliding layers' K and V are of those
+// cells. A context with a window loads either version (of a version 1 file
+// its window takes the positions the next token sees); one without refuses
+// version 2 (InvalidArgument).
 // The size of the file must be exactly what the header implies; everything
 // read is checked before anything is allocated or written to the cache.
 #pragma once
@@ -24,6 +30,7 @@ namespace ferrite::runtime {
 
 constexpr uint32_t kSequenceStateMagic = 0x51535246;  // "FRSQ"
 constexpr uint32_t kSequenceStateVersion = 1;
+constexpr uint32_t kSequenceStateWindowVersion = 2;
 
 // Writes the cells of `seq` (and `tokens`) to `path`. Throws IoError.
 void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,

@@ -25,7 +25,7 @@ TensorType cache_type_from_name(const std::string& name, const std::string& opti
 }
 
 KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
-                 int64_t n_storage_layers)
+                 int64_t n_storage_layers, int64_t window_cells)
     : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
   if (n_cells <= 0) throw InvalidArgument("KV cache size must be positive, got " + std::to_string(n_cells));
   for (TensorType t : {type_k, type_v}) {
@@ -38,24 +38,89 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
                             std::to_string(n_embd_kv_));
     }
   }
-  if (type_k != TensorType::F16) k_row_bytes_ = model::kv_quant_row_bytes(type_k, n_embd_kv_);
-  if (type_v != TensorType::F16) v_row_bytes_ = model::kv_quant_row_bytes(type_v, n_embd_kv_);
   cells_.resize(static_cast<size_t>(n_cells));
-  const size_t per_layer = static_cast<size_t>(n_cells) * static_cast<size_t>(n_embd_kv_);
-  const auto n_stored = static_cast<size_t>(n_storage_layers < 0 ? n_layer_ : std::min(n_storage_layers, n_layer_));
+  const bool windowed = window_cells > 0 && window_cells < n_cells && n_storage_layers < 0 && hp.has_swa_layers();
+  if (windowed) window_.reset(new KvCache(WindowTag{}, hp, window_cells, type_k, type_v));
+  const int64_t n_stored = n_storage_layers < 0 ? n_layer_ : std::min(n_storage_layers, n_layer_);
+  std::vector<bool> stored(static_cast<size_t>(n_layer_));
+  offloaded_.assign(static_cast<size_t>(n_layer_), false);
+  for (int64_t il = 0; il < n_layer_; ++il) {
+    stored[static_cast<size_t>(il)] = windowed ? !hp.is_swa(il) : il < n_stored;
+    offloaded_[static_cast<size_t>(il)] = !windowed && il >= n_stored;
+  }
+  allocate_storage(stored);
+}
+
+KvCache::KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v)
+    : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim),
+      n_swa_(hp.n_swa) {
+  cells_.resize(static_cast<size_t>(n_cells));
+  std::vector<bool> stored(static_cast<size_t>(n_layer_));
+  for (int64_t il = 0; il < n_layer_; ++il) stored[static_cast<size_t>(il)] = hp.is_swa(il);
+  offloaded_.assign(static_cast<size_t>(n_layer_), false);
+  allocate_storage(stored);
+}
+
+void KvCache::allocate_storage(const std::vector<bool>& stored) {
+  if (type_k_ != TensorType::F16) k_row_bytes_ = model::kv_quant_row_bytes(type_k_, n_embd_kv_);
+  if (type_v_ != TensorType::F16) v_row_bytes_ = model::kv_quant_row_bytes(type_v_, n_embd_kv_);
+  const size_t per_layer = cells_.size() * static_cast<size_t>(n_embd_kv_);
   auto alloc = [&](TensorType t, int64_t row_bytes, std::vector<std::vector<uint16_t>>& f16,
                    std::vector<std::vector<uint8_t>>& quantized) {
     if (t == TensorType::F16) {
       f16.resize(static_cast<size_t>(n_layer_));
-      for (size_t il = 0; il < n_stored; ++il) f16[il].assign(per_layer, 0);
+      for (size_t il = 0; il < f16.size(); ++il) {
+        if (stored[il]) f16[il].assign(per_layer, 0);
+      }
     } else {
-      const size_t bytes = static_cast<size_t>(n_cells) * static_cast<size_t>(row_bytes);
+      const size_t bytes = cells_.size() * static_cast<size_t>(row_bytes);
       quantized.resize(static_cast<size_t>(n_layer_));
-      for (size_t il = 0; il < n_stored; ++il) quantized[il].assign(bytes, 0);
+      for (size_t il = 0; il < quantized.size(); ++il) {
+        if (stored[il]) quantized[il].assign(bytes, 0);
+      }
     }
   };
-  alloc(type_k, k_row_bytes_, k_, kq_);
-  alloc(type_v, v_row_bytes_, v_, vq_);
+  alloc(type_k_, k_row_bytes_, k_, kq_);
+  alloc(type_v_, v_row_bytes_, v_, vq_);
+}
+
+bool KvCache::stores(int64_t il) const {
+  const auto l = static_cast<size_t>(il);
+  if (il < 0 || il >= n_layer_) return false;
+  return type_k_ == TensorType::F16 ? !k_[l].empty() : !kq_[l].empty();
+}
+
+int64_t KvCache::bytes() const {
+  int64_t b = 0;
+  for (const auto& l : k_) b += static_cast<int64_t>(l.size() * sizeof(uint16_t));
+  for (const auto& l : v_) b += static_cast<int64_t>(l.size() * sizeof(uint16_t));
+  for (const auto& l : kq_) b += static_cast<int64_t>(l.size());
+  for (const auto& l : vq_) b += static_cast<int64_t>(l.size());
+  return b + (window_ ? window_->bytes() : 0);
+}
+
+int64_t KvCache::planned_bytes(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
+                               int64_t window_cells) {
+  const int64_t nk = hp.n_embd_kv();
+  auto row = [&](TensorType t) { return t == TensorType::F16 ? nk * 2 : model::kv_quant_row_bytes(t, nk); };
+  const bool windowed = window_cells > 0 && window_cells < n_cells && hp.has_swa_layers();
+  int64_t b = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    b += (windowed && hp.is_swa(il) ? window_cells : n_cells) * (row(type_k) + row(type_v));
+  }
+  return b;
+}
+
+int64_t KvCache::window_size(int64_t n_swa, int64_t n_seq, int64_t n_ubatch, int64_t n_ctx) {
+  constexpr int64_t kWindowPad = 256;
+  const int64_t want = std::min(n_ctx, n_swa * std::max<int64_t>(n_seq, 1) + n_ubatch);
+  return (want + kWindowPad - 1) / kWindowPad * kWindowPad;
+}
+
+bool KvCache::can_continue(int seq, int32_t pos) const {
+  if (!window_ || seq < 0 || seq >= kMaxSequences) return true;
+  const int32_t dropped = window_->dropped_[static_cast<size_t>(seq)];
+  return dropped < 0 || dropped <= static_cast<int64_t>(pos) - window_->n_swa_;
 }
 
 int64_t KvCache::end() const {
@@ -65,20 +130,40 @@ int64_t KvCache::end() const {
   return 0;
 }
 
-std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, int64_t n) {
+void KvCache::validate(const int32_t* seq, const int32_t* pos, int64_t n) const {
   if (n > size() - used_) {
-    throw InvalidArgument("KV cache full: " + std::to_string(n) + " tokens do not fit in " +
-                          std::to_string(size() - used_) + " free cells of " + std::to_string(size()));
+    throw InvalidArgument(std::string(n_swa_ > 0 ? "KV cache window full: " : "KV cache full: ") +
+                          std::to_string(n) + " tokens do not fit in " + std::to_string(size() - used_) +
+                          " free cells of " + std::to_string(size()));
   }
-  SeqSet batch_seqs;
   for (int64_t t = 0; t < n; ++t) {
     if (seq[t] < 0 || seq[t] >= kMaxSequences) {
       throw InvalidArgument("sequence id " + std::to_string(seq[t]) + " out of range 0.." +
                             std::to_string(kMaxSequences - 1));
     }
     if (pos[t] < 0) throw InvalidArgument("negative position " + std::to_string(pos[t]));
-    batch_seqs.add(seq[t]);
   }
+}
+
+std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, int64_t n) {
+  validate(seq, pos, n);
+  if (!window_) return allocate_cells(seq, pos, n);
+  window_->prepare_window(seq, pos, n);
+  std::vector<int32_t> slots = allocate_cells(seq, pos, n);
+  try {
+    window_slots_ = window_->allocate_cells(seq, pos, n);
+  } catch (...) {
+    for (int32_t c : slots) cells_[static_cast<size_t>(c)] = Cell{};
+    used_ -= n;
+    throw;
+  }
+  return slots;
+}
+
+std::vector<int32_t> KvCache::allocate_cells(const int32_t* seq, const int32_t* pos, int64_t n) {
+  validate(seq, pos, n);
+  SeqSet batch_seqs;
+  for (int64_t t = 0; t < n; ++t) batch_seqs.add(seq[t]);
   // One past the highest cell of each sequence of the batch (-1: none).
   std::array<int64_t, kMaxSequences> next{};
   next.fill(-1);
@@ -140,6 +225,11 @@ void KvCache::set_sequence_home(int seq, int64_t cell, int64_t length) {
   if (length < 0) throw InvalidArgument("negative home length " + std::to_string(length));
   home_[static_cast<size_t>(seq)] = cell;
   home_len_[static_cast<size_t>(seq)] = cell < 0 ? 0 : length;
+  if (window_) {
+    // The same share of the window, as a start only (the window's cells move).
+    const int64_t w = cell < 0 ? -1 : cell * window_->size() / size() / kRegionAlign * kRegionAlign;
+    window_->set_sequence_home(seq, w);
+  }
 }
 
 int64_t KvCache::region_start() const {
@@ -178,6 +268,18 @@ void KvCache::remove(int seq, int32_t p0, int32_t p1) {
       --used_;
     }
   }
+  if (!window_) return;
+  window_->remove(seq, p0, p1);
+  // A sequence with no cells left starts afresh: nothing of it was dropped.
+  std::array<bool, kMaxSequences> present{};
+  SeqSet all;
+  for (int s = 0; s < kMaxSequences; ++s) all.add(s);
+  for (const Cell& c : cells_) {
+    if (c.pos >= 0) c.seqs.for_each_common(all, [&](int s) { present[static_cast<size_t>(s)] = true; });
+  }
+  for (int s = 0; s < kMaxSequences; ++s) {
+    if (!present[static_cast<size_t>(s)]) window_->dropped_[static_cast<size_t>(s)] = -1;
+  }
 }
 
 void KvCache::copy_sequence(int src, int dst) {
@@ -187,11 +289,18 @@ void KvCache::copy_sequence(int src, int dst) {
   for (Cell& c : cells_) {
     if (c.pos >= 0 && c.has(src)) c.seqs.add(dst);
   }
+  if (window_) {
+    window_->copy_sequence(src, dst);
+    int32_t& d = window_->dropped_[static_cast<size_t>(dst)];
+    d = std::max(d, window_->dropped_[static_cast<size_t>(src)]);
+  }
 }
 
 void KvCache::clear() {
   for (Cell& c : cells_) c = Cell{};
   used_ = 0;
+  dropped_ = make_dropped();
+  if (window_) window_->clear();
 }
 
 int32_t KvCache::max_pos(int seq) const {
@@ -208,8 +317,7 @@ model::KvView KvCache::view() {
   v.layers.resize(static_cast<size_t>(n_layer_));
   for (int64_t il = 0; il < n_layer_; ++il) {
     model::KvLayer& l = v.layers[static_cast<size_t>(il)];
-    const size_t i = static_cast<size_t>(il);
-    if (type_k_ == TensorType::F16 ? k_[i].empty() : kq_[i].empty()) continue;  // not stored here
+    if (!stores(il)) continue;  // not stored here (another backend's, or the window's)
     l.k_type = type_k_;
     l.v_type = type_v_;
     if (type_k_ == TensorType::F16) {

@@ -2,12 +2,22 @@
 // (K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells], f16), preallocated for the context size. Each
 // cell records the position it holds and the set of sequences that share it,
 // so several sequences live in one cache with their own positions.
+//
+// A window cache (window_cells > 0, llama.cpp's iSWA cache): the layers of a
+// sliding window (HParams::is_swa) keep their K/V in a second, smaller set of
+// cells (window()) that holds per sequence only the cells a future token can
+// still see: before each batch, the cells of a batch sequence whose position
+// is n_swa or more below the sequence's lowest position in the batch are
+// dropped. The full cells keep the other layers. Every operation below acts on
+// both sets; what a window cannot serve (a token that would see a dropped cell,
+// a context shift) throws InvalidArgument saying so.
 #pragma once
 
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,8 +87,29 @@ class KvCache {
   // n_storage_layers: layers whose K/V this cache stores (the first ones; -1:
   // all). The others (offloaded to the GPU, which keeps its own cache) get
   // no memory here and null pointers in view(); the cells are still tracked.
+  // window_cells > 0 and below n_cells, with sliding-window layers and all
+  // layers stored here: those layers get a window of window_cells cells.
   KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k = TensorType::F16,
-          TensorType type_v = TensorType::F16, int64_t n_storage_layers = -1);
+          TensorType type_v = TensorType::F16, int64_t n_storage_layers = -1, int64_t window_cells = 0);
+
+  // The window's cells (sliding-window layers), or null: those layers are stored here.
+  KvCache* window() { return window_.get(); }
+  const KvCache* window() const { return window_.get(); }
+  // Whether this cache stores layer il (its memory is here).
+  bool stores(int64_t il) const;
+  // Bytes of K/V memory this cache holds (its window's included).
+  int64_t bytes() const;
+  // What bytes() of a cache of n_cells (all layers stored here) would be,
+  // with a window of window_cells for the sliding layers (0: none), without
+  // allocating it (`ferrite info`).
+  static int64_t planned_bytes(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
+                               int64_t window_cells);
+  // Slots of the window for the tokens of the last allocate() (empty without window).
+  const std::vector<int32_t>& window_slots() const { return window_slots_; }
+  // Whether a token of `seq` at position `pos` sees every cell it should
+  // (false: the window dropped a cell within its reach; evaluate the
+  // sequence again from its start, or keep the whole cache).
+  bool can_continue(int seq, int32_t pos) const;
 
   int64_t size() const { return static_cast<int64_t>(cells_.size()); }
   TensorType type() const { return type_k_; }
@@ -90,8 +121,10 @@ class KvCache {
   // One past the highest cell in use (attention scans [0, end())).
   int64_t end() const;
 
-  // Claims a cell for each (seq, pos) and records them; throws
-  // InvalidArgument when the cache has too few free cells (nothing claimed).
+  // Claims a cell for each (seq, pos) and records them (in the window too:
+  // window_slots()); throws InvalidArgument when the cache has too few free
+  // cells or a token would see a cell the window dropped (nothing claimed;
+  // cells no later token can see may have been dropped).
   // With sequence regions (the default) a token goes to the first free cell
   // after its sequence's highest cell, and a new sequence starts in the
   // middle of the largest free run, so that each sequence's cells stay close
@@ -99,6 +132,17 @@ class KvCache {
   // Without: the first free cell.
   std::vector<int32_t> allocate(const int32_t* seq, const int32_t* pos, int64_t n);
   void set_sequence_regions(bool on) { regions_ = on; }
+  // allocate() in these cells only, not the window's (restoring a saved
+  // state, context_state.cpp, which then sets the window's own cells and
+  // dropped position).
+  std::vector<int32_t> allocate_cells(const int32_t* seq, const int32_t* pos, int64_t n);
+  // Moves the cells of `seq` so that each position p sits at a cell of
+  // offset p modulo kRegionAlign, as a sequence evaluated from position 0
+  // at a region start has them (after a restore: the same summation lanes).
+  void align_sequence(int seq);
+  // A window: positions of `seq` up to `pos` count as dropped (-1: none).
+  void set_dropped(int seq, int32_t pos) { dropped_.at(static_cast<size_t>(seq)) = pos; }
+  int64_t n_swa() const { return n_swa_; }
   // With regions: a sequence that has no cells starts at the first free cell
   // from `cell` instead of in the largest free run (the server gives each
   // slot its own share of the cache, so that no sequence grows into
@@ -111,6 +155,9 @@ class KvCache {
 
   // Removes positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence).
   void remove(int seq, int32_t p0, int32_t p1);
+  // Window sizing, llama.cpp's rule for its SWA cache (llama-kv-cache-iswa.cpp,
+  // 2025-2026): min(n_ctx, n_swa * n_seq + n_ubatch) rounded up to 256 cells.
+  static int64_t window_size(int64_t n_swa, int64_t n_seq, int64_t n_ubatch, int64_t n_ctx);
   // Makes `dst` share every cell of `src` (prompt reuse without recompute).
   void copy_sequence(int src, int dst);
   // Copies the cells of `src` at positions [p0, p1) into new cells of `dst`
@@ -138,7 +185,8 @@ class KvCache {
   // of `delta` with each layer's settings (layer_rope[il]; n_rot 0:
   // positions only). Cells whose position would become negative are removed.
   // Shared cells move for every sequence using them. Layers this cache does
-  // not store go to `offloaded`. kv_cache_shift.cpp.
+  // not store go to `offloaded`. kv_cache_shift.cpp. A window cache refuses
+  // (InvalidArgument): the cells a shifted window would see are gone.
   void shift(int seq, int32_t p0, int32_t p1, int32_t delta, std::span<const cpu::RopeConfig> layer_rope,
              const KeyRotator& offloaded = {});
 
@@ -165,6 +213,19 @@ class KvCache {
   model::KvView view();
 
  private:
+  struct WindowTag {};
+  // A window: stores the sliding-window layers only and drops what they no longer see.
+  KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v);
+  void allocate_storage(const std::vector<bool>& stored);
+  void validate(const int32_t* seq, const int32_t* pos, int64_t n) const;
+  // Window: drops the cells no token of the batch can see, checks what the
+  // batch needs is there, and moves a sequence's cells so that its tokens
+  // follow them in order (kv_cache_window.cpp).
+  void prepare_window(const int32_t* seq, const int32_t* pos, int64_t n);
+  // offset >= 0: move the cells so that the first is at a cell of that
+  // offset modulo kRegionAlign (when they are not already).
+  void make_room(int seq, int64_t n_new, int64_t offset = -1);
+  void move_cell(int64_t from, int64_t to);
   void rotate_key_row(uint8_t* row, TensorType type, const cpu::RopeConfig& cfg, const float* cos_t,
                       const float* sin_t, std::vector<float>& scratch) const;
   int64_t free_from(int64_t i) const;  // first free cell at or after i (wrapping)
@@ -189,6 +250,16 @@ class KvCache {
   int64_t used_ = 0;
   std::vector<std::vector<uint16_t>> k_, v_;  // f16: [n_layer][n_cells * n_embd_kv], V transposed
   std::vector<std::vector<uint8_t>> kq_, vq_;  // quantized: [n_layer][n_cells * row bytes]
+  std::vector<bool> offloaded_;                 // [n_layer] layers kept by another backend
+  std::unique_ptr<KvCache> window_;             // the sliding-window layers' cells, or null
+  std::vector<int32_t> window_slots_;
+  int64_t n_swa_ = 0;                           // > 0: this is a window
+  std::array<int32_t, kMaxSequences> dropped_ = make_dropped();  // window: highest dropped position per sequence
+  static std::array<int32_t, kMaxSequences> make_dropped() {
+    std::array<int32_t, kMaxSequences> d{};
+    d.fill(-1);
+    return d;
+  }
 };
 
 }  // namespace ferrite::runtime

@@ -37,13 +37,14 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
     pos[static_cast<size_t>(i)] = from[static_cast<size_t>(i)].first;
     src_cells[static_cast<size_t>(i)] = from[static_cast<size_t>(i)].second;
   }
-  const std::vector<int32_t> dst_cells = allocate(seq.data(), pos.data(), n);  // throws when full (nothing claimed)
+  // Throws when full (nothing claimed).
+  const std::vector<int32_t> dst_cells = allocate_cells(seq.data(), pos.data(), n);
 
   bool any_offloaded = false;
   for (int64_t il = 0; il < n_layer_; ++il) {
     const auto l = static_cast<size_t>(il);
-    if (type_k_ == TensorType::F16 ? k_[l].empty() : kq_[l].empty()) {
-      any_offloaded = true;
+    if (!stores(il)) {
+      any_offloaded = any_offloaded || offloaded_[l];
       continue;
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -72,6 +73,19 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
       remove(dst, p0, p1);  // nothing half done
       throw;
     }
+  }
+  if (window_) {
+    // The window's cells of the range (those it still holds); what the
+    // source dropped in the range the destination lacks too.
+    try {
+      window_->copy_cells(src, dst, p0, p1);
+    } catch (...) {
+      remove(dst, p0, p1);
+      throw;
+    }
+    const int32_t src_dropped = window_->dropped_[static_cast<size_t>(src)];
+    int32_t& d = window_->dropped_[static_cast<size_t>(dst)];
+    if (src_dropped >= p0) d = std::max(d, std::min(src_dropped, p1 - 1));
   }
   return n;
 }

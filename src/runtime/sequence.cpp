@@ -41,6 +41,9 @@ Sequence::Sequence(Context& ctx, SequenceParams params) : ctx_(ctx), params_(par
                           std::to_string(ctx.n_ctx()));
   }
   n_cells_ = params_.n_cells > 0 ? params_.n_cells : ctx.n_ctx();
+  // As llama.cpp: a sliding-window cache cannot shift (KvCache::shift), so a
+  // full sequence ends generation and a long prompt is refused.
+  if (ctx.cache().window() != nullptr) params_.context_shift = false;
   clear();  // the sequence owns its id: whatever the cache held there goes
 }
 
@@ -115,6 +118,9 @@ std::span<const float> Sequence::prefill(std::span<const int32_t> tokens, Prefil
       c = r = keep_;  // the prompt parts from the history in its dropped part
     }
   }
+  // A window cache that dropped cells the next token would see (kv_cache.h):
+  // the prompt is evaluated from its start, as llama.cpp re-processes it.
+  if (r > 0 && !ctx_.cache().can_continue(params_.seq, static_cast<int32_t>(r))) c = r = 0;
   const bool gap_kept = dropped_ > 0 && c >= keep_ + dropped_;
   // The kept start stays what the first prompt made it while the new one
   // repeats it.

@@ -53,8 +53,11 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
       opt_(std::move(options)),
       ctx_(model_, {.n_ctx = opt_.n_ctx, .n_batch = opt_.n_batch, .n_threads = opt_.n_threads,
                     .cache_type = opt_.cache_type_k, .cache_type_v = opt_.cache_type_v,
-                    .n_gpu_layers = opt_.n_gpu_layers, .lora = opt_.lora, .lora_scales = opt_.lora_scales}),
+                    .n_gpu_layers = opt_.n_gpu_layers, .lora = opt_.lora, .lora_scales = opt_.lora_scales,
+                    .swa_full = opt_.swa_full, .n_seq_max = std::max(opt_.n_parallel, 1)}),
       vocab_(*tok_) {
+  // As llama.cpp: no context shift with a sliding-window cache (a full slot ends with "length").
+  if (ctx_.cache().window() != nullptr) opt_.context_shift = false;
   if (opt_.n_parallel < 1 || opt_.n_parallel > runtime::kMaxSequences) {
     throw InvalidArgument("--parallel must be between 1 and " + std::to_string(runtime::kMaxSequences));
   }
@@ -302,6 +305,11 @@ size_t Engine::copy_prefix(Slot& slot, const std::vector<int32_t>& prompt, size_
   } catch (const std::exception&) {
     return keep;  // too few free cells, or the GPU's copy failed (nothing copied): evaluate the prompt instead
   }
+  if (!ctx_.cache().can_continue(slot.id, static_cast<int32_t>(len))) {
+    // The donor's window moved past what the copy's next token would see.
+    ctx_.cache().remove(slot.id, static_cast<int32_t>(keep), -1);
+    return keep;
+  }
   slot.cached.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(len));
   stats_.prefix_copied_tokens += len - keep;
   return len;
@@ -313,6 +321,8 @@ void Engine::start(Slot& slot, std::shared_ptr<Task> task) {
   // get its logits.
   const std::vector<float>& lora = lora_of(*task);
   size_t keep = std::min(reusable_prefix(slot, p.prompt, lora), p.prompt.size() - 1);
+  // A window cache that dropped what the next token would see: evaluate the prompt again.
+  if (!ctx_.cache().can_continue(slot.id, static_cast<int32_t>(keep))) keep = 0;
   slot.reuse_limit = -1;
   ctx_.cache().remove(slot.id, static_cast<int32_t>(keep), -1);
   slot.cached.resize(keep);

@@ -46,6 +46,7 @@ struct EngineOptions {
   std::function<void()> after_step;
   TensorType cache_type_k = TensorType::F16;  // KV cache types (runtime::ContextParams)
   TensorType cache_type_v = TensorType::F16;
+  bool swa_full = false;                      // sliding-window layers keep the whole context (ContextParams)
   int n_gpu_layers = 0;                       // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool context_shift = true;                  // a full slot drops the oldest half of its tokens after n_keep
                                               // (false: the request ends with finish_reason "length")

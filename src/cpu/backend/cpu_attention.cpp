@@ -17,14 +17,15 @@
 
 namespace ferrite::cpu {
 
-void CpuBackend::store_kv(int64_t layer, const float* k, const float* v) {
-  const backend::KvLayer& cache = kv_->layers[static_cast<size_t>(layer)];
+void CpuBackend::store_kv(int64_t layer, const float* k, const float* v, const backend::KvView* view) {
+  const backend::KvView* kv = view != nullptr ? view : kv_;
+  const backend::KvLayer& cache = kv->layers[static_cast<size_t>(layer)];
   const int64_t n = batch_->n_tokens, n_kv = dims_.n_embd_kv();
   const VecOps& ops = vec_ops();
   const int64_t k_row = cache.k_q != nullptr ? quant::kv_quant_row_bytes(cache.k_type, n_kv) : 0;
   const int64_t v_row = cache.v_q != nullptr ? quant::kv_quant_row_bytes(cache.v_type, n_kv) : 0;
   for (int64_t t = 0; t < n; ++t) {
-    const int64_t cell = kv_->slots[t];
+    const int64_t cell = kv->slots[t];
     if (cache.k_q != nullptr) {
       quant::kv_quantize_row(cache.k_type, k + t * n_kv, cache.k_q + cell * k_row, n_kv);
     } else {
@@ -34,33 +35,35 @@ void CpuBackend::store_kv(int64_t layer, const float* k, const float* v) {
     if (cache.v_q != nullptr) {
       quant::kv_quantize_row(cache.v_type, vr, cache.v_q + cell * v_row, n_kv);
     } else {
-      for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * kv_->n_cells + cell] = fp32_to_fp16(vr[d]);
+      for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * kv->n_cells + cell] = fp32_to_fp16(vr[d]);
     }
   }
 }
 
-void CpuBackend::cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride) {
-  const backend::KvLayer& cache = kv_->layers[static_cast<size_t>(layer)];
+void CpuBackend::cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride,
+                           const backend::KvView* view) {
+  const backend::KvView* kv = view != nullptr ? view : kv_;
+  const backend::KvLayer& cache = kv->layers[static_cast<size_t>(layer)];
   const int64_t n = batch_->n_tokens, n_kv = dims_.n_embd_kv();
   k16 = cache.k;
   vt16 = cache.vt;
-  vt_stride = kv_->n_cells;
+  vt_stride = kv->n_cells;
   if (cache.k_q == nullptr && cache.v_q == nullptr) return;
   // A quantized cache is read back as f16 for the attention kernel (the
   // cells some token reads: [lo, hi)).
-  int64_t lo = 0, hi = kv_->n_kv;
-  if (kv_->kv_begin != nullptr) {
+  int64_t lo = 0, hi = kv->n_kv;
+  if (kv->kv_begin != nullptr) {
     lo = hi;
     hi = 0;
     for (int64_t t = 0; t < n; ++t) {
-      lo = std::min<int64_t>(lo, kv_->kv_begin[t]);
-      hi = std::max<int64_t>(hi, kv_->kv_begin[t] + kv_->kv_len[t]);
+      lo = std::min<int64_t>(lo, kv->kv_begin[t]);
+      hi = std::max<int64_t>(hi, kv->kv_begin[t] + kv->kv_len[t]);
     }
   }
   float* tmp = grow(ws_.kv_row32, n_kv);
   if (cache.k_q != nullptr) {
     const int64_t k_row = quant::kv_quant_row_bytes(cache.k_type, n_kv);
-    uint16_t* dst = grow(ws_.kv_k16, kv_->n_kv * n_kv);
+    uint16_t* dst = grow(ws_.kv_k16, kv->n_kv * n_kv);
     for (int64_t j = lo; j < hi; ++j) {
       quant::kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
     }
@@ -68,12 +71,12 @@ void CpuBackend::cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*&
   }
   if (cache.v_q != nullptr) {
     const int64_t v_row = quant::kv_quant_row_bytes(cache.v_type, n_kv);
-    uint16_t* dst = grow(ws_.kv_vt16, n_kv * kv_->n_kv);
+    uint16_t* dst = grow(ws_.kv_vt16, n_kv * kv->n_kv);
     for (int64_t j = lo; j < hi; ++j) {
-      quant::kv_row_to_f16(cache.v_type, cache.v_q + j * v_row, n_kv, dst + j, kv_->n_kv, tmp);
+      quant::kv_row_to_f16(cache.v_type, cache.v_q + j * v_row, n_kv, dst + j, kv->n_kv, tmp);
     }
     vt16 = dst;
-    vt_stride = kv_->n_kv;
+    vt_stride = kv->n_kv;
   }
 }
 
@@ -120,12 +123,15 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
     rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, dims_.n_head_kv, hd);
   }
 
-  // 3. Keys and values into their cache cells, then the cache as f16.
-  store_kv(spec.layer, k, v);
+  // 3. Keys and values into their cache cells (a sliding layer's window
+  // when the cache has one), then the cache as f16.
+  const bool window = spec.sliding && kv_->swa != nullptr;
+  const backend::KvView& kv = window ? *kv_->swa : *kv_;
+  store_kv(spec.layer, k, v, &kv);
   const uint16_t* k16 = nullptr;
   const uint16_t* vt16 = nullptr;
   int64_t vt_stride = 0;
-  cache_f16(spec.layer, k16, vt16, vt_stride);
+  cache_f16(spec.layer, k16, vt16, vt_stride, &kv);
 
   // 4. Attention over the cache: [n, n_q].
   float* attn = grow(ws_.attn, n * n_q);
@@ -135,11 +141,11 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   a.vt = vt16;
   a.vt_stride = vt_stride;
   a.kv_stride = n_kv;
-  a.n_kv = kv_->n_kv;
-  a.mask = spec.sliding && kv_->mask_swa != nullptr ? kv_->mask_swa : kv_->mask;
-  a.kv_begin = kv_->kv_begin;
-  a.kv_len = kv_->kv_len;
-  a.mask_stride = kv_->mask_stride;
+  a.n_kv = kv.n_kv;
+  a.mask = spec.sliding && kv.mask_swa != nullptr ? kv.mask_swa : kv.mask;
+  a.kv_begin = kv.kv_begin;
+  a.kv_len = kv.kv_len;
+  a.mask_stride = kv.mask_stride;
   a.n_tokens = n;
   a.n_head = dims_.n_head;
   a.n_head_kv = dims_.n_head_kv;

@@ -64,9 +64,10 @@ class CpuBackend final : public backend::Backend {
   float* target(backend::Act out, bool accumulate);
   void finish(backend::Act out, bool accumulate);
   // The batch's keys and values [n, n_embd_kv] into the layer's cache cells.
-  void store_kv(int64_t layer, const float* k, const float* v);
+  void store_kv(int64_t layer, const float* k, const float* v, const backend::KvView* view = nullptr);
   // The layer's cache as f16 for the attention kernel (quantized rows read back).
-  void cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride);
+  void cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride,
+                 const backend::KvView* view = nullptr);
   // out = down(act(gate h) * up h) (+ biases), or down(act(up h)) without gate; act SiLU or f16-table GELU.
   void ffn_gated(const backend::FfnWeights& w, bool gelu, const float* h, int64_t n, float* out);
 

@@ -141,6 +141,10 @@ void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::
   mode_ = Mode::Direct;
   for (Activation& a : acts_) a.changed();
   if (batch.n_tokens <= 0) return;
+  if (kv.swa != nullptr) {
+    // The runtime keeps the whole cache with GPU layers (runtime/context.cpp).
+    throw InvalidArgument("GPU offload: the GPU backend has no sliding-window KV cache (it keeps the whole cache)");
+  }
   check_view(batch, kv);
   const bool cache = kv.mask != nullptr;
   rows_as_steps_ = batch.rows_as_steps && batch.n_tokens > 1 && !exact_products();
