@@ -55,7 +55,8 @@
   X("dbrx", make_dbrx)           \
   X("qwen2vl", make_qwen2vl)     \
   X("nomic-bert", make_nomic_bert) \
-  X("jina-bert-v2", make_jina_bert_v2)
+  X("jina-bert-v2", make_jina_bert_v2) \
+  X("gpt-oss", make_gpt_oss)
 
 namespace ferrite::model {
 
