@@ -22,6 +22,7 @@
 #include "gguf/tensor_type.h"
 #include "model/arch_factories.h"
 #include "model/bind_experts.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 
 namespace ferrite::model {
@@ -44,7 +45,7 @@ class GptOss : public Architecture {
  public:
   GptOss(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
     if (hp.n_swa <= 0) throw ModelError(file.path() + ": gpt-oss needs attention.sliding_window");
     if (hp.n_expert == 0) throw ModelError(file.path() + ": gpt-oss needs expert_count");
@@ -57,14 +58,11 @@ class GptOss : public Architecture {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
-      L.attn.wq = b.require(name("attn_q.weight"), {n_embd, n_q});
-      L.attn.wk = b.require(name("attn_k.weight"), {n_embd, n_kv});
-      L.attn.wv = b.require(name("attn_v.weight"), {n_embd, n_kv});
-      L.attn.bq = b.require_vec(name("attn_q.bias"), n_q);
-      L.attn.bk = b.require_vec(name("attn_k.bias"), n_kv);
-      L.attn.bv = b.require_vec(name("attn_v.bias"), n_kv);
-      L.attn.wo = b.require(name("attn_output.weight"), {n_q, n_embd});
-      L.attn.bo = b.require_vec(name("attn_output.bias"), n_embd);
+      L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
+      if (!L.attn.bq || !L.attn.bk || !L.attn.bv || !L.attn.bo) {
+        throw ModelError(file.path() + ": gpt-oss needs the biases of attn_q, attn_k, attn_v and attn_output (layer " +
+                         std::to_string(il) + ")");
+      }
       L.attn.sinks = b.require_vec(name("attn_sinks.weight"), hp.n_head);
       L.ffn_norm = bind_norm(b, name("post_attention_norm"), n_embd);
       L.moe = bind_experts(b, hp, il, /*norm_weights=*/false);
