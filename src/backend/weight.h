@@ -39,6 +39,8 @@ struct AttentionWeights {
   Weight q_norm, k_norm;    // RMSNorm weights (optional): [head_dim] per head, or
                             // [n_q] / [n_kv] over the whole projection (olmo2, olmoe)
   Weight wo, bo;
+  Weight sinks;             // [n_head] (optional, gpt-oss): a learned logit per head that joins
+                            // the softmax's denominator of every query row (no value of its own)
 };
 
 // A feed-forward block's matrices and optional biases (gate may be null).
@@ -48,7 +50,9 @@ struct FfnWeights {
 };
 
 // How a router turns its logits into probabilities.
-enum class MoeGating : uint8_t { Softmax, Sigmoid };
+// SoftmaxWeight (gpt-oss): the top-k chosen on the logits, their weights the
+// softmax over the k chosen logits only.
+enum class MoeGating : uint8_t { Softmax, Sigmoid, SoftmaxWeight };
 
 // A mixture-of-experts feed-forward: router, stacked experts, optional
 // shared expert with its optional sigmoid gate.
@@ -61,6 +65,12 @@ struct MoeWeights {
   float weights_scale = 1.0f;            // factor of the (renormalised) weights
   Weight shexp_gate_inp;                 // shared expert's sigmoid gate [n_embd] (optional)
   FfnWeights shexp;                      // shared expert (optional)
+  // gpt-oss: biases (optional) of the router [n_expert] (added to its logits)
+  // and of every expert's gate and up [n_ff, n_expert] and down [n_embd, n_expert].
+  Weight gate_inp_b, gate_exps_b, up_exps_b, down_exps_b;
+  // > 0: the experts' activation is gpt-oss's clamped SwiGLU (cpu/activations.h
+  // swiglu_oai) with this alpha and limit instead of silu(gate) * up.
+  float oai_alpha = 0.0f, oai_limit = 0.0f;
 };
 
 // Multi-head latent attention (deepseek2): queries from the input (one

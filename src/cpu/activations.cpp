@@ -49,6 +49,14 @@ void gelu_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i]);
 }
 
+void swiglu_oai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::min(std::max(up[i], -limit), limit);
+    y[i] = g / (1.0f + std::exp(alpha * -g)) * (u + 1.0f);
+  }
+}
+
 void clamp_inplace(float* x, int64_t n, float c) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -c), c);
 }
@@ -65,6 +73,21 @@ void softmax_inplace(float* x, int64_t n) {
     return;
   }
   const double sum = vec_ops().softmax_exp(x, n, max);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax_inplace(float* x, int64_t n, float sink) {
+  float max = sink;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] > max) max = x[i];
+  }
+  if (max == -std::numeric_limits<float>::infinity()) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
+    return;
+  }
+  double sum = vec_ops().softmax_exp(x, n, max);
+  sum += static_cast<double>(std::exp(sink - max));
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }

@@ -23,6 +23,11 @@ void geglu(const float* gate, const float* up, int64_t n, float* y);
 void silu_inplace(float* x, int64_t n_rows, int64_t n);
 inline void silu_inplace(float* x, int64_t n) { silu_inplace(x, 1, n); }
 void gelu_inplace(float* x, int64_t n);
+// gpt-oss's clamped SwiGLU ("oai"), n elements: with g = min(gate, limit)
+// (clamped above only) and u = min(max(up, -limit), limit),
+//   y = g * sigmoid(alpha * g) * (u + 1)
+// (gpt-oss: alpha 1.702, limit 7). y may alias either input.
+void swiglu_oai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y);
 // x = min(max(x, -c), c) (mpt's clamp_kqv; c > 0).
 void clamp_inplace(float* x, int64_t n, float c);
 
@@ -30,6 +35,10 @@ void clamp_inplace(float* x, int64_t n, float c);
 // VecOps::softmax_exp). Entries equal to -infinity get 0. A row of only
 // -infinity becomes all zeros.
 void softmax_inplace(float* x, int64_t n);
+// The same with an attention sink: a logit `sink` that joins the maximum and
+// the denominator (exp(sink - max) added after the row's sum) but gets no
+// output of its own; sink -infinity: softmax_inplace(x, n) exactly.
+void softmax_inplace(float* x, int64_t n, float sink);
 
 
 }  // namespace ferrite::cpu

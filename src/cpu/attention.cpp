@@ -39,7 +39,11 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
     if (a.softcap > 0.0f) s = tanh_f32(s * (1.0f / a.softcap)) * a.softcap;
     scores[j] = s + slope * mask[j];
   }
-  softmax_inplace(scores, r.len);
+  if (a.sinks != nullptr) {
+    softmax_inplace(scores, r.len, a.sinks[h]);
+  } else {
+    softmax_inplace(scores, r.len);
+  }
   ops.f32_to_f16(scores, p16, r.len);
   float* out = a.out + (t * a.n_head + h) * a.head_dim;
   for (int64_t d = 0; d < a.head_dim; ++d) {
@@ -95,7 +99,8 @@ void attention_ref(const AttentionArgs& a) {
       const float slope = alibi_slope(h, a.n_head, a.max_alibi_bias);
       const float* q = a.q + (t * a.n_head + h) * a.head_dim;
       for (int64_t d = 0; d < a.head_dim; ++d) q16[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
-      double max = -std::numeric_limits<double>::infinity();
+      const double sink = sink_of(a, h);
+      double max = sink;
       for (int64_t j = 0; j < r.len; ++j) {
         if (mask[j] == kNegInf) {
           scores[j] = -std::numeric_limits<double>::infinity();
@@ -109,7 +114,7 @@ void attention_ref(const AttentionArgs& a) {
         scores[j] = s + static_cast<double>(slope) * mask[j];
         max = std::max(max, scores[j]);
       }
-      double sum = 0.0;
+      double sum = std::isinf(sink) ? 0.0 : std::exp(sink - max);
       for (int64_t j = 0; j < r.len; ++j) {
         scores[j] = std::isinf(scores[j]) ? 0.0 : std::exp(scores[j] - max);
         sum += scores[j];

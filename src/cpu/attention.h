@@ -4,6 +4,8 @@
 //   s_j = scale * (q_th · K[j, g])          for every cache cell j with mask[t, j] != -inf
 //   s_j = softcap * tanh(s_j / softcap)     when softcap > 0
 //   p   = softmax(s + slope_h * mask[t])    slope_h = 1 without ALiBi (cpu/alibi.h)
+//         with sinks (gpt-oss), sink_h joins its maximum and denominator:
+//         p_j = exp(s_j - m) / (sum_i exp(s_i - m) + exp(sink_h - m)), m = max(max_j s_j, sink_h)
 //   out[t, h] = sum_j p_j V[j, g]
 // Like llama.cpp, q and p are rounded to f16 before their products with the
 // f16 cache (the same operand rounding its f16 matrix products apply), and V
@@ -40,6 +42,7 @@ struct AttentionArgs {
   // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask holding
   // -|q_pos - k_pos| for visible cells; 0: none (the mask adds as it is).
   float max_alibi_bias = 0.0f;
+  const float* sinks = nullptr;  // [n_head] attention sinks (unscaled logits), or null: none
   float* out = nullptr;          // [n_tokens, n_head, head_dim]
 };
 
@@ -50,6 +53,11 @@ struct TokenRange {
   const float* mask = nullptr;
 };
 TokenRange token_range(const AttentionArgs& a, int64_t t);
+
+// Head h's sink logit, or -infinity without sinks.
+inline float sink_of(const AttentionArgs& a, int64_t h) {
+  return a.sinks != nullptr ? a.sinks[h] : -__builtin_inff();
+}
 
 struct AttentionScratch {
   std::vector<std::vector<float>> scores;   // per thread [n_kv]

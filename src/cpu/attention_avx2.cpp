@@ -269,7 +269,9 @@ class Worker {
         }
       }
     }
-    for (int64_t qi = 0; qi < nq; ++qi) softmax_row(scores + qi * row, r.len, row);
+    for (int64_t qi = 0; qi < nq; ++qi) {
+      softmax_row(scores + qi * row, r.len, row, sink_of(a_, b.g * group_ + qi % group_));
+    }
     output(b, r, scores, row, nq);
   }
 
@@ -300,13 +302,14 @@ class Worker {
   // softmax_inplace then the f16 rounding of p, as attention_generic() does:
   // the same groups of 16 through softmax_exp, the remainder through expf,
   // the sum in the same double order. Whole groups of -inf add exactly 0.
-  void softmax_row(float* x, int64_t len, int64_t row) const {
+  // sink: the head's attention sink (-inf: none, which adds exactly 0).
+  void softmax_row(float* x, int64_t len, int64_t row, float sink) const {
     __m256 vmax = _mm256_set1_ps(kNegInf);
     for (int64_t i = 0; i < len; i += kLanes) vmax = _mm256_max_ps(load_partial(x + i, len - i, kNegInf), vmax);
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float max = _mm_cvtss_f32(m4);
+    const float max = std::max(sink, _mm_cvtss_f32(m4));
     if (max == kNegInf) {
       for (int64_t i = 0; i < row; i += kLanes) _mm256_storeu_ps(x + i, _mm256_setzero_ps());
       return;
@@ -328,6 +331,7 @@ class Worker {
       x[i] = std::exp(x[i] - max);
       sum += x[i];
     }
+    sum += static_cast<double>(std::exp(sink - max));
     const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
     for (int64_t i = 0; i < row; i += kLanes) {
       const __m256 keep = _mm256_castsi256_ps(lanes_mask(len - i));

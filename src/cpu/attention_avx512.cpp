@@ -292,7 +292,9 @@ class Worker {
         }
       }
     }
-    for (int64_t qi = 0; qi < nq; ++qi) softmax_row(scores + qi * row, r.len, row);
+    for (int64_t qi = 0; qi < nq; ++qi) {
+      softmax_row(scores + qi * row, r.len, row, sink_of(a_, b.g * group_ + qi % group_));
+    }
     output(b, r, scores, row, nq);
   }
 
@@ -323,12 +325,13 @@ class Worker {
   // softmax_inplace then the f16 rounding of p, as attention_generic() does:
   // the same groups of 16 through softmax_exp, the remainder through expf,
   // the sum in the same double order. Whole groups of -inf add exactly 0.
-  void softmax_row(float* x, int64_t len, int64_t row) const {
+  // sink: the head's attention sink (-inf: none, which adds exactly 0).
+  void softmax_row(float* x, int64_t len, int64_t row, float sink) const {
     __m512 vmax = _mm512_set1_ps(kNegInf);
     for (int64_t i = 0; i < len; i += kLanes) {
       vmax = _mm512_mask_max_ps(vmax, lanes_mask(len - i), _mm512_loadu_ps(x + i), vmax);
     }
-    const float max = _mm512_reduce_max_ps(vmax);
+    const float max = std::max(sink, _mm512_reduce_max_ps(vmax));
     if (max == kNegInf) {
       for (int64_t i = 0; i < row; i += kLanes) _mm512_storeu_ps(x + i, _mm512_setzero_ps());
       return;
@@ -346,6 +349,7 @@ class Worker {
       x[i] = std::exp(x[i] - max);
       sum += x[i];
     }
+    sum += static_cast<double>(std::exp(sink - max));
     const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
     for (int64_t i = 0; i < row; i += kLanes) {
       const __mmask16 m = lanes_mask(len - i);

@@ -60,7 +60,8 @@
   X("glm4", make_glm4)           \
   X("ernie4_5", make_ernie4_5)   \
   X("ernie4_5-moe", make_ernie4_5_moe) \
-  X("hunyuan-moe", make_hunyuan_moe)
+  X("hunyuan-moe", make_hunyuan_moe) \
+  X("gpt-oss", make_gpt_oss)
 
 namespace ferrite::model {
 

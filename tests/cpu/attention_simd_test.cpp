@@ -26,6 +26,7 @@ struct Case {
   bool ranges = false;  // per-token kv_begin / kv_len
   int threads = 2;
   float max_alibi_bias = 0.0f;  // ALiBi: visible cells' mask holds the distance
+  bool sinks = false;           // attention sinks (gpt-oss), one random logit per head
 };
 
 uint32_t bits(float x) {
@@ -117,6 +118,8 @@ void check_case(const Case& c, uint32_t seed) {
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   a.softcap = c.softcap;
   a.max_alibi_bias = c.max_alibi_bias;
+  const auto sinks = test::random_floats(c.n_head, seed + 3, -3.0f, 3.0f);
+  if (c.sinks) a.sinks = sinks.data();
   ASSERT_TRUE(kernel.applies(a));
   std::vector<float> want(c.n_tokens * c.n_head * c.head_dim, 0.0f), got(want.size(), -1.0f);
   ThreadPool pool(c.threads);
@@ -176,6 +179,16 @@ TEST_P(AttentionSimd, Alibi) {
   check_case({17, 6, 1, 128, 77, 5.0f, false, 3, 8.0f}, seed += 3);
   check_case({11, 12, 3, 80, 150, 0.0f, true, 2, 8.0f}, seed += 3);
   check_case({3, 16, 2, 64, 40, 0.0f, false, 1, 16.0f}, seed += 3);
+}
+
+// Attention sinks (each head's logit in the softmax's maximum and
+// denominator): GQA groups, token ranges (rows that see nothing: zeros).
+TEST_P(AttentionSimd, Sinks) {
+  uint32_t seed = 500;
+  check_case({9, 8, 2, 64, 70, 0.0f, false, 2, 0.0f, true}, seed += 4);
+  check_case({17, 6, 1, 128, 77, 5.0f, false, 3, 0.0f, true}, seed += 4);
+  check_case({11, 12, 3, 80, 150, 0.0f, true, 2, 0.0f, true}, seed += 4);
+  check_case({1, 4, 4, 64, 33, 0.0f, false, 1, 0.0f, true}, seed += 4);
 }
 
 // A token that sees no cell gets zeros, as the generic path gives.

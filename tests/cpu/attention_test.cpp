@@ -165,6 +165,57 @@ TEST(Attention, SingleVisibleCellCopiesV) {
   EXPECT_EQ(out, (std::vector<float>{0.5f, -1, 2, 4}));
 }
 
+// An attention sink (gpt-oss) joins the softmax's denominator only: one
+// visible cell with score s and a sink z give p = 1 / (1 + exp(z - s)) times
+// that V (p rounded to f16 as every probability), at every level; a sink of
+// -infinity changes nothing; a row that sees no cell stays zeros.
+TEST(Attention, SinkJoinsTheDenominator) {
+  const int64_t head_dim = 4;
+  const std::vector<float> q = {1, 2, 3, 4, 1, 2, 3, 4};  // two tokens
+  const auto k = test::to_f16({1, 0, 0, 0, 0, 1, 0, 0});
+  const auto v = test::to_f16({0.5f, 9, -1, 9, 2, 9, 4, 9});
+  const std::vector<float> mask = {0.0f, -kInf, -kInf, -kInf};  // token 1 sees nothing
+  const float sink = 0.25f, scale = 0.5f;
+  const double p = 1.0 / (1.0 + std::exp(static_cast<double>(sink) - 1.0 * scale));  // s = q . k0 * scale
+  const float p16 = fp16_to_fp32(fp32_to_fp16(static_cast<float>(p)));
+  const Isa saved = active_isa();
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa(isa);
+    for (float z : {sink, -kInf}) {
+      std::vector<float> out(2 * head_dim, -1.0f);
+      AttentionArgs a;
+      a.q = q.data();
+      a.k = k.data();
+      a.vt = v.data();
+      a.vt_stride = 2;
+      a.kv_stride = head_dim;
+      a.n_kv = 2;
+      a.mask = mask.data();
+      a.n_tokens = 2;
+      a.n_head = 1;
+      a.n_head_kv = 1;
+      a.head_dim = head_dim;
+      a.scale = scale;
+      a.sinks = &z;
+      a.out = out.data();
+      ThreadPool pool(1);
+      AttentionScratch scratch;
+      attention(a, pool, scratch);
+      const float f = std::isinf(z) ? 1.0f : p16;
+      EXPECT_NEAR(out[0], 0.5f * f, 1e-6f) << isa_name(isa);
+      EXPECT_NEAR(out[1], -1.0f * f, 1e-6f) << isa_name(isa);
+      EXPECT_NEAR(out[2], 2.0f * f, 1e-6f) << isa_name(isa);
+      EXPECT_NEAR(out[3], 4.0f * f, 1e-6f) << isa_name(isa);
+      for (int64_t d = 0; d < head_dim; ++d) EXPECT_EQ(out[head_dim + d], 0.0f) << isa_name(isa);
+      std::vector<float> ref(out.size());
+      a.out = ref.data();
+      attention_ref(a);
+      for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], ref[i], 1e-6f) << "reference " << i;
+    }
+  }
+  set_isa(saved);
+}
+
 // Per-token cell ranges (several sequences in one cache): each token reads
 // only its range, with a mask row over that range. The result must equal
 // full-width attention with the cells outside the range hidden (the hidden

@@ -261,8 +261,10 @@ enum class Kernel { Exact, Tiled, Decode, Split };
 // max_alibi_bias > 0: ALiBi, the visible cells' mask holding the distance to the token.
 void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float softcap, std::mt19937& rng,
                      Kernel kernel = Kernel::Exact, bool ranges = false, int64_t q8_splits = 0,
-                     float max_alibi_bias = 0.0f, int64_t heads = 8) {
+                     float max_alibi_bias = 0.0f, int64_t heads = 8, bool sinks = false) {
   const int64_t kHeads = heads, kHeadsKv = 2;
+  // Attention sinks (gpt-oss): one logit per head around the scores' range.
+  const auto sink_logits = random_floats(kHeads, rng, -3.0f, 3.0f);
   const int64_t kv_w = kHeadsKv * head_dim;
   const auto q = random_floats(n_tokens * kHeads * head_dim, rng, -2.0f, 2.0f);
   const auto kf = random_floats(n_kv * kv_w, rng, -2.0f, 2.0f), vf = random_floats(n_kv * kv_w, rng);
@@ -327,11 +329,13 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   a.softcap = softcap;
   a.max_alibi_bias = max_alibi_bias;
+  a.sinks = sinks ? sink_logits.data() : nullptr;
   a.out = ref.data();
   cpu::attention_ref(a);
 
   DeviceBuffer qd = to_device(q), kd = to_device(k), vd = to_device(v), md = to_device(mask),
-               od = test::poisoned(q.size()), bd = to_device(begin), ld = to_device(len);
+               od = test::poisoned(q.size()), bd = to_device(begin), ld = to_device(len),
+               sd = to_device(sink_logits);
   AttentionParams p;
   if (ranges) {
     p.kv_begin = bd.as<int32_t>();
@@ -351,6 +355,7 @@ void check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, float sof
   p.scale = a.scale;
   p.softcap = softcap;
   p.max_alibi_bias = max_alibi_bias;
+  p.sinks = sinks ? sd.as<float>() : nullptr;
   p.out = od.as<float>();
   if (kernel == Kernel::Tiled) {
     ASSERT_TRUE(attention_tiled_supports(p));
@@ -448,6 +453,21 @@ TEST(GpuAttention, Alibi) {
       check_attention(n_tokens, 90, 64, 30.0f, rng, k, k == Kernel::Split, 0, 8.0f, heads);
     }
   }
+}
+
+// Attention sinks (the CPU twin: cpu::attention_ref with sinks): every
+// kernel adds each head's sink to the softmax's maximum and denominator;
+// with per-token ranges some rows see no cell (their output: zeros), and the
+// decode kernel with its split over the cells merges the sink once.
+TEST(GpuAttention, Sinks) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  for (Kernel k : {Kernel::Exact, Kernel::Tiled, Kernel::Decode, Kernel::Split}) {
+    const int64_t n_tokens = k == Kernel::Decode ? 3 : 37;
+    check_attention(n_tokens, 300, 64, 0.0f, rng, k, false, 0, 0.0f, 8, true);
+    check_attention(n_tokens, 90, 128, 0.0f, rng, k, true, 0, 0.0f, 8, true);
+  }
+  check_attention(1, 4099, 64, 0.0f, rng, Kernel::Decode, false, 4, 0.0f, 8, true);
 }
 
 // The decode kernel: one token or a few, cell counts around its warp and

@@ -17,6 +17,7 @@
 #include "device_util.h"
 #include "model/model.h"
 #include "model/ref_gemma.h"
+#include "model/ref_gpt_oss.h"
 #include "model/ref_granite.h"
 #include "model/tiny_bert.h"
 #include "model_util.h"
@@ -92,6 +93,17 @@ TEST(GpuRefArchs, Gemma3SlidingAndGlobalLayers) {
   test::TinyGemma tiny(c);
   const std::vector<int32_t> tokens = prompt(16, c.n_vocab);  // beyond the window
   check_passes("gemma3", tiny.path(), tokens, tiny.reference(tokens), kDeepExactTol);
+}
+
+// gpt-oss (tests/model/gpt_oss_test.cpp's model): attention sinks, the
+// sliding window on the even layers, biases everywhere, the router's
+// softmax over the chosen logits, the clamped SwiGLU; head size 64 takes the
+// tiled and decode attention kernels in fast mode.
+TEST(GpuRefArchs, GptOss) {
+  FERRITE_REQUIRE_GPU();
+  test::TinyGptOss tiny(test::GptOssConfig{});
+  const std::vector<int32_t> tokens = test::tiny_family_prompt(1);  // beyond the window
+  check_passes("gpt-oss", tiny.path(), tokens, tiny.reference(tokens), kExactTol);
 }
 
 TEST(GpuRefArchs, Granite) {

@@ -153,6 +153,7 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   a.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
   a.softcap = spec.softcap;
   a.max_alibi_bias = spec.max_alibi_bias;
+  a.sinks = w.sinks ? w.sinks.f32() : nullptr;
   a.out = attn;
   cpu::attention(a, pool_, ws_.attention);
 

@@ -11,6 +11,18 @@
 #include "cpu/relu_sqr.h"
 
 namespace ferrite::cpu {
+namespace {
+
+// y [rows, n] += expert e's row of a stacked bias [n, n_expert] (absent: nothing).
+void add_expert_bias(const backend::Weight& b, int64_t e, float* y, int64_t rows, int64_t n) {
+  if (!b) return;
+  const float* be = b.f32() + e * n;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] += be[i];
+  }
+}
+
+}  // namespace
 
 void CpuBackend::ffn_gated(const backend::FfnWeights& w, bool gelu, const float* h, int64_t n, float* out) {
   const int64_t n_ff = w.up.rows();
@@ -65,7 +77,7 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
 
   // 1. Router: probabilities [n, n_expert]; top-k per token.
   float* probs = grow(ws_.router, n * n_expert);
-  product(w.gate_inp, backend::Weight{}, h, n, probs);
+  product(w.gate_inp, w.gate_inp_b, h, n, probs);
   std::vector<int32_t> chosen(static_cast<size_t>(n * k_used));
   std::vector<float> weight(static_cast<size_t>(n * k_used));
   std::vector<int32_t> order(static_cast<size_t>(n_expert));
@@ -76,6 +88,8 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
     float* p = probs + t * n_expert;
     if (w.gating == backend::MoeGating::Sigmoid) {
       for (int64_t e = 0; e < n_expert; ++e) p[e] = sigmoid(p[e]);
+    } else if (w.gating == backend::MoeGating::SoftmaxWeight) {
+      // the choice on the logits themselves; the softmax over the chosen below
     } else {
       softmax_inplace(p, n_expert);
     }
@@ -88,6 +102,10 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
       chosen[t * k_used + j] = order[j];
       weight[t * k_used + j] = p[order[j]];
       sum += p[order[j]];
+    }
+    if (w.gating == backend::MoeGating::SoftmaxWeight) {
+      softmax_inplace(weight.data() + t * k_used, k_used);
+      sum = 1.0f;
     }
     for (int64_t j = 0; j < k_used; ++j) {
       if (w.norm_weights) weight[t * k_used + j] /= sum;
@@ -126,10 +144,17 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
     // Expert products in llama.cpp's vector-dot summation order (its mul_mat_id).
     matmul(gate, in, cnt, a, pool_, ws_.matmul, DotOrder::Unrolled);
     matmul(up, in, cnt, b, pool_, ws_.matmul, DotOrder::Unrolled);
-    swiglu(a, b, cnt, n_ff, b);
+    add_expert_bias(w.gate_exps_b, e, a, cnt, n_ff);
+    add_expert_bias(w.up_exps_b, e, b, cnt, n_ff);
+    if (w.oai_alpha > 0.0f) {
+      swiglu_oai(a, b, cnt * n_ff, w.oai_alpha, w.oai_limit, b);
+    } else {
+      swiglu(a, b, cnt, n_ff, b);
+    }
     if (ws_.observer != nullptr) ws_.observer->on_matmul(*w.down_exps.info, e, b, cnt, n_ff);
     float* y = grow(ws_.moe_out, cnt * n_embd);
     matmul(down, b, cnt, y, pool_, ws_.matmul, DotOrder::Unrolled);
+    add_expert_bias(w.down_exps_b, e, y, cnt, n_embd);
     for (int64_t i = 0; i < cnt; ++i) {
       float* o = out + rows[i] * n_embd;
       const float* yi = y + i * n_embd;

@@ -45,6 +45,7 @@ AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec
   ap.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
   ap.softcap = spec.softcap;
   ap.max_alibi_bias = spec.max_alibi_bias;
+  ap.sinks = spec.w != nullptr ? weights_.vec(spec.w->sinks) : nullptr;
   ap.q = q;
   ap.out = out;
   ap.k = k_cache_[static_cast<size_t>(li)].as();

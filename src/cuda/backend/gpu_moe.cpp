@@ -56,6 +56,13 @@ const GpuMoe::Layer& GpuMoe::layer(const backend::MoeWeights& w) {
   L.route.sigmoid = w.gating == backend::MoeGating::Sigmoid;
   L.route.bias = weights_.vec(w.probs_bias);
   L.route.scale = w.weights_scale;
+  L.route.softmax_weight = w.gating == backend::MoeGating::SoftmaxWeight;
+  L.router_b = weights_.vec(w.gate_inp_b);
+  L.gate_b = weights_.vec(w.gate_exps_b);
+  L.up_b = weights_.vec(w.up_exps_b);
+  L.down_b = weights_.vec(w.down_exps_b);
+  L.oai_alpha = w.oai_alpha;
+  L.oai_limit = w.oai_limit;
   L.router = weights_.matrix(w.gate_inp);
   L.gate_up = weights_.experts_gate_up(w.gate_exps, w.up_exps);
   if (L.gate_up.data == nullptr) {
@@ -75,7 +82,8 @@ const GpuMoe::Layer& GpuMoe::layer(const backend::MoeWeights& w) {
     if (w.shexp_gate_inp) L.sh_inp = weights_.matrix(w.shexp_gate_inp);
     L.n_ff_sh = L.sh_up.n;
   }
-  L.on_device = (L.gate_up.data != nullptr ? indirect(L.gate_up) : indirect(L.gate) && indirect(L.up)) &&
+  const bool plain = L.gate_b == nullptr && L.up_b == nullptr && L.down_b == nullptr && L.oai_alpha <= 0.0f;
+  L.on_device = plain && (L.gate_up.data != nullptr ? indirect(L.gate_up) : indirect(L.gate) && indirect(L.up)) &&
                 indirect(L.down);
   return layers_[w.gate_inp.info] = L;
 }
@@ -116,6 +124,7 @@ void GpuMoe::run(const backend::MoeWeights& w, Activation& act, float* x, Linear
   reserve(n, L);
   // 1. Router: logits [n, n_expert] -> ids, weights [n, k_used].
   lin.run(L.router, act, logits_.as<float>());
+  if (L.router_b != nullptr) add_bias(logits_.as<float>(), L.router_b, n, dims_.n_expert, st);
   moe_route(logits_.as<float>(), n, dims_.n_expert, dims_.n_expert_used, L.renorm, ids_.as<int32_t>(),
             weights_buf_.as<float>(), st, L.route);
   // 2. The experts' outputs ys, then the shared expert.
@@ -206,13 +215,20 @@ void GpuMoe::experts_grouped(const Layer& L, Activation& act, int64_t n, LinearR
     act_in_.set(in + r0 * n_embd, cnt, n_embd);
     lin.run(expert_gate(L, e), act_in_, gate + r0 * L.n_ff);
     lin.run(expert_up(L, e), act_in_, up + r0 * L.n_ff);
+    if (L.gate_b != nullptr) add_bias(gate + r0 * L.n_ff, L.gate_b + e * L.n_ff, cnt, L.n_ff, st);
+    if (L.up_b != nullptr) add_bias(up + r0 * L.n_ff, L.up_b + e * L.n_ff, cnt, L.n_ff, st);
   }
-  swiglu(gate, up, slots, L.n_ff, up, st);
+  if (L.oai_alpha > 0.0f) {
+    swiglu_oai(gate, up, slots * L.n_ff, L.oai_alpha, L.oai_limit, up, st);
+  } else {
+    swiglu(gate, up, slots, L.n_ff, up, st);
+  }
   for (int64_t e = 0; e < n_expert; ++e) {
     const int64_t r0 = start[e], cnt = start[e + 1] - start[e];
     if (cnt == 0) continue;
     act_mid_.set(up + r0 * L.n_ff, cnt, L.n_ff);
     lin.run(row_slice(L.down, e * n_embd, n_embd), act_mid_, ys + r0 * n_embd);
+    if (L.down_b != nullptr) add_bias(ys + r0 * n_embd, L.down_b + e * n_embd, cnt, n_embd, st);
   }
   use_rows_ = true;
 }

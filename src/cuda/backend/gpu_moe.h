@@ -3,6 +3,8 @@
 //   logits = h · router^T [n, n_expert]; ids, weights = top-k of softmax or
 //   sigmoid (+ selection bias), renormalised, scaled (moe_route)
 //   x += sum_j weights[j] * down_e(silu(gate_e h) * up_e h), e = ids[j]
+//        (gpt-oss: biases on the router and the experts' products, the
+//        softmax over the chosen logits, the clamped SwiGLU)
 //        (+ sigmoid(h · g) * shared_ffn(h) where the layer has a shared expert)
 // Expert tensors [k, n, n_expert] are uploaded whole (weights.h, on first
 // use) as matrices of n * n_expert rows; an expert is a row slice. Gate and up experts of one type
@@ -60,6 +62,12 @@ class GpuMoe {
     int64_t n_ff = 0, n_ff_sh = 0;
     bool renorm = true;
     MoeRouteOptions route;                  // gating, selection bias (device), weights' scale
+    // gpt-oss (device, or null): the router's bias [n_expert], the experts'
+    // gate and up biases [n_expert][n_ff] and down biases [n_expert][n_embd];
+    // oai_alpha > 0: the clamped SwiGLU (cpu::swiglu_oai). Such layers take
+    // the grouped path.
+    const float *router_b = nullptr, *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;
+    float oai_alpha = 0.0f, oai_limit = 0.0f;
     bool on_device = false;                 // every expert matrix has an indirect GEMV
   };
   // The device form of w's layer (uploaded and checked at the first call).

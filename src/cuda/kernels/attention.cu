@@ -124,6 +124,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   float max = -INFINITY;
   for (int64_t j = tid; j < n_kv; j += kThreads) max = fmaxf(max, scores[j]);
   max = block_max(max, scratch_f);
+  // An attention sink joins the maximum (and, below, the denominator).
+  const float sink = p.sinks != nullptr ? p.sinks[h] : -INFINITY;
+  max = fmaxf(max, sink);
   if (max == -INFINITY) {
     for (int64_t d = tid; d < hd; d += kThreads) out[d] = 0.0f;
     return;
@@ -141,6 +144,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   }
   for (int64_t j = fast + tid; j < n_kv; j += kThreads) sum += static_cast<double>(scores[j]);
   sum = block_sum(sum, scratch_d);
+  // The sink's exp as the CPU's libm expf (through double: CUDA's expf is not correctly rounded).
+  if (p.sinks != nullptr) sum += static_cast<double>(static_cast<float>(exp(static_cast<double>(sink - max))));
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = tid; j < n_kv; j += kThreads) scores[j] = __half2float(__float2half_rn(__fmul_rn(scores[j], inv)));
   __syncthreads();

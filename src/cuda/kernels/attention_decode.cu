@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(W * kWarp) attention_decode_kernel(const Atten
     }
     return;
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // every cell hidden: zeros, as the CPU
+  const float inv = softmax_out_scale(m, l, p.sinks, h);  // every cell hidden: zeros, as the CPU
 #pragma unroll
   for (int i = 0; i < kPer; ++i) out[i] *= inv;
   write_out(p, (t * p.n_head + h) * HD + lane * kPer, out);
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(kWarp) attention_decode_merge_kernel(const Att
       for (int i = 0; i < kPer; ++i) out[i] = __fmaf_rn(sz[lane * kPer + i], c, out[i]);
     }
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  const float inv = softmax_out_scale(m, l, p.sinks, h);
 #pragma unroll
   for (int i = 0; i < kPer; ++i) out[i] *= inv;
   write_out(p, (t * p.n_head + h) * HD + lane * kPer, out);

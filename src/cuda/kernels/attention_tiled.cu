@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
   }
 
   if (!row_live) return;
-  const float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;  // every cell hidden: zeros, as the CPU
+  const float inv = softmax_out_scale(m_run, l_run, p.sinks, h);  // every cell hidden: zeros, as the CPU
   float4* out = reinterpret_cast<float4*>(p.out + (t * p.n_head + h) * HD);
 #pragma unroll
   for (int i = 0; i < kDimsPerLane / kVec; ++i) {

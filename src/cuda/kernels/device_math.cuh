@@ -63,6 +63,19 @@ __device__ __forceinline__ float row_exp(float x, int64_t i, int64_t n) {
   return i < n - n % kExpGroup ? fast_exp(x) : static_cast<float>(exp(static_cast<double>(x)));
 }
 
+// The factor that turns a row's sum of exp(s_j - m) * v_j into its output,
+// given the running maximum m and sum l of exp(s_j - m): 1 / l, or with an
+// attention sink (cpu::softmax_inplace with a sink; sinks null: none) the
+// sink joins the maximum and the denominator. Zero for a row with nothing
+// visible (as the CPU: zeros).
+__device__ __forceinline__ float softmax_out_scale(float m, float l, const float* sinks, int64_t h) {
+  if (sinks == nullptr) return l > 0.0f ? 1.0f / l : 0.0f;
+  if (m == -INFINITY || !(l > 0.0f)) return 0.0f;
+  const float s = sinks[h], mm = fmaxf(m, s);
+  const float c = expf(m - mm);
+  return c / (l * c + expf(s - mm));
+}
+
 // A 16-byte load of data no kernel writes (weights), through the
 // non-coherent path without allocating in L1 (read once: the L1 stays for
 // the activations). volatile: it stays where it is written, ahead of any

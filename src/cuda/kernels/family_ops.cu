@@ -76,6 +76,17 @@ __global__ void clamp_kernel(float* x, float c, int64_t n) {
   if (idx < n) x[idx] = fminf(fmaxf(x[idx], -c), c);
 }
 
+// cpu::swiglu_oai: g = min(gate, limit), u = clamp(up, -limit, limit), y = g / (1 + exp(alpha * -g)) * (u + 1),
+// exp as libm's expf (through double; CUDA's expf is not correctly rounded).
+__global__ void swiglu_oai_kernel(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n) return;
+  const float g = fminf(gate[idx], limit);
+  const float u = fminf(fmaxf(up[idx], -limit), limit);
+  const float e = static_cast<float>(exp(static_cast<double>(__fmul_rn(alpha, -g))));
+  y[idx] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, e)), __fadd_rn(u, 1.0f));
+}
+
 __device__ __forceinline__ float gelu_lookup(const uint16_t* __restrict__ table, float v) {
   if (v <= kGeluLowCut) return 0.0f;
   if (v >= kGeluHighCut) return v;
@@ -173,6 +184,12 @@ void scale(float* x, float c, int64_t n, cudaStream_t s) {
 void softcap(float* x, float cap, int64_t n, cudaStream_t s) {
   if (n == 0) return;
   softcap_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, cap, n);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void swiglu_oai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y, cudaStream_t s) {
+  if (n == 0) return;
+  swiglu_oai_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n, alpha, limit, y);
   FERRITE_CUDA_LAUNCHED();
 }
 

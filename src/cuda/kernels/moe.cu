@@ -51,7 +51,9 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
     if (p[i] > mx) mx = p[i];
   }
   mx = warp_max(mx);  // fmaxf: NaN skipped
-  if (opt.sigmoid) {
+  if (opt.softmax_weight) {
+    // the choice on the logits; the softmax over the chosen ones below
+  } else if (opt.sigmoid) {
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) p[i] = 1.0f / (1.0f + expf(-p[i]));
   } else if (mx == -INFINITY) {
@@ -106,6 +108,20 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
       weights[t * k_used + j] = val;
       chosen_sum += val;
     }
+  }
+  if (lane == 0 && opt.softmax_weight) {
+    // cpu::softmax_inplace over the k chosen logits (fewer than 16: libm's exp, through double here).
+    float* w = weights + t * k_used;
+    float wmax = -INFINITY;
+    for (int j = 0; j < k_used; ++j) wmax = w[j] > wmax ? w[j] : wmax;
+    double wsum = 0.0;
+    for (int j = 0; j < k_used; ++j) {
+      w[j] = wmax == -INFINITY ? 0.0f : row_exp(w[j] - wmax, j, k_used);
+      wsum += static_cast<double>(w[j]);
+    }
+    const float inv = wmax == -INFINITY ? 0.0f : static_cast<float>(1.0 / wsum);
+    for (int j = 0; j < k_used; ++j) w[j] *= inv;
+    chosen_sum = 1.0f;
   }
   if (lane == 0) {
     for (int j = 0; j < k_used; ++j) {

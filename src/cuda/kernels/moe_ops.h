@@ -28,8 +28,12 @@ constexpr int64_t kMoeMaxExperts = 256;
 // sigmoid instead of softmax; the choice ranks probability + bias[e]
 // (device [n_expert], or null) while the weights stay the probabilities;
 // the weights times scale after the renormalisation.
+// softmax_weight (gpt-oss, backend::MoeGating::SoftmaxWeight): no
+// probabilities; the k largest logits are chosen and their weights are the
+// softmax over those k (the CPU's softmax_inplace); renorm is then moot.
 struct MoeRouteOptions {
   bool sigmoid = false;
+  bool softmax_weight = false;
   const float* bias = nullptr;
   float scale = 1.0f;
 };

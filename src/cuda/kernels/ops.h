@@ -216,6 +216,8 @@ void layer_norm(const float* x, const float* w, const float* b, float eps, int64
 // x *= c; x = cap * tanh(x / cap) (as x * (1 / cap) like the CPU backend), n elements.
 void scale(float* x, float c, int64_t n, cudaStream_t s);
 void softcap(float* x, float cap, int64_t n, cudaStream_t s);
+// gpt-oss's clamped SwiGLU, n elements (cpu::swiglu_oai's twin; the CPU's values); y may alias either.
+void swiglu_oai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y, cudaStream_t s);
 // x = min(max(x, -c), c), n elements (cpu::clamp_inplace's twin; mpt's clamp_kqv).
 void clamp(float* x, float c, int64_t n, cudaStream_t s);
 // y = gelu(gate) * up, or gelu(gate) when up is null, through the CPU's f16
@@ -294,6 +296,9 @@ struct AttentionParams {
   // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask then
   // holding -|q_pos - k_pos| for visible cells; 0: none.
   float max_alibi_bias = 0.0f;
+  // Attention sinks (cpu/attention.h): head h's logit sinks[h] joins the
+  // softmax's maximum and denominator (device [n_head]); null: none.
+  const float* sinks = nullptr;
   float* out = nullptr;             // [n_tokens, n_head, head_dim]
   // The decode kernel split over the cells (attention_decode_splits): n_split
   // chunks per token's range and their states in split_scratch
