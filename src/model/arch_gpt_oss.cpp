@@ -57,6 +57,7 @@ class GptOss : public Architecture {
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       Layer& L = layers_[static_cast<size_t>(il)];
       auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+      hp.swa_layers.push_back(is_sliding(il));  // the runtime's window cache holds these layers' window only
       L.attn_norm = bind_norm(b, name("attn_norm"), n_embd);
       L.attn = bind_attention(b, hp, il, QkvLayout::Separate);
       if (!L.attn.bq || !L.attn.bk || !L.attn.bv || !L.attn.bo) {
