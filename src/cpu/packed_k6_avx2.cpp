@@ -33,15 +33,17 @@ constexpr int32_t kQ6Offset = 32;
 constexpr int kPrefetchBytes = 2048;
 constexpr int kBlockLines = (kPackedQ6KBlockBytes + kLine - 1) / kLine;
 constexpr int kLinesPerQuarter = (kBlockLines + 7) / 8;
-constexpr int64_t kChunk = 4;  // tokens per pass over the weights
+constexpr int64_t kChunk = 8;  // tokens per pass over the weights (kPackTokens)
 
-// The 8 lanes of quarter c of half super-block hs, for 8 rows: values 0..63.
-inline void quarter_values(const uint8_t* gb, int64_t half, int hs, int c, __m256i* w) {
+// The 4 lanes of sub-block sb (16 elements: quarter c = (sb % 8) / 2 of half
+// super-block hs = sb / 8, its first or second 16) for 8 rows: values 0..63.
+inline void sub_values(const uint8_t* gb, int64_t half, int sb, __m256i* w) {
+  const int hs = sb / 8, c = (sb % 8) / 2, s = sb % 2;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i bits45 = _mm256_set1_epi8(0x30);
-  const uint8_t* ql = gb + kPackedQ6KQlOffset + (16 * hs + (c % 2) * kLanes) * kLine + half * (kLine / 2);
-  const uint8_t* qh = gb + kPackedQ6KQhOffset + (kLanes * hs) * kLine + half * (kLine / 2);
-  for (int i = 0; i < kLanes; ++i) {
+  const uint8_t* ql = gb + kPackedQ6KQlOffset + (16 * hs + (c % 2) * kLanes + kLanesPerSub * s) * kLine + half * (kLine / 2);
+  const uint8_t* qh = gb + kPackedQ6KQhOffset + (kLanes * hs + kLanesPerSub * s) * kLine + half * (kLine / 2);
+  for (int i = 0; i < kLanesPerSub; ++i) {
     const __m256i l = load256(ql + i * kLine);
     const __m256i h = load256(qh + i * kLine);
     const __m256i nib = _mm256_and_si256(c < 2 ? l : _mm256_srli_epi16(l, 4), low4);
@@ -51,10 +53,15 @@ inline void quarter_values(const uint8_t* gb, int64_t half, int hs, int c, __m25
   }
 }
 
+// NT tokens times one 8-row half of a group: per sub-block of 16 the 4
+// weight vectors are built once for all NT tokens (with NT = 8 they and the
+// 8 int32 sums stay in registers).
 template <int NT>
 void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
-  const BlockQ8_K* act[NT];
-  for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
+  const uint8_t* act0 = a.q8 + t0 * a.row_bytes;
+  const auto act = [&](int t, int64_t b) {
+    return reinterpret_cast<const BlockQ8_K*>(act0 + t * a.row_bytes) + b;
+  };
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
@@ -73,36 +80,32 @@ void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t 
       // -32 * sum_sb scale_sb * bsums_sb, two sub-blocks per vpmaddwd.
       __m256i off = _mm256_setzero_si256();
       for (int q = 0; q < kSubBlocks / 2; ++q) {
-        off = _mm256_add_epi32(off, _mm256_madd_epi16(pairs[q], bcast32(act[t][b].bsums + 2 * q)));
+        off = _mm256_add_epi32(off, _mm256_madd_epi16(pairs[q], bcast32(act(t, b)->bsums + 2 * q)));
       }
       sumi[t] = _mm256_mullo_epi32(off, _mm256_set1_epi32(-kQ6Offset));
     }
-    for (int hs = 0; hs < 2; ++hs) {
-      for (int c = 0; c < 4; ++c) {
-        const int quarter = 4 * hs + c;
+    for (int sb = 0; sb < kSubBlocks; ++sb) {
+      if (sb % 2 == 0) {
+        const int quarter = sb / 2;
         for (int line = quarter * kLinesPerQuarter; line < (quarter + 1) * kLinesPerQuarter && line < kBlockLines;
              ++line) {
           _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line * kLine, _MM_HINT_T0);
         }
-        __m256i w[kLanes];
-        quarter_values(gb, half, hs, c, w);
-        for (int t = 0; t < NT; ++t) {
-          for (int s = 0; s < 2; ++s) {
-            const int sb = 8 * hs + 2 * c + s;
-            const int8_t* aq = act[t][b].qs + sb * 16;
-            const __m256i* ws = w + s * kLanesPerSub;
-            const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(ws[0], bcast32(aq)),
-                                                _mm256_maddubs_epi16(ws[1], bcast32(aq + 4)));
-            const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(ws[2], bcast32(aq + 8)),
-                                                _mm256_maddubs_epi16(ws[3], bcast32(aq + 12)));
-            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, sc[sb]), _mm256_madd_epi16(p1, sc[sb])));
-          }
-        }
+      }
+      __m256i w[kLanesPerSub];
+      sub_values(gb, half, sb, w);
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* aq = act(t, b)->qs + sb * 16;
+        const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast32(aq)),
+                                            _mm256_maddubs_epi16(w[1], bcast32(aq + 4)));
+        const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], bcast32(aq + 8)),
+                                            _mm256_maddubs_epi16(w[3], bcast32(aq + 12)));
+        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, sc[sb]), _mm256_madd_epi16(p1, sc[sb])));
       }
     }
     const __m256 d = avx2::load8_f16(gb + half * kHalfRows * 2);
     for (int t = 0; t < NT; ++t) {
-      const __m256 p = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(sumi[t])));
+      const __m256 p = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act(t, b)->d)), _mm256_cvtepi32_ps(sumi[t])));
       acc[t] = _mm256_add_ps(acc[t], p);
     }
   }
@@ -113,7 +116,8 @@ void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t 
 
 void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
   using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {q6_k_half<1>, q6_k_half<2>, q6_k_half<3>, q6_k_half<4>};
+  static constexpr Fn kFns[kChunk] = {q6_k_half<1>, q6_k_half<2>, q6_k_half<3>, q6_k_half<4>,
+                                      q6_k_half<5>, q6_k_half<6>, q6_k_half<7>, q6_k_half<8>};
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);

@@ -31,7 +31,7 @@ constexpr int kLanes = kSubLen / 4;  // 4-byte lanes per sub-block
 constexpr int64_t kLine = 64;
 constexpr int64_t kHalfRows = 8;
 constexpr int kPrefetchBytes = 2048;
-constexpr int64_t kChunk = 4;  // tokens per pass over the weights
+constexpr int64_t kChunk = 8;  // tokens per pass over the weights (kPackTokens)
 
 // Scales and mins of one super-block for 8 rows.
 struct Scales {
@@ -53,15 +53,38 @@ struct Scales {
   }
 };
 
+// The 4 lanes (16 elements) 4 * hs .. 4 * hs + 3 of sub-block sb for 8 rows,
+// as unsigned values (Q5_K: with their fifth bit).
+template <bool kFive>
+inline void quarter_values(const uint8_t* gb, int64_t half, int sb, int hs, __m256i* w) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const uint8_t* qs = gb + kPackedQ4KQsOffset + ((sb / 2) * kLanes + 4 * hs) * kLine + half * (kLine / 2);
+  for (int j = 0; j < 4; ++j) {
+    const __m256i raw = load256(qs + j * kLine);
+    w[j] = _mm256_and_si256(sb % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
+    if constexpr (kFive) {
+      // Bit sb of each qh byte to bit 4 (16-bit shifts: what crosses bytes is masked off).
+      const __m256i h = load256(gb + kPackedQ5KQhOffset + (4 * hs + j) * kLine + half * (kLine / 2));
+      const __m256i at4 = sb <= 4 ? _mm256_slli_epi16(h, 4 - sb) : _mm256_srli_epi16(h, sb - 4);
+      w[j] = _mm256_or_si256(w[j], _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
+    }
+  }
+}
+
+// NT tokens times one 8-row half of a group. Per quarter of a sub-block
+// (16 elements: 4 vectors, unpacked once for all NT tokens) and token: 4
+// vpmaddubsw added in int16 (4 x 2 x 31 x 127 < 2^15), one vpmaddwd by the
+// rows' scale. With NT = 8 the 8 int32 sums and the 4 weight vectors stay
+// in registers.
 template <bool kFive, int NT>
 void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
   constexpr int64_t kBlockBytes = kFive ? kPackedQ5KBlockBytes : kPackedQ4KBlockBytes;
-  const BlockQ8_K* act[NT];
-  for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
+  const uint8_t* act0 = a.q8 + t0 * a.row_bytes;
+  const auto act = [&](int t, int64_t b) {
+    return reinterpret_cast<const BlockQ8_K*>(act0 + t * a.row_bytes) + b;
+  };
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  [[maybe_unused]] const __m256i bit4 = _mm256_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kBlockBytes;
     Scales s;
@@ -69,36 +92,19 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     for (int sb = 0; sb < kSubBlocks; ++sb) {
-      const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * kLine + half * (kLine / 2);
       if (sb % 2 == 0) {
+        const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * kLine;
         for (int j = 0; j < kLanes; ++j) {
           _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + j * kLine, _MM_HINT_T0);
         }
       }
-      __m256i w[kLanes];
-      for (int j = 0; j < kLanes; ++j) {
-        const __m256i raw = load256(qs + j * kLine);
-        w[j] = _mm256_and_si256(sb % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
-        if constexpr (kFive) {
-          // Bit sb of each qh byte to bit 4 (16-bit shifts: what crosses bytes is masked off).
-          const __m256i h = load256(gb + kPackedQ5KQhOffset + j * kLine + half * (kLine / 2));
-          const __m256i at4 = sb <= 4 ? _mm256_slli_epi16(h, 4 - sb) : _mm256_srli_epi16(h, sb - 4);
-          w[j] = _mm256_or_si256(w[j], _mm256_and_si256(at4, bit4));
-        }
-      }
-      for (int t = 0; t < NT; ++t) {
-        const int8_t* aq = act[t][b].qs + sb * kSubLen;
-        if constexpr (kFive) {
-          __m256i s0 = _mm256_maddubs_epi16(w[0], bcast32(aq));
-          __m256i s1 = _mm256_maddubs_epi16(w[4], bcast32(aq + 16));
-          for (int j = 1; j < kLanes / 2; ++j) {
-            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
-            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w[j + 4], bcast32(aq + 16 + 4 * j)));
-          }
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(s0, s.sc[sb]), _mm256_madd_epi16(s1, s.sc[sb])));
-        } else {
+      for (int hs = 0; hs < 2; ++hs) {
+        __m256i w[4];
+        quarter_values<kFive>(gb, half, sb, hs, w);
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* aq = act(t, b)->qs + sb * kSubLen + 16 * hs;
           __m256i s16 = _mm256_maddubs_epi16(w[0], bcast32(aq));
-          for (int j = 1; j < kLanes; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
+          for (int j = 1; j < 4; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
           sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, s.sc[sb]));
         }
       }
@@ -107,14 +113,14 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
     const __m256 dmin = avx2::load8_f16(gb + kPackedQ4KDminOffset + half * kHalfRows * 2);
     for (int t = 0; t < NT; ++t) {
       // m_sb * (bsums of its two 16s), two sub-blocks per vpmaddwd.
-      const int16_t* bs = act[t][b].bsums;
+      const int16_t* bs = act(t, b)->bsums;
       __m256i summ = _mm256_setzero_si256();
       for (int q = 0; q < kSubBlocks / 2; ++q) {
         const int32_t b0 = bs[4 * q] + bs[4 * q + 1], b1 = bs[4 * q + 2] + bs[4 * q + 3];
         const int32_t pair = static_cast<int32_t>(static_cast<uint32_t>(b0 & 0xFFFF) | (static_cast<uint32_t>(b1) << 16));
         summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.mins[q], _mm256_set1_epi32(pair)));
       }
-      const __m256 ad = _mm256_set1_ps(act[t][b].d);
+      const __m256 ad = _mm256_set1_ps(act(t, b)->d);
       const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t])));
       const __m256 p2 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ)));
       acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(p1, p2));
@@ -126,7 +132,9 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
 template <bool kFive>
 void group_kernel(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
   using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {k45_half<kFive, 1>, k45_half<kFive, 2>, k45_half<kFive, 3>, k45_half<kFive, 4>};
+  static constexpr Fn kFns[kChunk] = {k45_half<kFive, 1>, k45_half<kFive, 2>, k45_half<kFive, 3>,
+                                      k45_half<kFive, 4>, k45_half<kFive, 5>, k45_half<kFive, 6>,
+                                      k45_half<kFive, 7>, k45_half<kFive, 8>};
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);

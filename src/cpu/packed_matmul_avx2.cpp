@@ -45,12 +45,18 @@ inline __m256 block_fma(__m256 acc, __m256i s, __m256 dw, float da) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, acc);
 }
 
+// A block's weights are built once per call (Half::load) for all its
+// tokens. Q4_0 keeps the whole block (8 vectors) for 4 tokens; Q8_0 takes
+// it in two parts of 16 elements (4 vectors and their absolute values),
+// which leaves room for 8 tokens' int32 sums in the 16 vector registers.
 struct Q4_0Half {
   static constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * kQK / 2;
   static constexpr int kOffset = 8;
+  static constexpr int kParts = 1;   // the 8 products of a block add up in int16
+  static constexpr int64_t kChunk = 4;  // 8 weight vectors and 4 tokens' sums in registers
   __m256i lo[4], hi[4];  // lane j: elements 4j..4j+3 (lo) and 16+4j..16+4j+3 (hi)
 
-  void load(const uint8_t* qs, int64_t half) {
+  void load(const uint8_t* qs, int64_t half, int /*part*/) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int j = 0; j < 4; ++j) {
       const __m256i v = load256(qs + j * kLine + half * kHalfLine);
@@ -59,7 +65,7 @@ struct Q4_0Half {
     }
   }
   // The 8 rows' sum_i w_i a_i for one token's block (w unsigned).
-  __m256i dot(const int8_t* qa) const {
+  __m256i dot(const int8_t* qa, int /*part*/) const {
     __m256i s = _mm256_maddubs_epi16(lo[0], bcast32(qa));
     for (int j = 1; j < 4; ++j) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo[j], bcast32(qa + 4 * j)));
     for (int j = 0; j < 4; ++j) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi[j], bcast32(qa + kQK / 2 + 4 * j)));
@@ -70,23 +76,24 @@ struct Q4_0Half {
 struct Q8_0Half {
   static constexpr int64_t kGroupBlock = kScaleBytes + kPackRows * kQK;
   static constexpr int kOffset = 0;  // the values are flipped back to signed
-  __m256i q[8], aq[8];  // lane j: elements 4j..4j+3, signed and absolute
+  static constexpr int kParts = 2;      // 16 elements at a time
+  static constexpr int64_t kChunk = 8;  // 4 + 4 weight vectors and 8 tokens' sums in registers
+  __m256i q[4], aq[4];  // lane j: elements 16 * part + 4j..4j+3, signed and absolute
 
-  void load(const uint8_t* qs, int64_t half) {
+  void load(const uint8_t* qs, int64_t half, int part) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    for (int j = 0; j < 8; ++j) {
-      q[j] = _mm256_xor_si256(load256(qs + j * kLine + half * kHalfLine), flip);
+    for (int j = 0; j < 4; ++j) {
+      q[j] = _mm256_xor_si256(load256(qs + (4 * part + j) * kLine + half * kHalfLine), flip);
       aq[j] = _mm256_sign_epi8(q[j], q[j]);
     }
   }
-  __m256i dot(const int8_t* qa) const {
+  __m256i dot(const int8_t* qa, int part) const {
+    const int8_t* a = qa + part * (kQK / 2);
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-    for (int j = 0; j < 8; j += 2) {
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(aq[j], _mm256_sign_epi8(bcast32(qa + 4 * j), q[j])), ones));
-      s1 = _mm256_add_epi32(
-          s1, _mm256_madd_epi16(_mm256_maddubs_epi16(aq[j + 1], _mm256_sign_epi8(bcast32(qa + 4 * j + 4), q[j + 1])), ones));
-    }
+    const __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(aq[0], _mm256_sign_epi8(bcast32(a), q[0])), ones),
+                                        _mm256_madd_epi16(_mm256_maddubs_epi16(aq[1], _mm256_sign_epi8(bcast32(a + 4), q[1])), ones));
+    const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(aq[2], _mm256_sign_epi8(bcast32(a + 8), q[2])), ones),
+                                        _mm256_madd_epi16(_mm256_maddubs_epi16(aq[3], _mm256_sign_epi8(bcast32(a + 12), q[3])), ones));
     return _mm256_add_epi32(s0, s1);
   }
 };
@@ -104,12 +111,20 @@ void half_group(const uint8_t* group, int64_t half, const PackedActs& a, int64_t
     for (int64_t line = half * kHalfLine; line < Half::kGroupBlock; line += kLine) {
       _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line, _MM_HINT_T0);
     }
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int part = 0; part < Half::kParts; ++part) {
+      Half w;
+      w.load(gb + kScaleBytes, half, part);
+      for (int t = 0; t < NT; ++t) {
+        const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
+        const __m256i s = w.dot(qa, part);
+        sumi[t] = _mm256_add_epi32(sumi[t], s);
+      }
+    }
     const __m256 dw = avx2::load8_f16(gb + half * kHalfRows * 2);
-    Half w;
-    w.load(gb + kScaleBytes, half);
     for (int t = 0; t < NT; ++t) {
-      const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
-      __m256i s = w.dot(qa);
+      __m256i s = sumi[t];
       if constexpr (Half::kOffset != 0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(Half::kOffset * as[t * a.n_blocks + b]));
       acc[t] = block_fma(acc[t], s, dw, ad[t * a.n_blocks + b]);
     }
@@ -117,14 +132,16 @@ void half_group(const uint8_t* group, int64_t half, const PackedActs& a, int64_t
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
 }
 
-// Tokens in chunks of up to kChunk per pass over the weights (the
-// accumulators and one block's weights fit the 16 vector registers).
+// Tokens in chunks of up to Half::kChunk per pass over the weights.
 template <typename Half>
 void group(const uint8_t* g, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  constexpr int64_t kChunk = 4;
+  constexpr int64_t kChunk = Half::kChunk;
   using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {half_group<Half, 1>, half_group<Half, 2>, half_group<Half, 3>,
-                                      half_group<Half, 4>};
+  static constexpr Fn kAll[8] = {half_group<Half, 1>, half_group<Half, 2>, half_group<Half, 3>,
+                                 half_group<Half, 4>, half_group<Half, 5>, half_group<Half, 6>,
+                                 half_group<Half, 7>, half_group<Half, 8>};
+  static_assert(kChunk <= 8);
+  const Fn* kFns = kAll;
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](g, half, a, t0 + t, y + t * ys, ys);
