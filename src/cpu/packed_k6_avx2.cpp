@@ -1,11 +1,10 @@
 // AVX2 kernel for packed Q6_K (layout and formula in packed_k.h), bit for
 // bit the layout's reference. A 16-row group is taken as two halves of 8
 // rows (one 32-byte half of each 64-byte line), 8 int32 lanes = 8 rows.
-// Per quarter (32 elements, two sub-blocks of 16) of a half super-block:
-// 8 vectors of 6-bit values built from the ql nibbles and 2 qh bits; per
-// token and sub-block 4 vpmaddubsw with broadcast dwords of its Q8_K values,
-// added by twos in int16 (2 x 2 x 63 x 127 < 2^15) and widened by vpmaddwd
-// with the rows' signed scales. The -32 offset comes off through the
+// Per sub-block of 16: 4 vectors of 6-bit values built from the ql nibbles
+// and 2 qh bits, once for all tokens of a call; per token 4 vpmaddubsw with
+// broadcast dwords of its Q8_K values, added by twos in int16 (2 x 2 x 63 x
+// 127 < 2^15) and widened by vpmaddwd with the rows' signed scales. The -32 offset comes off through the
 // token's 16-sums (sum_sb scale_sb * bsums_sb, by pairs with vpmaddwd).
 // The f32 finish per super-block is the reference's.
 #include <immintrin.h>
@@ -29,7 +28,7 @@ constexpr int kLanes = 8;        // 4-byte lanes per quarter of 32 elements
 constexpr int kLanesPerSub = 4;  // per sub-block of 16
 constexpr int64_t kLine = 64;    // bytes of one lane of 16 rows
 constexpr int64_t kHalfRows = 8;
-constexpr int32_t kQ6Offset = 32;
+constexpr int kQ6OffsetShift = 5;  // the -32 offset, as a shift
 constexpr int kPrefetchBytes = 2048;
 constexpr int kBlockLines = (kPackedQ6KBlockBytes + kLine - 1) / kLine;
 constexpr int kLinesPerQuarter = (kBlockLines + 7) / 8;
@@ -82,7 +81,7 @@ void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t 
       for (int q = 0; q < kSubBlocks / 2; ++q) {
         off = _mm256_add_epi32(off, _mm256_madd_epi16(pairs[q], bcast32(act(t, b)->bsums + 2 * q)));
       }
-      sumi[t] = _mm256_mullo_epi32(off, _mm256_set1_epi32(-kQ6Offset));
+      sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, kQ6OffsetShift));  // -32 * off
     }
     for (int sb = 0; sb < kSubBlocks; ++sb) {
       if (sb % 2 == 0) {

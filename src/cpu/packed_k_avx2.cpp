@@ -1,12 +1,12 @@
 // AVX2 kernels for packed Q4_K and Q5_K (layouts and formula in
 // packed_k.h), bit for bit the layouts' reference. A 16-row group is taken
 // as two halves of 8 rows (one 32-byte half of each 64-byte line), 8 int32
-// lanes = 8 rows. Per sub-block of 32: 8 vectors of nibbles (Q5_K: plus the
-// fifth bit from qh), then per token 8 vpmaddubsw with broadcast dwords of
-// its Q8_K values, added in int16 (Q4_K: 8 x 2 x 15 x 127 < 2^15; Q5_K by
-// fours: 4 x 2 x 31 x 127 < 2^15) and widened by vpmaddwd with the rows'
-// 6-bit scales; the mins times the token's 32-sums go through vpmaddwd by
-// pairs of sub-blocks. All integer sums are exact; the f32 finish per
+// lanes = 8 rows. Per quarter of a sub-block (16 elements): 4 vectors of
+// nibbles (Q5_K: plus the fifth bit from qh), built once for the up to 8
+// tokens of a call, then per token 4 vpmaddubsw with broadcast dwords of its
+// Q8_K values, added in int16 (4 x 2 x 31 x 127 < 2^15) and widened by
+// vpmaddwd with the rows' 6-bit scales; the mins times the token's 32-sums
+// go through vpmaddwd by pairs of sub-blocks. All integer sums are exact; the f32 finish per
 // super-block is the reference's.
 #include <immintrin.h>
 
@@ -52,6 +52,15 @@ struct Scales {
     for (int q = 0; q < kSubBlocks / 2; ++q) mins[q] = avx2::pair16(m[2 * q], m[2 * q + 1]);
   }
 };
+
+// A token's sub-block sums b_sb = bsums[2sb] + bsums[2sb + 1] (|b| <= 2 x
+// 16 x 127, no saturation) as int16 pairs (b_2q, b_2q+1): pair q in the
+// int32 element kPairLane[q] of the result.
+inline __m256i bsum_pairs(const int16_t* bsums) {
+  const __m256i b = _mm256_madd_epi16(load256(bsums), _mm256_set1_epi16(1));  // element sb: b_sb
+  return _mm256_packs_epi32(b, b);  // per 128-bit half: b0 b1 b2 b3 b0 b1 b2 b3 | b4 .. b7 b4 .. b7
+}
+constexpr int kPairLane[kSubBlocks / 2] = {0, 1, 4, 5};
 
 // The 4 lanes (16 elements) 4 * hs .. 4 * hs + 3 of sub-block sb for 8 rows,
 // as unsigned values (Q5_K: with their fifth bit).
@@ -113,12 +122,10 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
     const __m256 dmin = avx2::load8_f16(gb + kPackedQ4KDminOffset + half * kHalfRows * 2);
     for (int t = 0; t < NT; ++t) {
       // m_sb * (bsums of its two 16s), two sub-blocks per vpmaddwd.
-      const int16_t* bs = act(t, b)->bsums;
+      const __m256i pairs = bsum_pairs(act(t, b)->bsums);
       __m256i summ = _mm256_setzero_si256();
       for (int q = 0; q < kSubBlocks / 2; ++q) {
-        const int32_t b0 = bs[4 * q] + bs[4 * q + 1], b1 = bs[4 * q + 2] + bs[4 * q + 3];
-        const int32_t pair = static_cast<int32_t>(static_cast<uint32_t>(b0 & 0xFFFF) | (static_cast<uint32_t>(b1) << 16));
-        summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.mins[q], _mm256_set1_epi32(pair)));
+        summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.mins[q], _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(kPairLane[q]))));
       }
       const __m256 ad = _mm256_set1_ps(act(t, b)->d);
       const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t])));
