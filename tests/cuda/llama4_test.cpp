@@ -42,8 +42,8 @@ TEST(GpuLlama4Ops, TemperatureMatchesCpu) {
   for (float floor_scale : {4.0f, 8192.0f}) {
     std::vector<float> want = q;
     cpu::attn_temperature_scale(want.data(), pos.data(), kN, kWidth, floor_scale, 0.1f);
-    DeviceBuffer qd = cuda::test::to_device(q);
-    DeviceBuffer pd = cuda::test::to_device(pos);
+    cuda::DeviceBuffer qd = cuda::test::to_device(q);
+    cuda::DeviceBuffer pd = cuda::test::to_device(pos);
     cuda::attn_temperature_scale(qd.as<float>(), pd.as<int32_t>(), kN, kWidth, floor_scale, 0.1f, nullptr);
     const std::vector<float> got = cuda::test::to_host<float>(qd, want.size());
     // The device's logf may differ from libm's by an ulp: the factor, then each product, within 2 ulps.
@@ -67,9 +67,9 @@ TEST(GpuLlama4Ops, WeightInputsMatchCpu) {
   std::shuffle(row.begin(), row.end(), rng);
   std::vector<float> want = in, want_w = w;
   cpu::moe_weight_inputs(want.data(), row.data(), want_w.data(), kSlots, kN);
-  DeviceBuffer ind = cuda::test::to_device(in);
-  DeviceBuffer wd = cuda::test::to_device(w);
-  DeviceBuffer rd = cuda::test::to_device(row);
+  cuda::DeviceBuffer ind = cuda::test::to_device(in);
+  cuda::DeviceBuffer wd = cuda::test::to_device(w);
+  cuda::DeviceBuffer rd = cuda::test::to_device(row);
   cuda::moe_weight_inputs(ind.as<float>(), rd.as<int32_t>(), wd.as<float>(), kSlots, kN, nullptr);
   const std::vector<float> got = cuda::test::to_host<float>(ind, want.size());
   const std::vector<float> got_w = cuda::test::to_host<float>(wd, want_w.size());

@@ -3,9 +3,8 @@
 // tokens (three and a half chunks of 8) in one pass and in passes of 7 and
 // 5 (passes that cross chunk boundaries), every logit within 1e-3. Each
 // quirk is shown to matter: the reference without it misses ferrite's
-// logits by more than 0.05. And ik_llama.cpp 8337e4c's logits
-// (tests/model/golden/llama4.ik.json) for the file of its golden (see
-// GoldenLlama4 below).
+// logits by more than 0.05. The comparison with ik_llama.cpp 8337e4c's
+// logits (GoldenLlama4 below) waits for its golden: see there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,8 +133,17 @@ TEST(GoldenLlama4, DISABLED_Write) {
 
 // ik_llama.cpp's logits: ferrite (one pass, passes of 7) and the reference
 // each within kIkTolerance; the reference without chunking or without the
-// temperature misses them.
-TEST(GoldenLlama4, MatchesIkLlama) {
+// temperature misses them. Disabled until tests/model/golden/llama4.ik.json
+// exists (ik_llama.cpp's libraries were not built in time to make it). To
+// make it, with the dumper variant kept outside the repository
+// (/work/peers/tools/llama4: golden_dump with --l4-chunk/--l4-temp-floor/
+// --l4-temp-scale, which set those hparams of the loaded model):
+//   FERRITE_TINY_OUT=/tmp build/tests/test_model --gtest_also_run_disabled_tests \
+//     --gtest_filter=GoldenLlama4.DISABLED_Write
+//   golden_dump_llama4 -m /tmp/tiny-llama4.gguf --no-bos -t 2 --l4-chunk 8 --l4-temp-floor 4 \
+//     --l4-temp-scale 0.5 -i <tiny_llama4_prompt()> > tests/model/golden/llama4.ik.json
+// then drop DISABLED_.
+TEST(GoldenLlama4, DISABLED_MatchesIkLlama) {
   const test::Llama4Config c = golden_config();
   const auto tiny = test::make_tiny_llama4(c);
   auto m = model::Model::load(tiny->path().string());
