@@ -133,17 +133,15 @@ TEST(GoldenLlama4, DISABLED_Write) {
 
 // ik_llama.cpp's logits: ferrite (one pass, passes of 7) and the reference
 // each within kIkTolerance; the reference without chunking or without the
-// temperature misses them. Disabled until tests/model/golden/llama4.ik.json
-// exists (ik_llama.cpp's libraries were not built in time to make it). To
-// make it, with the dumper variant kept outside the repository
-// (/work/peers/tools/llama4: golden_dump with --l4-chunk/--l4-temp-floor/
-// --l4-temp-scale, which set those hparams of the loaded model):
+// temperature misses them. The golden (tests/model/golden/llama4.ik.json) comes
+// from a golden_dump variant built against ik_llama.cpp 8337e4c's libraries
+// (outside the repository) that sets the hparams ik fixes in code on the
+// loaded model (--l4-chunk/--l4-temp-floor/--l4-temp-scale):
 //   FERRITE_TINY_OUT=/tmp build/tests/test_model --gtest_also_run_disabled_tests \
 //     --gtest_filter=GoldenLlama4.DISABLED_Write
 //   golden_dump_llama4 -m /tmp/tiny-llama4.gguf --no-bos -t 2 --l4-chunk 8 --l4-temp-floor 4 \
 //     --l4-temp-scale 0.5 -i <tiny_llama4_prompt()> > tests/model/golden/llama4.ik.json
-// then drop DISABLED_.
-TEST(GoldenLlama4, DISABLED_MatchesIkLlama) {
+TEST(GoldenLlama4, MatchesIkLlama) {
   const test::Llama4Config c = golden_config();
   const auto tiny = test::make_tiny_llama4(c);
   auto m = model::Model::load(tiny->path().string());
