@@ -75,6 +75,14 @@ struct AttentionSpec {
   const AttentionWeights* w = nullptr;
   int rope = kNoRope;                      // a prepare_rope() table, or kNoRope
   bool sliding = false;                    // the sliding-window mask (KvView::mask_swa)
+  bool chunked = false;                    // the chunked-attention mask (KvView::mask_chunk; llama4)
+  // llama4: q and k of each head RMS-normed without a weight (eps
+  // ModelDims::norm_rms_eps) after RoPE, before the cache (its "L2 norm").
+  bool qk_unit_norm = false;
+  // > 0 (llama4's NoPE layers): each token's q scaled by its attention
+  // temperature, cpu::attn_temperature(pos, temp_floor, temp_scale).
+  float temp_scale = 0.0f;
+  float temp_floor = 0.0f;
   float scale = 0.0f;                      // score scale; 0: 1/sqrt(head_dim)
   float softcap = 0.0f;                    // attention logit soft-cap; 0: none
   // ALiBi (cpu/alibi.h): head h adds alibi_slope(h, n_head, max_alibi_bias)

@@ -53,6 +53,9 @@ struct KvView {
   int64_t n_kv = 0;                  // attention reads cells [0, n_kv)
   const float* mask = nullptr;       // [n_tokens, n_kv]: 0 visible, -inf hidden (causal, per sequence)
   const float* mask_swa = nullptr;   // same with the sliding window applied, or nullptr
+  // Same with chunked attention (llama4's RoPE layers): a cell is visible
+  // only from the token's own chunk (in_same_chunk), or nullptr.
+  const float* mask_chunk = nullptr;
   // Optional per-token cell ranges (several sequences in one cache): token t
   // reads only cells [kv_begin[t], kv_begin[t] + kv_len[t]) (within [0, n_kv)),
   // and row t of the masks then covers just that range: mask[t * mask_stride + j]
@@ -66,5 +69,12 @@ struct KvView {
   // layers use this view with mask_swa.
   const KvView* swa = nullptr;
 };
+
+// Chunked attention (HParams::n_chunk): a token at position pos sees a cell
+// holding cell_pos (<= pos) only when both lie in the same chunk of n_chunk
+// positions, [pos / n_chunk * n_chunk, pos].
+inline bool in_same_chunk(int32_t pos, int32_t cell_pos, int64_t n_chunk) {
+  return static_cast<int64_t>(cell_pos) >= static_cast<int64_t>(pos) / n_chunk * n_chunk;
+}
 
 }  // namespace ferrite::backend

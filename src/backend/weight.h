@@ -71,6 +71,9 @@ struct MoeWeights {
   // > 0: the experts' activation is gpt-oss's clamped SwiGLU (cpu/activations.h
   // swiglu_oai) with this alpha and limit instead of silu(gate) * up.
   float oai_alpha = 0.0f, oai_limit = 0.0f;
+  // llama4: each chosen expert's weight multiplies its input instead of its
+  // output: sum_j FFN_e(w_j h) (the weights then are not applied again).
+  bool weight_input = false;
 };
 
 // Multi-head latent attention (deepseek2): queries from the input (one

@@ -51,6 +51,10 @@ struct HParams {
   // (set by the architecture; the runtime's window cache holds only the
   // window's cells for them).
   std::vector<bool> swa_layers;
+  // Chunked attention (llama4; set by the architecture): > 0 makes the
+  // runtime give KvView::mask_chunk, chunks of n_chunk positions. Such layers
+  // keep the whole cache (no window).
+  int64_t n_chunk = 0;
   float attn_softcap = 0.0f; // attention logit soft-cap (0: none)
   float final_softcap = 0.0f;
   // ALiBi (attention.max_alibi_bias, or the family's fixed value): > 0 makes

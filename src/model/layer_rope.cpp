@@ -49,7 +49,8 @@ backend::RopeConfig layer_rope(const Model& m, int64_t layer, int64_t n_cells) {
   if (hp.arch == "gemma3" && hp.n_swa > 0 && (layer + 1) % kGemma3SlidingPattern != 0) {
     return rope_config(gemma3_local_rope(hp.rope), nullptr);
   }
-  if (hp.arch == "smollm3" && (layer + 1) % kSmolLM3NoRopeStep == 0) {
+  if ((hp.arch == "smollm3" && (layer + 1) % kSmolLM3NoRopeStep == 0) ||
+      (hp.arch == "llama4" && (layer + 1) % kLlama4NoRopeStep == 0)) {
     backend::RopeConfig none = rope_config(hp.rope, nullptr);
     none.n_rot = 0;  // keys without position: a shift leaves them
     return none;

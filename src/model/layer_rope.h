@@ -24,6 +24,10 @@ constexpr float kGemma3LocalRopeBase = 10000.0f;
 // (ik_llama.cpp fixes the step; no metadata key gives it).
 constexpr int64_t kSmolLM3NoRopeStep = 4;
 
+// llama4: every fourth layer attends without RoPE (llama.cpp's fixed
+// n_no_rope_layer_step; no metadata key gives it).
+constexpr int64_t kLlama4NoRopeStep = 4;
+
 // The backends' RoPE settings of r with `freq_factors` ([n_rot/2] divisors or null).
 backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors);
 

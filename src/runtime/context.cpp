@@ -52,11 +52,13 @@ void cell_ranges(const KvCache& cache, const Batch& batch, int64_t begin, int64_
 
 // Mask rows [n, width] over each token's cells (cell_ranges): a cell is
 // visible to a token of sequence s at position p when it belongs to s and
-// holds a position <= p, and in mask_swa also within the window. Visible
-// is 0, or with ALiBi -(p - cell position). Either mask may be null.
+// holds a position <= p, and in mask_swa also within the window, in
+// mask_chunk also within p's chunk of n_chunk positions (backend::in_same_chunk).
+// Visible is 0, or with ALiBi -(p - cell position). Any mask may be null.
 void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n,
                 const std::vector<int32_t>& kv_begin, const std::vector<int32_t>& kv_len, int64_t width, bool alibi,
-                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa);
+                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa, int64_t n_chunk = 0,
+                std::vector<float>* mask_chunk = nullptr);
 
 // Attention scans a multiple of this many cells (the extra ones are masked):
 // whole vectors for the dot products over cells, and llama.cpp's padding, so
@@ -113,6 +115,7 @@ void Context::warm_up() {
   mask[0] = 0.0f;
   kv.mask = mask.data();
   kv.mask_swa = model_->hparams().n_swa > 0 ? mask.data() : nullptr;
+  kv.mask_chunk = model_->hparams().n_chunk > 0 ? mask.data() : nullptr;  // position 0 sees its cell in any chunking
   model::run_step(model_->arch(), *placement_, fb, kv, logits.data());
 }
 
@@ -178,7 +181,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   // these cells serve the others only.
   const bool swa_here = hp.n_swa > 0 && cache_.window() == nullptr;
   fill_masks(cache_, batch, begin, n, kv_begin_, kv_len_, width, alibi, hp.n_swa, &mask_,
-             swa_here ? &mask_swa_ : nullptr);
+             swa_here ? &mask_swa_ : nullptr, hp.n_chunk, hp.n_chunk > 0 ? &mask_chunk_ : nullptr);
 
   std::vector<int32_t> out_rows;
   for (int64_t t = 0; t < n; ++t) {
@@ -198,6 +201,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.n_kv = n_kv;
   kv.mask = mask_.data();
   kv.mask_swa = swa_here ? mask_swa_.data() : nullptr;
+  kv.mask_chunk = hp.n_chunk > 0 ? mask_chunk_.data() : nullptr;
   kv.kv_begin = kv_begin_.data();
   kv.kv_len = kv_len_.data();
   kv.mask_stride = width;
@@ -270,10 +274,12 @@ void cell_ranges(const KvCache& cache, const Batch& batch, int64_t begin, int64_
 
 void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n,
                 const std::vector<int32_t>& kv_begin, const std::vector<int32_t>& kv_len, int64_t width, bool alibi,
-                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa) {
+                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa, int64_t n_chunk,
+                std::vector<float>* mask_chunk) {
   const auto size = static_cast<size_t>(n * width);
   if (mask != nullptr) mask->assign(size, kHidden);
   if (mask_swa != nullptr) mask_swa->assign(size, kHidden);
+  if (mask_chunk != nullptr) mask_chunk->assign(size, kHidden);
   for (int64_t t = 0; t < n; ++t) {
     const int seq = batch.seq[begin + t];
     const int32_t p = batch.pos[begin + t];
@@ -285,6 +291,7 @@ void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t
       const auto at = static_cast<size_t>(t * width + j);
       if (mask != nullptr) (*mask)[at] = visible;
       if (mask_swa != nullptr && p - c.pos < n_swa) (*mask_swa)[at] = visible;
+      if (mask_chunk != nullptr && backend::in_same_chunk(p, c.pos, n_chunk)) (*mask_chunk)[at] = visible;
     }
   }
 }

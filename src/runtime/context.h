@@ -166,6 +166,7 @@ class Context {
   int64_t n_out_ = 0;
   Batch scratch_batch_;
   std::vector<float> mask_, mask_swa_;        // [n_tokens, widest token range]
+  std::vector<float> mask_chunk_;             // the same, chunked attention (HParams::n_chunk)
   std::vector<int32_t> kv_begin_, kv_len_;    // [n_tokens] cells each token reads
   std::vector<float> mask_win_;               // a window cache's: the same for its cells
   std::vector<int32_t> win_begin_, win_len_;

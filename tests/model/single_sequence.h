@@ -53,6 +53,19 @@ class SingleSequence {
           }
         }
       }
+      // Chunked-attention layers (llama4) see only their chunk's positions.
+      std::vector<float> mask_chunk;
+      if (hp.n_chunk > 0) {
+        mask_chunk = mask;
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t j = 0; j <= n_past_ + t; ++j) {
+            const auto p = static_cast<int32_t>(n_past_ + t);
+            if (!backend::in_same_chunk(p, static_cast<int32_t>(j), hp.n_chunk)) {
+              mask_chunk[t * n_kv + j] = -std::numeric_limits<float>::infinity();
+            }
+          }
+        }
+      }
       model::ForwardBatch fb{tokens.data() + b, pos.data(), n, rows.data(), n};
       model::KvView kv;
       for (size_t il = 0; il < k_.size(); ++il) kv.layers.push_back({k_[il].data(), v_[il].data()});
@@ -61,6 +74,7 @@ class SingleSequence {
       kv.n_kv = n_kv;
       kv.mask = mask.data();
       kv.mask_swa = hp.n_swa > 0 ? mask_swa.data() : nullptr;
+      kv.mask_chunk = hp.n_chunk > 0 ? mask_chunk.data() : nullptr;
       model_.forward(fb, kv, pool_, ws_, logits.data() + b * static_cast<size_t>(hp.n_vocab));
       n_past_ += n;
     }

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/error.h"
 #include "core/fp16.h"
 #include "cpu/activations.h"
 #include "cpu/alibi.h"
+#include "cpu/attn_temperature.h"
 #include "cpu/attention.h"
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/norm.h"
@@ -122,6 +124,13 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
     rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), q, n, dims_.n_head, hd);
     rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, dims_.n_head_kv, hd);
   }
+  // llama4: q and k of each head normed without a weight after RoPE; the
+  // queries of its NoPE layers scaled by the token's temperature.
+  if (spec.qk_unit_norm) {
+    rms_norm(q, nullptr, dims_.norm_rms_eps, n * dims_.n_head, hd, q);
+    rms_norm(k, nullptr, dims_.norm_rms_eps, n * dims_.n_head_kv, hd, k);
+  }
+  if (spec.temp_scale > 0.0f) attn_temperature_scale(q, batch_->pos, n, n_q, spec.temp_floor, spec.temp_scale);
 
   // 3. Keys and values into their cache cells (a sliding layer's window
   // when the cache has one), then the cache as f16.
@@ -143,6 +152,10 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   a.kv_stride = n_kv;
   a.n_kv = kv.n_kv;
   a.mask = spec.sliding && kv.mask_swa != nullptr ? kv.mask_swa : kv.mask;
+  if (spec.chunked) {
+    if (kv.mask_chunk == nullptr) throw InvalidArgument("chunked attention without the runtime's chunk mask");
+    a.mask = kv.mask_chunk;
+  }
   a.kv_begin = kv.kv_begin;
   a.kv_len = kv.kv_len;
   a.mask_stride = kv.mask_stride;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu/activations.h"
+#include "cpu/attn_temperature.h"
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/gelu_f16.h"
 #include "cpu/matmul.h"
@@ -135,6 +136,12 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
     const int64_t n_ff = up.n;
     float* in = grow(ws_.moe_in, cnt * n_embd);
     for (int64_t i = 0; i < cnt; ++i) std::copy_n(h + rows[i] * n_embd, n_embd, in + i * n_embd);
+    if (w.weight_input) {
+      // llama4: the weight scales the expert's input; its output adds unweighted.
+      std::vector<int32_t> seq(static_cast<size_t>(cnt));
+      std::iota(seq.begin(), seq.end(), 0);
+      moe_weight_inputs(in, seq.data(), row_w.data(), cnt, n_embd);
+    }
     float* a = grow(ws_.moe_a, cnt * n_ff);
     float* b = grow(ws_.moe_b, cnt * n_ff);
     if (ws_.observer != nullptr) {

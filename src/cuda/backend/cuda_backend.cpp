@@ -200,12 +200,13 @@ void CudaBackend::stage(const backend::ForwardBatch& batch, const backend::KvVie
   // grow, which the decode graphs rely on).
   const int64_t mask_floats = cache ? n * mask_stride_ : 0;
   const int64_t swa_floats = cache && kv.mask_swa != nullptr ? mask_floats : 0;
+  const int64_t chunk_floats = cache && kv.mask_chunk != nullptr ? mask_floats : 0;
   // The RoPE tables of the previous step's configurations come along
   // (prepare_rope then finds them staged: one copy per step).
   int64_t rope_floats = 0;
   for (const backend::RopeConfig& c : known_ropes_) rope_floats += 2 * n * (c.n_rot / 2) + 4;
-  const size_t staged_bytes = 16 * (14 + known_ropes_.size()) + static_cast<size_t>(11 * n + n_out + 1) * sizeof(int32_t) +
-                              static_cast<size_t>(mask_floats + swa_floats + rope_floats + 2) * sizeof(float);
+  const size_t staged_bytes = 16 * (15 + known_ropes_.size()) + static_cast<size_t>(11 * n + n_out + 1) * sizeof(int32_t) +
+                              static_cast<size_t>(mask_floats + swa_floats + chunk_floats + rope_floats + 3) * sizeof(float);
   host_staged_.reserve(staged_bytes);
   staged_.reserve(staged_bytes);
   uint8_t* hp = host_staged_.as<uint8_t>();
@@ -225,6 +226,7 @@ void CudaBackend::stage(const backend::ForwardBatch& batch, const backend::KvVie
   }
   float* h_mask = carve<float>(hp, mask_floats);
   float* h_mask_swa = carve<float>(hp, swa_floats);
+  float* h_mask_chunk = carve<float>(hp, chunk_floats);
   std::memcpy(h_tokens, batch.tokens, static_cast<size_t>(n) * sizeof(int32_t));
   std::memcpy(h_pos, batch.pos, static_cast<size_t>(n) * sizeof(int32_t));
   std::fill_n(h_zeros, n, 0);
@@ -238,6 +240,7 @@ void CudaBackend::stage(const backend::ForwardBatch& batch, const backend::KvVie
     }
     std::memcpy(h_mask, kv.mask, static_cast<size_t>(mask_floats) * sizeof(float));
     if (swa_floats > 0) std::memcpy(h_mask_swa, kv.mask_swa, static_cast<size_t>(swa_floats) * sizeof(float));
+    if (chunk_floats > 0) std::memcpy(h_mask_chunk, kv.mask_chunk, static_cast<size_t>(chunk_floats) * sizeof(float));
     std::copy(plan.q_tiles.begin(), plan.q_tiles.end(), h_tiles);
     std::copy(plan.decode_tokens.begin(), plan.decode_tokens.end(), h_listed);
   }
@@ -261,6 +264,8 @@ void CudaBackend::stage(const backend::ForwardBatch& batch, const backend::KvVie
   in_.mask = carve<float>(dp, mask_floats);
   in_.mask_swa = carve<float>(dp, swa_floats);
   if (kv.mask_swa == nullptr) in_.mask_swa = nullptr;
+  in_.mask_chunk = carve<float>(dp, chunk_floats);
+  if (kv.mask_chunk == nullptr) in_.mask_chunk = nullptr;
 }
 
 void CudaBackend::choose_mode(const backend::ForwardBatch& batch, const backend::KvView& kv) {

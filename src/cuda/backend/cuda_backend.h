@@ -203,6 +203,7 @@ class CudaBackend final : public backend::Backend {
     const int32_t* listed = nullptr;
     const float* mask = nullptr;
     const float* mask_swa = nullptr;
+    const float* mask_chunk = nullptr;
   };
   Staged in_;
   int64_t n_q_tiles_ = 0, n_decode_ = 0, n_split_ = 1, max_len_ = 0, mask_stride_ = 0;

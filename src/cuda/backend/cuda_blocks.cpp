@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/kernels/check.h"
+#include "cuda/kernels/llama4_ops.h"
 #include "cuda/kernels/relu_sqr.h"
 
 namespace ferrite::cuda {
@@ -27,6 +28,10 @@ AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec
   }
   AttentionParams ap;
   ap.mask = spec.sliding && in_.mask_swa != nullptr ? in_.mask_swa : in_.mask;
+  if (spec.chunked) {
+    if (in_.mask_chunk == nullptr) throw InvalidArgument("GPU backend: chunked attention without the chunk mask");
+    ap.mask = in_.mask_chunk;
+  }
   ap.n_kv = kv_->n_kv;
   ap.kv_begin = in_.begin;
   ap.kv_len = in_.len;
@@ -171,7 +176,22 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   // 1. Projections, per-head norms, RoPE, keys and values into the cache.
   // Clipping (mpt's clamp_kqv) comes between the products and RoPE: no fused RoPE then.
   bool done = false;
-  if (spec.clamp_qkv > 0.0f) {
+  // llama4: the per-head norm after RoPE and the temperature of q come
+  // between RoPE and the cache (no fused RoPE + store then).
+  const bool llama4_steps = spec.qk_unit_norm || spec.temp_scale > 0.0f;
+  if (llama4_steps) {
+    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);
+    if (r.c != nullptr) {
+      rope(q, r.cos_t, r.sin_t, n, dims_.n_head, dims_.head_dim, r.c->n_rot, r.c->neox, stream_);
+      rope(k, r.cos_t, r.sin_t, n, dims_.n_head_kv, dims_.head_dim, r.c->n_rot, r.c->neox, stream_);
+    }
+    if (spec.qk_unit_norm) {
+      rms_norm(q, nullptr, dims_.norm_rms_eps, n * dims_.n_head, dims_.head_dim, q, stream_);
+      rms_norm(k, nullptr, dims_.norm_rms_eps, n * dims_.n_head_kv, dims_.head_dim, k, stream_);
+    }
+    if (spec.temp_scale > 0.0f) attn_temperature_scale(q, in_.pos, n, n_q, spec.temp_floor, spec.temp_scale, stream_);
+    r = RopeRef{};  // rotated: the store below only stores
+  } else if (spec.clamp_qkv > 0.0f) {
     project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);  // without RoPE, nothing is stored (returns false)
     clamp(q, spec.clamp_qkv, n * (n_q + 2 * n_ekv), stream_);  // q, k, v side by side
   } else {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "cuda/kernels/check.h"
+#include "cuda/kernels/llama4_ops.h"
 #include "cuda/kernels/moe_ops.h"
 #include "cuda/kernels/ops.h"
 
@@ -63,6 +64,7 @@ const GpuMoe::Layer& GpuMoe::layer(const backend::MoeWeights& w) {
   L.down_b = weights_.vec(w.down_exps_b);
   L.oai_alpha = w.oai_alpha;
   L.oai_limit = w.oai_limit;
+  L.weight_input = w.weight_input;
   L.router = weights_.matrix(w.gate_inp);
   L.gate_up = weights_.experts_gate_up(w.gate_exps, w.up_exps);
   if (L.gate_up.data == nullptr) {
@@ -82,7 +84,8 @@ const GpuMoe::Layer& GpuMoe::layer(const backend::MoeWeights& w) {
     if (w.shexp_gate_inp) L.sh_inp = weights_.matrix(w.shexp_gate_inp);
     L.n_ff_sh = L.sh_up.n;
   }
-  const bool plain = L.gate_b == nullptr && L.up_b == nullptr && L.down_b == nullptr && L.oai_alpha <= 0.0f;
+  const bool plain = L.gate_b == nullptr && L.up_b == nullptr && L.down_b == nullptr && L.oai_alpha <= 0.0f &&
+                     !L.weight_input;
   L.on_device = plain && (L.gate_up.data != nullptr ? indirect(L.gate_up) : indirect(L.gate) && indirect(L.up)) &&
                 indirect(L.down);
   return layers_[w.gate_inp.info] = L;
@@ -209,6 +212,8 @@ void GpuMoe::experts_grouped(const Layer& L, Activation& act, int64_t n, LinearR
   float* up = up_.as<float>();
   float* ys = ys_.as<float>();
   gather_rows(act.x(), rows_.as<int32_t>(), slots, n_embd, in, st);
+  // llama4: slot i's weight onto its gathered row pos[i]; the combine then adds the outputs unweighted.
+  if (L.weight_input) moe_weight_inputs(in, rows_.as<int32_t>() + slots, weights_buf_.as<float>(), slots, n_embd, st);
   for (int64_t e = 0; e < n_expert; ++e) {
     const int64_t r0 = start[e], cnt = start[e + 1] - start[e];
     if (cnt == 0) continue;

@@ -69,6 +69,7 @@ class GpuMoe {
     const float *router_b = nullptr, *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;
     float oai_alpha = 0.0f, oai_limit = 0.0f;
     bool on_device = false;                 // every expert matrix has an indirect GEMV
+    bool weight_input = false;              // llama4: the weights scale the experts' inputs (grouped path)
   };
   // The device form of w's layer (uploaded and checked at the first call).
   const Layer& layer(const backend::MoeWeights& w);
