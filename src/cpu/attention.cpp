@@ -76,11 +76,10 @@ void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scrat
 
 void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
   const size_t n_threads = static_cast<size_t>(pool.size());
-  if (scratch.scores.size() < n_threads) {
-    scratch.scores.resize(n_threads);
-    scratch.q16.resize(n_threads);
-    scratch.p16.resize(n_threads);
-  }
+  // (each on its own: the encoders' attention sizes only the scores)
+  if (scratch.scores.size() < n_threads) scratch.scores.resize(n_threads);
+  if (scratch.q16.size() < n_threads) scratch.q16.resize(n_threads);
+  if (scratch.p16.size() < n_threads) scratch.p16.resize(n_threads);
   const VecOps& ops = vec_ops();
   pool.run([&](int ith, int nth) {
     std::vector<float>& scores = scratch.scores[static_cast<size_t>(ith)];

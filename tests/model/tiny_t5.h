@@ -43,10 +43,11 @@ inline std::vector<int32_t> t5_encoder_prompt(int which) {
   return t;
 }
 
-// The decoder's tokens of prompt 1 or 2: the decoder start token, then 11 or 7 others.
+// The decoder's tokens of prompt 1 or 2: the decoder start token, then 23 or
+// 7 others (prompt 1 reaches distances past the 16 exact causal buckets).
 inline std::vector<int32_t> t5_decoder_prompt(int which) {
   std::vector<int32_t> t = {kT5DecoderStart};
-  const int n = which == 1 ? 11 : 7;
+  const int n = which == 1 ? 23 : 7;
   for (int i = 0; i < n; ++i) t.push_back((13 * i * i + 5 * i + 17) % 317 + 3 - (which == 2 ? 1 : 0));
   return t;
 }
@@ -68,7 +69,9 @@ inline std::unique_ptr<TinyGguf> make_tiny_t5(T5Variant v, T5Quirk quirk = T5Qui
   g->set_f32("attention.layer_norm_rms_epsilon", 1e-6f);
   g->set_u32("attention.relative_buckets_count", kT5Buckets);
   if (!encoder_only) g->set_u32("decoder_start_token_id", static_cast<uint32_t>(kT5DecoderStart));
-  g->add("token_embd.weight", {e, tiny_family_detail::kVocab}, 0.5f);
+  // The relu variant's output is this table (tied): rows of norm ~2 keep its logits of order 2-6, where
+  // an f16 rounding that flips between the engines (the cache, q and p) stays within the tests' 1e-3.
+  g->add("token_embd.weight", {e, tiny_family_detail::kVocab}, gated ? 0.5f : 0.25f);
   // Scores of order 2-3 without the 1/sqrt(head_dim) scale: q smaller than a unit projection.
   const float q_std = 0.5f / std::sqrt(static_cast<float>(e));
   auto attention = [&](const std::string& p, bool rel_b) {

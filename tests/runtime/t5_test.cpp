@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "cpu/rel_pos_bias.h"
 #include "model/golden.h"
 #include "model/model.h"
 #include "model/tiny_t5.h"
@@ -176,6 +177,25 @@ TEST(T5, QuirksMatter) {
     EXPECT_GT(err, kQuirkSeen) << "t5encoder: " << what;
     std::printf("  t5encoder with %s: max |state error| %.3g\n", what, err);
   }
+}
+
+// Buckets of T5's definition (32 buckets, max distance 128), worked by hand:
+// bidirectional, 16 per direction, 8 exact; causal, 16 exact, then
+// 16 + floor(log(d / 16) / log(8) * 16).
+TEST(T5, RelativePositionBuckets) {
+  EXPECT_EQ(cpu::rel_pos_bucket(0, 32, true), 0);
+  EXPECT_EQ(cpu::rel_pos_bucket(-1, 32, true), 1);
+  EXPECT_EQ(cpu::rel_pos_bucket(1, 32, true), 17);
+  EXPECT_EQ(cpu::rel_pos_bucket(7, 32, true), 23);
+  EXPECT_EQ(cpu::rel_pos_bucket(8, 32, true), 24);     // 8 + floor(log(1) ...) = 8
+  EXPECT_EQ(cpu::rel_pos_bucket(-17, 32, true), 10);   // 8 + floor(log(17 / 8) / log(16) * 8) = 8 + 2
+  EXPECT_EQ(cpu::rel_pos_bucket(-127, 32, true), 15);  // 8 + floor(7.98) = 15
+  EXPECT_EQ(cpu::rel_pos_bucket(200, 32, true), 31);   // clamped to the last
+  EXPECT_EQ(cpu::rel_pos_bucket(5, 32, false), 0);     // a later key: distance 0
+  EXPECT_EQ(cpu::rel_pos_bucket(-15, 32, false), 15);
+  EXPECT_EQ(cpu::rel_pos_bucket(-20, 32, false), 17);  // 16 + floor(log(1.25) / log(8) * 16) = 16 + 1
+  EXPECT_EQ(cpu::rel_pos_bucket(-64, 32, false), 26);  // 16 + floor(log(4) / log(8) * 16) = 16 + 10
+  EXPECT_EQ(cpu::rel_pos_bucket(-1000, 32, false), 31);
 }
 
 TEST(T5, DecodeNeedsEncodeFirst) {
