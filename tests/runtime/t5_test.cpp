@@ -34,6 +34,9 @@
 #include "model/model.h"
 #include "model/tiny_t5.h"
 #include "runtime/context.h"
+#include "runtime/generation.h"
+#include "runtime/sequence.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ferrite {
 namespace {
@@ -196,6 +199,47 @@ TEST(T5, RelativePositionBuckets) {
   EXPECT_EQ(cpu::rel_pos_bucket(-20, 32, false), 17);  // 16 + floor(log(1.25) / log(8) * 16) = 16 + 1
   EXPECT_EQ(cpu::rel_pos_bucket(-64, 32, false), 26);  // 16 + floor(log(4) / log(8) * 16) = 16 + 10
   EXPECT_EQ(cpu::rel_pos_bucket(-1000, 32, false), 31);
+}
+
+// What `ferrite run` does with an encoder-decoder: encode the prompt, then
+// generate greedily from the decoder start token through a Sequence. The
+// first token is llama.cpp's top token after the start token (the golden's
+// position 0); every generated token is the top one of the logits of the
+// tokens before it evaluated again in one pass.
+TEST(T5, GreedyGenerationFromTheDecoderStart) {
+  const test::Golden g = test::load_golden(golden_path(T5Variant::Gated, 1));
+  const auto tiny = test::make_tiny_t5(T5Variant::Gated);
+  auto m = load(*tiny);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(m->file());
+  runtime::GenerationVocab vocab(tok);
+  runtime::Context ctx(m, params());
+  ctx.encode(test::t5_encoder_prompt(1), 0);
+  const std::vector<int32_t> start = {ctx.decoder_start_token(tok.bos())};
+  ASSERT_EQ(start[0], test::kT5DecoderStart);
+  runtime::GenerationParams gp;
+  gp.sampling.temperature = 0;
+  gp.n_predict = 12;
+  gp.ignore_eos = true;
+  runtime::Generation gen(vocab, gp, {.n_ctx = 64, .n_ctx_train = 512}, start);
+  runtime::Sequence seq(ctx, {});
+  std::span<const float> logits = seq.prefill(start);
+  std::vector<int32_t> out;
+  while (!gen.done()) {
+    const runtime::GenerationStep st = seq.step(gen, logits);
+    if (st.token >= 0) out.push_back(st.token);
+  }
+  ASSERT_EQ(out.size(), 12u);
+  EXPECT_EQ(out[0], g.positions[0].top[0].first) << "llama.cpp's greedy first token";
+  std::vector<int32_t> all = start;
+  all.insert(all.end(), out.begin(), out.end() - 1);
+  runtime::Context again(m, params());
+  again.encode(test::t5_encoder_prompt(1), 0);
+  const std::span<const float> rows = again.eval(all, 0, true);
+  const auto nv = static_cast<size_t>(again.n_vocab());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const float* r = rows.data() + i * nv;
+    EXPECT_EQ(std::max_element(r, r + nv) - r, out[i]) << "token " << i;
+  }
 }
 
 TEST(T5, DecodeNeedsEncodeFirst) {
