@@ -15,7 +15,9 @@
 //       --no-bos -t 2 > t5-relu.pN.json  (the same for t5-gated)
 //   golden_dump -m DIR/tiny-t5encoder.gguf -i <t5_encoder_prompt(N)> --no-bos --embd -t 2 > t5encoder.pN.json
 // (the decoder's first token is the decoder start token, 0, as llama.cpp's
-// examples start it after llama_encode).
+// examples start it after llama_encode). The committed goldens came from
+// /work/peers/tools/golden_dump.cpp built by build.sh against llama.cpp
+// c392e50's AVX2 static libraries.
 #include <gtest/gtest.h>
 
 #include <algorithm>
