@@ -166,6 +166,20 @@ typedef struct ferrite_batch {
  * cells than n_tokens; FERRITE_ERR_INVALID_ARGUMENT for bad tokens,
  * positions or sequences. On failure the cache is as before the call. */
 FERRITE_EXPORT ferrite_status ferrite_decode(ferrite_context* ctx, const ferrite_batch* batch) FERRITE_NOEXCEPT;
+/* Encoder-decoders (t5; ferrite_context_has_encoder), llama.cpp's
+ * llama_encode: runs the encoder over tokens[0, n_tokens) (one pass, at most
+ * n_batch tokens) and keeps its output for sequence seq_id, which the
+ * decoder's cross-attention of that sequence then reads; ferrite_decode
+ * refuses a sequence without one. Decoding starts from
+ * ferrite_decoder_start_token. FERRITE_ERR_INVALID_ARGUMENT for other
+ * models, bad tokens or sequence. */
+FERRITE_EXPORT ferrite_status ferrite_encode(ferrite_context* ctx, const int32_t* tokens, int32_t n_tokens,
+                                             int32_t seq_id) FERRITE_NOEXCEPT;
+/* 1 for an encoder-decoder model's context, else 0. */
+FERRITE_EXPORT int32_t ferrite_context_has_encoder(const ferrite_context* ctx) FERRITE_NOEXCEPT;
+/* The decoder's first token (the file's decoder_start_token_id, else BOS;
+ * -1 when neither). */
+FERRITE_EXPORT int32_t ferrite_decoder_start_token(const ferrite_context* ctx) FERRITE_NOEXCEPT;
 /* Output rows of the last decode (in batch order). */
 FERRITE_EXPORT int32_t ferrite_n_outputs(const ferrite_context* ctx) FERRITE_NOEXCEPT;
 /* The logits of output row i ([n_vocab] floats), valid until the next

@@ -111,6 +111,14 @@ int run_generate_impl(CliOptions& opt) {
     if (tok.bos() < 0) throw InvalidArgument("empty prompt and the model has no BOS token");
     tokens.push_back(tok.bos());
   }
+  if (ctx.has_encoder()) {
+    // An encoder-decoder (t5): the prompt is the encoder's input (llama.cpp's
+    // llama_encode) and the decoder generates from its start token.
+    if (draft.drafter) throw InvalidArgument("speculative decoding is not supported for encoder-decoder models");
+    if (!opt.prompt_cache.empty()) throw InvalidArgument("--prompt-cache is not supported for encoder-decoder models");
+    ctx.encode(tokens, 0);
+    tokens = {ctx.decoder_start_token(tok.bos())};
+  }
   const int64_t n_prompt = static_cast<int64_t>(tokens.size());
   bool shift = !opt.no_context_shift;
   if (opt.n_predict == -2) {

@@ -93,6 +93,14 @@ struct AttentionSpec {
   // > 0: the Q, K and V projections (with their biases) clipped to
   // [-clamp_qkv, clamp_qkv] before RoPE and the cache (mpt's clamp_kqv).
   float clamp_qkv = 0.0f;
+  // T5's relative position bias (model/arch_t5.cpp): host f32 [n_rel_buckets,
+  // n_head], llama.cpp's attn_rel_b; head h's score of key position k for
+  // query position q gains rel_bias[bucket(k - q) * n_head + h]
+  // (cpu/rel_pos_bias.h: causal buckets in attention(), whose mask then holds
+  // -(q - k) for visible cells as for ALiBi; bidirectional ones in
+  // encoder_attention()). null: none.
+  const float* rel_bias = nullptr;
+  int64_t n_rel_buckets = 0;
 };
 
 // Multi-head latent attention of one layer (MlaWeights, weight.h). The
@@ -113,6 +121,7 @@ enum class FfnKind {
   GeluF16,      // down(gelu(gate h) * up h), or down(gelu(up h)); GELU through llama.cpp's f16 table; biases
   FusedSwiGlu,  // up holds gate | up side by side [n_embd, 2 n_ff] (phi3): down(silu(first) * second)
   ReluSqr,      // down(relu(up h)^2), no gate; biases (nemotron)
+  Relu,         // down(relu(up h)), no gate; biases (t5)
 };
 
 struct FfnSpec {
@@ -166,6 +175,13 @@ class Ops {
   // non-causal ALiBi model). Scores are scaled by spec.scale (0: 1/sqrt(head_dim));
   // the other fields of spec are unused.
   virtual void encoder_attention(const AttentionSpec& spec, Act h, Act out) = 0;
+  // out [n, n_embd] = cross-attention of h over the encoder's output
+  // (ForwardBatch::enc, encoder-decoders): q = h wq, k and v from the encoder
+  // rows of the token's sequence (ForwardBatch::seq, enc_seq) through wk and
+  // wv, scores scaled by spec.scale (0: 1/sqrt(head_dim)), softmax, then wo;
+  // in f32, no cache (llama.cpp's T5 decoder recomputes k and v each step).
+  // The other fields of spec are unused.
+  virtual void cross_attention(const AttentionSpec& spec, Act h, Act out) = 0;
   // out [n_out, x.cols] = rows ForwardBatch::out_rows of x.
   virtual void gather_rows(Act x, Act out) = 0;
 

@@ -31,6 +31,15 @@ struct ForwardBatch {
   // are each sequence's first token, and the output is the head's score of
   // each, [n_out, 1], instead of hidden states.
   bool classify = false;
+  // Encoder-decoders (t5): `encode` makes this pass the encoder's, over whole
+  // sequences without a cache, its output the encoder's final states
+  // [n_out, n_embd]; otherwise the decoder's cross-attention reads the
+  // encoder's output enc [n_enc, n_embd] (host f32), row r of sequence
+  // enc_seq[r], and seq gives each token's sequence.
+  bool encode = false;
+  const float* enc = nullptr;
+  const int32_t* enc_seq = nullptr;
+  int64_t n_enc = 0;
 };
 
 // K and V of one layer, f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells].

@@ -1,6 +1,7 @@
 // Contexts: a KV cache and scratch over a shared model; batch decode,
 // logits and embeddings.
 #include <array>
+#include <span>
 
 #include "capi/handles.h"
 #include "runtime/kv_cache.h"
@@ -101,6 +102,24 @@ ferrite_status ferrite_decode(ferrite_context* ctx, const ferrite_batch* batch) 
     }
     c.decode(b);
   });
+}
+
+ferrite_status ferrite_encode(ferrite_context* ctx, const int32_t* tokens, int32_t n_tokens, int32_t seq_id) noexcept {
+  return capi::guarded([&] {
+    runtime::Context& c = *need(ctx, "ctx").ctx;
+    if (n_tokens <= 0) throw capi::Failure(FERRITE_ERR_INVALID_ARGUMENT, "nothing to encode");
+    need(tokens, "tokens");
+    c.encode(std::span<const int32_t>(tokens, static_cast<size_t>(n_tokens)), seq_id);
+  });
+}
+
+int32_t ferrite_context_has_encoder(const ferrite_context* ctx) noexcept {
+  return ctx != nullptr && ctx->ctx->has_encoder() ? 1 : 0;
+}
+
+int32_t ferrite_decoder_start_token(const ferrite_context* ctx) noexcept {
+  if (ctx == nullptr) return -1;
+  return ctx->ctx->decoder_start_token(ctx->model->tok->bos());
 }
 
 int32_t ferrite_n_outputs(const ferrite_context* ctx) noexcept {

@@ -42,8 +42,15 @@ ferrite_status ferrite_generate(ferrite_context* ctx, int32_t seq_id, const int3
                             std::to_string(runtime::kMaxSequences - 1));
     }
     if (rc.model().arch().is_encoder()) throw InvalidArgument("this model is an encoder: it computes embeddings");
-    const std::span<const int32_t> tokens(prompt, n_prompt);
+    std::span<const int32_t> tokens(prompt, n_prompt);
     for (int32_t t : tokens) capi::check_token(*c.model->tok, t);
+    // An encoder-decoder (t5): the prompt is the encoder's input; the decoder starts from its start token.
+    int32_t start = -1;
+    if (rc.has_encoder()) {
+      rc.encode(tokens, seq_id);
+      start = rc.decoder_start_token(c.model->tok->bos());
+      tokens = std::span<const int32_t>(&start, 1);
+    }
 
     runtime::GenerationParams gp = params ? params->gen : runtime::GenerationParams{};
     gp.n_predict = n_predict < 0 ? -1 : n_predict;
@@ -57,7 +64,7 @@ ferrite_status ferrite_generate(ferrite_context* ctx, int32_t seq_id, const int3
     // The sequence may use the cells no other sequence holds.
     rc.clear(seq_id);
     const int64_t free_cells = rc.cache().size() - rc.cache().used();
-    if (static_cast<int64_t>(n_prompt) > free_cells) {
+    if (static_cast<int64_t>(tokens.size()) > free_cells) {
       throw capi::Failure(FERRITE_ERR_CONTEXT_FULL, "the prompt has " + std::to_string(n_prompt) + " tokens; " +
                                                         std::to_string(free_cells) + " cells of " +
                                                         std::to_string(rc.n_ctx()) + " are free");

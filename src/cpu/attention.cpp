@@ -18,6 +18,14 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// What a visible cell's mask value m adds to head h's score: T5's bias of the
+// distance -m, or the ALiBi slope times m (1 times m without ALiBi).
+inline float mask_term(const AttentionArgs& a, int64_t h, float slope, float m) {
+  if (a.dist_bias == nullptr) return slope * m;
+  const auto d = std::min(static_cast<int64_t>(-m), a.n_dist - 1);
+  return a.dist_bias[h * a.n_dist + d];
+}
+
 // One (token, head) pair.
 void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h, float* scores, uint16_t* q16,
                 uint16_t* p16) {
@@ -37,7 +45,7 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
     float s = ops.dot_f16(q16, kbase + j * a.kv_stride + g * a.head_dim, a.head_dim) * a.scale;
     // Soft-capping as llama.cpp orders it: scale by 1/cap, tanh, scale by cap.
     if (a.softcap > 0.0f) s = tanh_f32(s * (1.0f / a.softcap)) * a.softcap;
-    scores[j] = s + slope * mask[j];
+    scores[j] = s + mask_term(a, h, slope, mask[j]);
   }
   if (a.sinks != nullptr) {
     softmax_inplace(scores, r.len, a.sinks[h]);
@@ -60,6 +68,7 @@ TokenRange token_range(const AttentionArgs& a, int64_t t) {
 }
 
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
+  if (a.dist_bias != nullptr) return attention_generic(a, pool, scratch);
   if (active_isa() == Isa::Avx512 && attention_avx512_applies(a)) return attention_avx512(a, pool, scratch);
   if (active_isa() == Isa::Avx2 && attention_avx2_applies(a)) return attention_avx2(a, pool, scratch);
   attention_generic(a, pool, scratch);
@@ -67,11 +76,10 @@ void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scrat
 
 void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
   const size_t n_threads = static_cast<size_t>(pool.size());
-  if (scratch.scores.size() < n_threads) {
-    scratch.scores.resize(n_threads);
-    scratch.q16.resize(n_threads);
-    scratch.p16.resize(n_threads);
-  }
+  // (each on its own: the encoders' attention sizes only the scores)
+  if (scratch.scores.size() < n_threads) scratch.scores.resize(n_threads);
+  if (scratch.q16.size() < n_threads) scratch.q16.resize(n_threads);
+  if (scratch.p16.size() < n_threads) scratch.p16.resize(n_threads);
   const VecOps& ops = vec_ops();
   pool.run([&](int ith, int nth) {
     std::vector<float>& scores = scratch.scores[static_cast<size_t>(ith)];
@@ -111,7 +119,7 @@ void attention_ref(const AttentionArgs& a) {
         for (int64_t d = 0; d < a.head_dim; ++d) s += static_cast<double>(q16[d]) * fp16_to_fp32(k[d]);
         s *= a.scale;
         if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
-        scores[j] = s + static_cast<double>(slope) * mask[j];
+        scores[j] = s + static_cast<double>(mask_term(a, h, slope, mask[j]));
         max = std::max(max, scores[j]);
       }
       double sum = std::isinf(sink) ? 0.0 : std::exp(sink - max);

@@ -4,6 +4,7 @@
 //   s_j = scale * (q_th · K[j, g])          for every cache cell j with mask[t, j] != -inf
 //   s_j = softcap * tanh(s_j / softcap)     when softcap > 0
 //   p   = softmax(s + slope_h * mask[t])    slope_h = 1 without ALiBi (cpu/alibi.h)
+//         (T5: s + dist_bias_h(-mask[t]) instead, the relative position bias)
 //         with sinks (gpt-oss), sink_h joins its maximum and denominator:
 //         p_j = exp(s_j - m) / (sum_i exp(s_i - m) + exp(sink_h - m)), m = max(max_j s_j, sink_h)
 //   out[t, h] = sum_j p_j V[j, g]
@@ -42,6 +43,12 @@ struct AttentionArgs {
   // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask holding
   // -|q_pos - k_pos| for visible cells; 0: none (the mask adds as it is).
   float max_alibi_bias = 0.0f;
+  // T5's relative position bias (cpu/rel_pos_bias.h): head h adds
+  // dist_bias[h * n_dist + min(-mask, n_dist - 1)] instead of the mask, which
+  // then holds -(q_pos - k_pos) for visible cells; null: none. The generic
+  // path only.
+  const float* dist_bias = nullptr;  // [n_head, n_dist]
+  int64_t n_dist = 0;
   const float* sinks = nullptr;  // [n_head] attention sinks (unscaled logits), or null: none
   float* out = nullptr;          // [n_tokens, n_head, head_dim]
 };

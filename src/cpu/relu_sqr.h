@@ -11,4 +11,8 @@ namespace ferrite::cpu {
 
 void relu_sqr_inplace(float* x, int64_t n);
 
+// ReLU, x = max(x, 0), in place (t5's feed-forward; the CUDA twin is
+// cuda/kernels/relu_sqr.h relu).
+void relu_inplace(float* x, int64_t n);
+
 }  // namespace ferrite::cpu

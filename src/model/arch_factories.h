@@ -23,6 +23,8 @@
   X("starcoder2", make_starcoder2) \
   X("falcon", make_falcon)       \
   X("bert", make_bert)           \
+  X("t5", make_t5)               \
+  X("t5encoder", make_t5encoder) \
   X("granite", make_granite)     \
   X("granitemoe", make_granitemoe) \
   X("minicpm", make_minicpm)     \

@@ -32,6 +32,12 @@ class Architecture {
   // cache, and write hidden states [n_out, n_embd] instead of logits.
   virtual bool is_encoder() const { return false; }
 
+  // Encoder-decoders (t5): a pass with ForwardBatch::encode runs the encoder
+  // over whole sequences (no cache) and writes its final states [n_out,
+  // n_embd]; the other passes are the decoder's, whose cross-attention reads
+  // what the runtime kept of them (ForwardBatch::enc).
+  virtual bool has_encoder() const { return false; }
+
   // Decoders that can hand back their final hidden states (embeddings, as
   // llama.cpp's: after the output norm) say so here and implement
   // forward_hidden(): forward() that also writes those states of the output

@@ -62,6 +62,13 @@ struct HParams {
   // per-head slopes of it (backend::AttentionSpec); keys carry no position.
   float max_alibi_bias = 0.0f;
   Pooling pooling = Pooling::None;  // encoders (set by the architecture)
+  // T5 (set by the architecture): > 0, the relative position buckets, makes
+  // the runtime's KV masks carry -(q_pos - k_pos) as for ALiBi (the attention
+  // then adds each head's bias of the distance's bucket); the token an
+  // encoder-decoder's decoder starts from (<arch>.decoder_start_token_id),
+  // -1 when the file has none (the runtime then takes BOS, as llama.cpp).
+  int64_t n_rel_buckets = 0;
+  int32_t decoder_start_token = -1;
   RopeParams rope;
 
   int64_t n_embd_q() const { return n_head * head_dim; }

@@ -108,6 +108,17 @@ void Context::warm_up() {
     model::run_step(model_->arch(), *placement_, fb, model::KvView{}, states.data());
     return;
   }
+  std::vector<float> enc;
+  if (model_->arch().has_encoder()) {
+    // The encoder's pass too, and its state row as the decoder's input.
+    enc.resize(static_cast<size_t>(model_->hparams().n_embd));
+    model::ForwardBatch eb = fb;
+    eb.encode = true;
+    model::run_step(model_->arch(), *placement_, eb, model::KvView{}, enc.data());
+    fb.enc = enc.data();
+    fb.enc_seq = &seq;
+    fb.n_enc = 1;
+  }
   model::KvView kv = cache_.view();
   kv.slots = &slot;
   kv.n_kv = std::min(cache_.size(), kKvPad);
@@ -150,6 +161,10 @@ void Context::decode(const Batch& batch) {
     encode(batch);
     return;
   }
+  if (has_encoder()) {
+    model::ForwardBatch check;  // every sequence of the batch has its encoder output (or throws)
+    attach_encoder_output(batch, 0, n, check);
+  }
   int64_t total_out = 0;
   for (int64_t i = 0; i < n; ++i) total_out += is_output(batch, i) ? 1 : 0;
   const int64_t row = embeddings_ ? model_->hparams().n_embd : nv;
@@ -176,7 +191,8 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   // ALiBi models see -|p - cell pos| there instead of 0 (backend::AttentionSpec):
   // the distance of the cell's current position, so a context shift moves
   // the bias with the positions and rotates nothing.
-  const bool alibi = hp.max_alibi_bias > 0.0f;
+  // T5's relative position bias reads the same distances (AttentionSpec::rel_bias).
+  const bool alibi = hp.max_alibi_bias > 0.0f || hp.n_rel_buckets > 0;
   // With a window cache the sliding layers read its cells (window_view) and
   // these cells serve the others only.
   const bool swa_here = hp.n_swa > 0 && cache_.window() == nullptr;
@@ -196,6 +212,7 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   fb.n_out = static_cast<int64_t>(out_rows.size());
   fb.lora = lora_.step(batch.seq.data() + begin, n, out_rows.data(), fb.n_out);
   fb.rows_as_steps = batch.rows_as_steps;
+  if (has_encoder()) attach_encoder_output(batch, begin, n, fb);
   model::KvView kv = cache_.view();
   kv.slots = slots.data();
   kv.n_kv = n_kv;

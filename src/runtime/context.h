@@ -84,6 +84,20 @@ class Context {
   std::span<const float> eval(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false,
                               bool rows_as_steps = false);
 
+  // Encoder-decoders (t5; model().arch().has_encoder(), llama.cpp's
+  // llama_encode): runs the encoder over `tokens` (positions from 0, one
+  // pass of at most n_batch tokens) and keeps its output for sequence `seq`,
+  // replacing what an earlier encode() kept for it; the decoder's
+  // cross-attention of that sequence's tokens reads it from then on (decode()
+  // refuses a sequence with none). Generation then decodes from
+  // decoder_start_token(). Throws InvalidArgument for other models, no or
+  // bad tokens, a bad sequence.
+  void encode(std::span<const int32_t> tokens, int seq = 0);
+  bool has_encoder() const { return model_->arch().has_encoder(); }
+  // The token the decoder starts from: the model's decoder_start_token_id,
+  // else `bos` (llama.cpp's rule).
+  int32_t decoder_start_token(int32_t bos) const;
+
   // Encoders (bert; model().arch().is_encoder()): decode() evaluates the
   // batch in one pass (each sequence whole, positions from 0; no cache) and
   // keeps the final hidden states. embeddings(seq) is the pooled embedding
@@ -144,6 +158,8 @@ class Context {
   // The window's view of the pass (slots, ranges, mask), with a window cache.
   void window_view(const Batch& batch, int64_t begin, int64_t n, model::KvView& view);
   void encode(const Batch& batch);  // context_encode.cpp
+  // Encoder-decoders: the kept encoder output for the pass's tokens (context_encoder_decoder.cpp).
+  void attach_encoder_output(const Batch& batch, int64_t begin, int64_t n, model::ForwardBatch& fb) const;
   // context_embed.cpp: whether batch row i is an output row; the forward
   // pass of one decode_pass writing logits or hidden states at output
   // n_out_; pooling of the kept states per sequence.
@@ -173,6 +189,8 @@ class Context {
   std::vector<float> states_;                // encoders, embeddings mode: [n_out, n_embd] of the last decode
   bool embeddings_ = false;                  // decoders: embeddings mode
   std::vector<std::vector<float>> pooled_;   // encoders: [kMaxSequences][n_embd or empty]
+  std::vector<float> enc_states_;            // encoder-decoders: encode()'s output rows [n, n_embd]
+  std::vector<int32_t> enc_seq_;             // and the sequence of each row
 };
 
 }  // namespace ferrite::runtime

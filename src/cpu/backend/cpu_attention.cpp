@@ -1,5 +1,6 @@
 // Self-attention over the KV cache and the encoders' attention within a
-// sequence, on the CPU (CpuBackend::attention, encoder_attention).
+// sequence, on the CPU (CpuBackend::attention, encoder_attention), and an
+// encoder-decoder's cross-attention (cross_attention).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -13,11 +14,56 @@
 #include "cpu/attention.h"
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/norm.h"
+#include "cpu/rel_pos_bias.h"
 #include "cpu/rope.h"
 #include "cpu/vec_ops.h"
 #include "quant/kv_quant.h"
 
 namespace ferrite::cpu {
+
+namespace {
+
+// out [n, n_head * hd] = softmax(q_th . k_uh * scale + bias(t, h, u)) v_uh over
+// the key rows u < n_k that visible(t, u) admits, in f32 (q [n, n_head * hd],
+// k and v [n_k, n_head * hd]); a token that sees no row gets zeros.
+template <class Visible, class Bias>
+void dense_attention(ThreadPool& pool, AttentionScratch& scratch, const float* q, const float* k, const float* v,
+                     int64_t n, int64_t n_k, int64_t n_head, int64_t hd, float scale, Visible visible, Bias bias,
+                     float* out) {
+  const int64_t row = n_head * hd;
+  const VecOps& ops = vec_ops();
+  if (scratch.scores.size() < static_cast<size_t>(pool.size())) scratch.scores.resize(static_cast<size_t>(pool.size()));
+  pool.run([&](int ith, int nth) {
+    std::vector<float>& p = scratch.scores[static_cast<size_t>(ith)];
+    if (p.size() < static_cast<size_t>(n_k)) p.resize(static_cast<size_t>(n_k));
+    const Range work = split_range(n * n_head, ith, nth);
+    for (int64_t wi = work.begin; wi < work.end; ++wi) {
+      const int64_t t = wi / n_head, h = wi % n_head;
+      const float* qt = q + t * row + h * hd;
+      bool any = false;
+      for (int64_t u = 0; u < n_k; ++u) {
+        float s = -INFINITY;
+        if (visible(t, u)) {
+          s = ops.dot_f32(qt, k + u * row + h * hd, hd) * scale + bias(t, h, u);
+          any = true;
+        }
+        p[static_cast<size_t>(u)] = s;
+      }
+      float* at = out + t * row + h * hd;
+      std::fill_n(at, hd, 0.0f);
+      if (!any) continue;
+      softmax_inplace(p.data(), n_k);
+      for (int64_t u = 0; u < n_k; ++u) {
+        const float pu = p[static_cast<size_t>(u)];
+        if (pu == 0.0f) continue;
+        const float* vu = v + u * row + h * hd;
+        for (int64_t d = 0; d < hd; ++d) at[d] += pu * vu[d];
+      }
+    }
+  });
+}
+
+}  // namespace
 
 void CpuBackend::store_kv(int64_t layer, const float* k, const float* v, const backend::KvView* view) {
   const backend::KvView* kv = view != nullptr ? view : kv_;
@@ -167,6 +213,11 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   a.softcap = spec.softcap;
   a.max_alibi_bias = spec.max_alibi_bias;
   a.sinks = w.sinks ? w.sinks.f32() : nullptr;
+  if (spec.rel_bias != nullptr) {
+    rel_bias_table(spec.rel_bias, spec.n_rel_buckets, dims_.n_head, false, rel_table_);
+    a.dist_bias = rel_table_.data();
+    a.n_dist = rel_bias_width(false);
+  }
   a.out = attn;
   cpu::attention(a, pool_, ws_.attention);
 
@@ -176,22 +227,22 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
 }
 
 void CpuBackend::encoder_attention(const backend::AttentionSpec& spec, backend::Act x_act, backend::Act out) {
-  // out [n, n_embd] = wo · softmax(q k^T * scale + alibi) v + bo, each token
-  // attending to every token of its sequence, in f32.
+  // out [n, n_embd] = wo · softmax(q k^T * scale + alibi or T5's bias) v + bo,
+  // each token attending to every token of its sequence, in f32.
   const backend::AttentionWeights& w = *spec.w;
-  const int64_t n = batch_->n_tokens, n_embd = dims_.n_embd, n_head = dims_.n_head, hd = dims_.head_dim;
+  const int64_t n = batch_->n_tokens, n_head = dims_.n_head, hd = dims_.head_dim, n_q = n_head * hd;
   const float* x = x_act.data;
-  float* q = grow(ws_.q, n * n_embd);
-  float* k = grow(ws_.k, n * n_embd);
-  float* v = grow(ws_.v, n * n_embd);
+  float* q = grow(ws_.q, n * n_q);
+  float* k = grow(ws_.k, n * n_q);
+  float* v = grow(ws_.v, n * n_q);
   if (w.wqkv) {
-    float* qkv = grow(ws_.attn, n * 3 * n_embd);
+    float* qkv = grow(ws_.attn, n * 3 * n_q);
     product(w.wqkv, w.bqkv, x, n, qkv);
     for (int64_t t = 0; t < n; ++t) {
-      const float* row = qkv + t * 3 * n_embd;
-      std::copy_n(row, n_embd, q + t * n_embd);
-      std::copy_n(row + n_embd, n_embd, k + t * n_embd);
-      std::copy_n(row + 2 * n_embd, n_embd, v + t * n_embd);
+      const float* row = qkv + t * 3 * n_q;
+      std::copy_n(row, n_q, q + t * n_q);
+      std::copy_n(row + n_q, n_q, k + t * n_q);
+      std::copy_n(row + 2 * n_q, n_q, v + t * n_q);
     }
   } else {
     product(w.wq, w.bq, x, n, q);
@@ -203,43 +254,51 @@ void CpuBackend::encoder_attention(const backend::AttentionSpec& spec, backend::
     rope_apply(ropes_[r], ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), q, n, n_head, hd);
     rope_apply(ropes_[r], ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, n_head, hd);
   }
-  float* a = grow(ws_.attn, n * n_embd);
+  float* a = grow(ws_.attn, n * n_q);
   const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
   const float max_bias = spec.max_alibi_bias;
   const int32_t* seq = batch_->seq;
   const int32_t* pos = batch_->pos;
-  const VecOps& ops = vec_ops();
-  if (ws_.attention.scores.size() < static_cast<size_t>(pool_.size())) {
-    ws_.attention.scores.resize(static_cast<size_t>(pool_.size()));
+  auto visible = [seq](int64_t t, int64_t u) { return seq == nullptr || seq[u] == seq[t]; };
+  if (spec.rel_bias != nullptr) {
+    rel_bias_table(spec.rel_bias, spec.n_rel_buckets, n_head, true, rel_table_);
+    const float* table = rel_table_.data();
+    const int64_t width = rel_bias_width(true);
+    auto bias = [table, width, pos](int64_t t, int64_t h, int64_t u) {
+      const int64_t r = std::clamp<int64_t>(pos[u] - pos[t], -kRelMaxDistance, kRelMaxDistance);
+      return table[h * width + kRelMaxDistance + r];
+    };
+    dense_attention(pool_, ws_.attention, q, k, v, n, n, n_head, hd, scale, visible, bias, a);
+  } else {
+    auto bias = [max_bias, n_head, pos](int64_t t, int64_t h, int64_t u) {
+      if (max_bias <= 0.0f) return 0.0f;
+      return alibi_slope(h, n_head, max_bias) * -static_cast<float>(std::abs(pos[t] - pos[u]));
+    };
+    dense_attention(pool_, ws_.attention, q, k, v, n, n, n_head, hd, scale, visible, bias, a);
   }
-  pool_.run([&](int ith, int nth) {
-    std::vector<float>& p = ws_.attention.scores[static_cast<size_t>(ith)];
-    if (p.size() < static_cast<size_t>(n)) p.resize(static_cast<size_t>(n));
-    const Range work = split_range(n * n_head, ith, nth);
-    for (int64_t wi = work.begin; wi < work.end; ++wi) {
-      const int64_t t = wi / n_head, h = wi % n_head;
-      const float slope = max_bias > 0.0f ? alibi_slope(h, n_head, max_bias) : 0.0f;
-      const float* qt = q + t * n_embd + h * hd;
-      for (int64_t u = 0; u < n; ++u) {
-        const bool visible = seq == nullptr || seq[u] == seq[t];
-        float s = -INFINITY;
-        if (visible) {
-          s = ops.dot_f32(qt, k + u * n_embd + h * hd, hd) * scale;
-          if (max_bias > 0.0f) s += slope * -static_cast<float>(std::abs(pos[t] - pos[u]));
-        }
-        p[static_cast<size_t>(u)] = s;
-      }
-      softmax_inplace(p.data(), n);
-      float* at = a + t * n_embd + h * hd;
-      std::fill_n(at, hd, 0.0f);
-      for (int64_t u = 0; u < n; ++u) {
-        const float pu = p[static_cast<size_t>(u)];
-        if (pu == 0.0f) continue;
-        const float* vu = v + u * n_embd + h * hd;
-        for (int64_t d = 0; d < hd; ++d) at[d] += pu * vu[d];
-      }
-    }
-  });
+  product(w.wo, w.bo, a, n, out.data);
+}
+
+void CpuBackend::cross_attention(const backend::AttentionSpec& spec, backend::Act h_act, backend::Act out) {
+  const backend::AttentionWeights& w = *spec.w;
+  const int64_t n = batch_->n_tokens, n_enc = batch_->n_enc;
+  const int64_t n_head = dims_.n_head, hd = dims_.head_dim, n_q = n_head * hd;
+  if (batch_->enc == nullptr || n_enc <= 0) throw InvalidArgument("cross-attention without the encoder's output");
+  float* q = grow(ws_.q, n * n_q);
+  float* k = grow(ws_.k, n_enc * n_q);
+  float* v = grow(ws_.v, n_enc * n_q);
+  product(w.wq, w.bq, h_act.data, n, q);
+  product(w.wk, w.bk, batch_->enc, n_enc, k);
+  product(w.wv, w.bv, batch_->enc, n_enc, v);
+  float* a = grow(ws_.attn, n * n_q);
+  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const int32_t* seq = batch_->seq;
+  const int32_t* enc_seq = batch_->enc_seq;
+  auto visible = [seq, enc_seq](int64_t t, int64_t u) {
+    return seq == nullptr || enc_seq == nullptr || enc_seq[u] == seq[t];
+  };
+  auto bias = [](int64_t, int64_t, int64_t) { return 0.0f; };
+  dense_attention(pool_, ws_.attention, q, k, v, n, n_enc, n_head, hd, scale, visible, bias, a);
   product(w.wo, w.bo, a, n, out.data);
 }
 

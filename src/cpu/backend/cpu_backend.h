@@ -49,6 +49,7 @@ class CpuBackend final : public backend::Backend {
   void feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
   void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
+  void cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act a) override { return a.data; }
   void to_host(backend::Act a, float* host) override;
@@ -77,6 +78,7 @@ class CpuBackend final : public backend::Backend {
   const backend::ForwardBatch* batch_ = nullptr;
   const backend::KvView* kv_ = nullptr;
   std::vector<backend::RopeConfig> ropes_;  // this step's tables, by id
+  std::vector<float> rel_table_;            // T5's bias per head and distance (cpu/rel_pos_bias.h)
 };
 
 }  // namespace ferrite::cpu

@@ -58,10 +58,14 @@ void CpuBackend::feed_forward(const backend::FfnSpec& spec, backend::Act h_act, 
     product(w.up, backend::Weight{}, h, n, gu);
     for (int64_t t = 0; t < n; ++t) swiglu(gu + t * n_ff2, gu + t * n_ff2 + n_ff, n_ff, act + t * n_ff);
     product(w.down, backend::Weight{}, act, n, y);
-  } else if (spec.kind == backend::FfnKind::ReluSqr) {
+  } else if (spec.kind == backend::FfnKind::ReluSqr || spec.kind == backend::FfnKind::Relu) {
     float* up = grow(ws_.ffn_b, n * w.up.rows());
     product(w.up, w.up_b, h, n, up);
-    relu_sqr_inplace(up, n * w.up.rows());
+    if (spec.kind == backend::FfnKind::Relu) {
+      relu_inplace(up, n * w.up.rows());
+    } else {
+      relu_sqr_inplace(up, n * w.up.rows());
+    }
     product(w.down, w.down_b, up, n, y);
   } else {
     // GELU as llama.cpp computes it (cpu/gelu_f16.h).

@@ -274,7 +274,9 @@ void CudaBackend::choose_mode(const backend::ForwardBatch& batch, const backend:
   // whether it synchronises with the host).
   key_ = {batch.n_tokens, batch.n_out, kv.n_kv, max_len_, mask_stride_};
   // Steps with LoRA terms run directly (their scales are per step).
-  if (sw_.cuda_graphs && batch.n_tokens == 1 && !force_direct_ && batch.lora == nullptr) {
+  // Steps of an encoder-decoder upload the encoder's output in the step (cross_attention).
+  if (sw_.cuda_graphs && batch.n_tokens == 1 && !force_direct_ && batch.lora == nullptr && batch.enc == nullptr &&
+      !batch.encode) {
     Graph& g = graphs_[key_];
     if (g.exec != nullptr && g.generation == g_buffer_generation.load()) {
       mode_ = Mode::Replay;

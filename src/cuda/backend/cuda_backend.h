@@ -86,6 +86,7 @@ class CudaBackend final : public backend::Backend {
   void feed_forward(const backend::FfnSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
   void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
+  void cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act) override { return nullptr; }
   void to_host(backend::Act a, float* host) override;
@@ -130,6 +131,9 @@ class CudaBackend final : public backend::Backend {
   // The device RoPE tables of id (cos then sin, [n, n_rot/2] each).
   const float* rope_cos(int id) const;
   const float* rope_sin(int id) const;
+  // T5's bias per head and distance (cpu/rel_pos_bias.h) of a relative
+  // position bias table on the device, made and uploaded at its first use.
+  const float* rel_table(const float* rel_b, int64_t n_buckets, bool bidirectional);
   // Scratch of `bytes` (grown on demand; by index).
   float* scratch(int i, int64_t floats);
   // The attention parameters of a layer (cache, masks, plan) for q -> out.
@@ -219,9 +223,10 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer bufs_[backend::kBufCount];
   Activation acts_[backend::kBufCount];
   // The operations' scratch buffers (scratch() indices).
-  enum ScratchId : int { kQkv, kAttn, kFfn, kSplit, kEncoder, kWide, kFfnAct, kLoraT, kLoraU, kScratch };
+  enum ScratchId : int { kQkv, kAttn, kFfn, kSplit, kEncoder, kWide, kFfnAct, kLoraT, kLoraU, kCross, kScratch };
   DeviceBuffer scratch_[kScratch];
-  Activation act_attn_, act_ffn_, act_tmp_, act_lora_;
+  Activation act_attn_, act_ffn_, act_tmp_, act_lora_, act_enc_;
+  std::map<std::pair<const float*, bool>, std::unique_ptr<DeviceBuffer>> rel_tables_;  // rel_table()
   DeviceBuffer lora_scales_;  // the step's user scales: per adapter [n_tokens], then per adapter [n_out]
 
   // CUDA graphs of one-token steps, one per key (n_tokens, n_out, n_kv, cells read, mask stride).

@@ -11,6 +11,7 @@
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/llama4_ops.h"
 #include "cuda/kernels/relu_sqr.h"
+#include "cpu/rel_pos_bias.h"
 
 namespace ferrite::cuda {
 namespace {
@@ -168,6 +169,10 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   float* v = k + n * n_ekv;
   float* attn = scratch(kAttn, n * n_q);
   AttentionParams ap = attention_params(spec, q, attn);
+  if (spec.rel_bias != nullptr) {
+    ap.dist_bias = rel_table(spec.rel_bias, spec.n_rel_buckets, false);
+    ap.n_dist = cpu::rel_bias_width(false);
+  }
   uint16_t* kc = static_cast<uint16_t*>(const_cast<void*>(ap.k));
   uint16_t* vc = static_cast<uint16_t*>(const_cast<void*>(ap.v));
   RopeRef r;
@@ -257,6 +262,8 @@ void CudaBackend::dense_ffn(const backend::FfnSpec& spec, backend::Act h, float*
     act_ffn_.set(upv, n, n_ff);
     if (spec.kind == backend::FfnKind::ReluSqr) {
       relu_sqr(upv, n * n_ff, stream_);
+    } else if (spec.kind == backend::FfnKind::Relu) {
+      relu(upv, n * n_ff, stream_);
     } else if (spec.kind == backend::FfnKind::GeluF16) {
       geglu_f16(gated ? gate : upv, gated ? upv : nullptr, n * n_ff, upv, stream_);
     } else if (!gated) {
@@ -311,19 +318,20 @@ void CudaBackend::moe(const backend::MoeWeights& w, backend::Act h, backend::Act
 void CudaBackend::encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) {
   if (!kernels()) return;
   const backend::AttentionWeights& w = *spec.w;
-  const int64_t n = h.rows, n_embd = dims_.n_embd, n_head = dims_.n_head, hd = dims_.head_dim;
-  // q, k, v [n, n_embd] each, then (fused wqkv) the product [n, 3 n_embd] they are gathered from.
-  float* q = scratch(kEncoder, (w.wqkv ? 6 : 3) * n * n_embd);
-  float* k = q + n * n_embd;
-  float* v = k + n * n_embd;
-  float* att = scratch(kAttn, n * n_embd);
+  const int64_t n = h.rows, n_head = dims_.n_head, hd = dims_.head_dim, n_q = n_head * hd;
+  const float* dist_bias = spec.rel_bias != nullptr ? rel_table(spec.rel_bias, spec.n_rel_buckets, true) : nullptr;
+  // q, k, v [n, n_q] each, then (fused wqkv) the product [n, 3 n_q] they are gathered from.
+  float* q = scratch(kEncoder, (w.wqkv ? 6 : 3) * n * n_q);
+  float* k = q + n * n_q;
+  float* v = k + n * n_q;
+  float* att = scratch(kAttn, n * n_q);
   Activation& a = act(h);
   if (w.wqkv) {
-    float* qkv = v + n * n_embd;
+    float* qkv = v + n * n_q;
     lin_->run(weights_.matrix(w.wqkv), a, qkv, false, weights_.vec(w.bqkv));
-    gather_columns(qkv, 3 * n_embd, 0, n, n_embd, q, stream_);
-    gather_columns(qkv, 3 * n_embd, n_embd, n, n_embd, k, stream_);
-    gather_columns(qkv, 3 * n_embd, 2 * n_embd, n, n_embd, v, stream_);
+    gather_columns(qkv, 3 * n_q, 0, n, n_q, q, stream_);
+    gather_columns(qkv, 3 * n_q, n_q, n, n_q, k, stream_);
+    gather_columns(qkv, 3 * n_q, 2 * n_q, n, n_q, v, stream_);
   } else {
     lin_->run(weights_.matrix(w.wq), a, q, false, weights_.vec(w.bq));
     lin_->run(weights_.matrix(w.wk), a, k, false, weights_.vec(w.bk));
@@ -335,10 +343,55 @@ void CudaBackend::encoder_attention(const backend::AttentionSpec& spec, backend:
     rope(k, rope_cos(spec.rope), rope_sin(spec.rope), n, n_head, hd, rc.n_rot, rc.neox, stream_);
   }
   const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
-  attention_seq(q, k, v, in_.seq, in_.pos, spec.max_alibi_bias, n, n_head, hd, scale, att, stream_);
-  act_attn_.set(att, n, n_embd);
+  attention_seq(q, k, v, in_.seq, in_.pos, spec.max_alibi_bias, n, n_head, hd, scale, att, stream_, dist_bias);
+  act_attn_.set(att, n, n_q);
   lin_->run(weights_.matrix(w.wo), act_attn_, out.data, false, weights_.vec(w.bo));
   written(out);
+}
+
+void CudaBackend::cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) {
+  if (!kernels()) return;
+  const backend::AttentionWeights& w = *spec.w;
+  const int64_t n = h.rows, n_enc = batch_->n_enc, n_embd = dims_.n_embd;
+  const int64_t n_head = dims_.n_head, hd = dims_.head_dim, n_q = n_head * hd;
+  if (batch_->enc == nullptr || n_enc <= 0) throw InvalidArgument("cross-attention without the encoder's output");
+  // The encoder's rows and their sequences, uploaded in the step (such steps are never captured).
+  host_work();
+  float* enc = scratch(kCross, n_enc * n_embd + n_enc);
+  auto* enc_seq = reinterpret_cast<int32_t*>(enc + n_enc * n_embd);
+  FERRITE_CUDA_CHECK(cudaMemcpyAsync(enc, batch_->enc, static_cast<size_t>(n_enc * n_embd) * sizeof(float),
+                                     cudaMemcpyHostToDevice, stream_));
+  if (batch_->enc_seq != nullptr) {
+    FERRITE_CUDA_CHECK(cudaMemcpyAsync(enc_seq, batch_->enc_seq, static_cast<size_t>(n_enc) * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, stream_));
+  }
+  act_enc_.set(enc, n_enc, n_embd);
+  float* q = scratch(kEncoder, n * n_q + 2 * n_enc * n_q);
+  float* k = q + n * n_q;
+  float* v = k + n_enc * n_q;
+  float* att = scratch(kAttn, n * n_q);
+  lin_->run(weights_.matrix(w.wq), act(h), q, false, weights_.vec(w.bq));
+  lin_->run(weights_.matrix(w.wk), act_enc_, k, false, weights_.vec(w.bk));
+  lin_->run(weights_.matrix(w.wv), act_enc_, v, false, weights_.vec(w.bv));
+  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  attention_cross(q, k, v, in_.seq, batch_->enc_seq != nullptr ? enc_seq : nullptr, n, n_enc, n_head, hd, scale, att,
+                  stream_);
+  act_attn_.set(att, n, n_q);
+  lin_->run(weights_.matrix(w.wo), act_attn_, out.data, false, weights_.vec(w.bo));
+  written(out);
+}
+
+const float* CudaBackend::rel_table(const float* rel_b, int64_t n_buckets, bool bidirectional) {
+  std::unique_ptr<DeviceBuffer>& t = rel_tables_[{rel_b, bidirectional}];
+  if (t == nullptr) {
+    host_work();
+    std::vector<float> table;
+    cpu::rel_bias_table(rel_b, n_buckets, dims_.n_head, bidirectional, table);
+    auto buf = std::make_unique<DeviceBuffer>(table.size() * sizeof(float));
+    FERRITE_CUDA_CHECK(cudaMemcpy(buf->as(), table.data(), buf->size(), cudaMemcpyHostToDevice));
+    t = std::move(buf);
+  }
+  return t->as<float>();
 }
 
 }  // namespace ferrite::cuda

@@ -80,7 +80,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   auto finish_score = [&](int64_t j, float dot) {
     float s = __fmul_rn(dot, p.scale);
     if (p.softcap > 0.0f) s = softcap_f32(s, p.softcap);
-    scores[j] = __fadd_rn(s, __fmul_rn(slope, mask[j]));
+    if (p.dist_bias != nullptr) {
+      const auto dist = static_cast<int64_t>(-mask[j]);
+      const int64_t d = dist < p.n_dist - 1 ? dist : p.n_dist - 1;
+      scores[j] = __fadd_rn(s, p.dist_bias[h * p.n_dist + d]);
+    } else {
+      scores[j] = __fadd_rn(s, __fmul_rn(slope, mask[j]));
+    }
   };
   if (hd % kOrderLanes == 0) {
     // 16 lanes per cell, lane v holding chain v.
@@ -230,7 +236,7 @@ namespace {
 
 // The fast kernels (tiled prefill, decode) take p; else attention_kernel.
 bool fast_kernels(const AttentionParams& p) {
-  return !exact_products() && attention_tiled_supports(p) && attention_decode_supports(p);
+  return !exact_products() && p.dist_bias == nullptr && attention_tiled_supports(p) && attention_decode_supports(p);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "cpu/alibi.h"
+#include "cpu/rel_pos_bias.h"
 #include "cpu/gelu_f16.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_buffer.h"
@@ -124,35 +125,45 @@ __global__ void gather_columns_kernel(const float* __restrict__ src, int64_t ld,
   if (idx < rows * cols) dst[idx] = src[(idx / cols) * ld + col0 + idx % cols];
 }
 
-// One block per (token, head): scores over the tokens of the same sequence
-// in shared memory, their softmax, and the weighted sum of v.
+// One block per (token, head): scores over the key rows of the same sequence
+// in shared memory, their softmax, and the weighted sum of v. Queries and
+// keys are the same tokens (n_k == n, the encoders) or the encoder's rows
+// (cross-attention: k_seq their sequences, no positions).
 __global__ void attention_seq_kernel(const float* __restrict__ q, const float* __restrict__ k,
                                      const float* __restrict__ v, const int32_t* __restrict__ seq,
-                                     const int32_t* __restrict__ pos, float max_bias, int64_t n, int64_t n_head,
-                                     int64_t hd, float scale, float* __restrict__ out) {
-  extern __shared__ float p[];  // [n]
+                                     const int32_t* __restrict__ k_seq, const int32_t* __restrict__ pos,
+                                     float max_bias, const float* __restrict__ dist_bias, int64_t n_k,
+                                     int64_t n_head, int64_t hd, float scale, float* __restrict__ out) {
+  extern __shared__ float p[];  // [n_k]
   __shared__ float red[kWarp];
   const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
   const int64_t width = n_head * hd;
   const float* qt = q + t * width + h * hd;
   const float slope = max_bias > 0.0f ? cpu::alibi_slope(h, n_head, max_bias) : 0.0f;
-  for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
+  constexpr int64_t kDist = 2 * cpu::kRelMaxDistance + 1;
+  for (int64_t u = threadIdx.x; u < n_k; u += blockDim.x) {
     float s = -INFINITY;
-    if (seq == nullptr || seq[u] == seq[t]) {
+    if (seq == nullptr || k_seq == nullptr || k_seq[u] == seq[t]) {
       const float* ku = k + u * width + h * hd;
       float acc = 0.0f;
       for (int64_t d = 0; d < hd; ++d) acc = __fmaf_rn(qt[d], ku[d], acc);
       s = acc * scale;
       if (max_bias > 0.0f) s += slope * -static_cast<float>(abs(pos[t] - pos[u]));
+      if (dist_bias != nullptr) {
+        constexpr int64_t kMax = cpu::kRelMaxDistance;
+        int64_t r = pos[u] - pos[t];
+        r = r < -kMax ? -kMax : r > kMax ? kMax : r;
+        s += dist_bias[h * kDist + kMax + r];
+      }
     }
     p[u] = s;
   }
   __syncthreads();
   float m = -INFINITY;
-  for (int64_t u = threadIdx.x; u < n; u += blockDim.x) m = fmaxf(m, p[u]);
+  for (int64_t u = threadIdx.x; u < n_k; u += blockDim.x) m = fmaxf(m, p[u]);
   m = block_max(m, red);
   float sum = 0.0f;
-  for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
+  for (int64_t u = threadIdx.x; u < n_k; u += blockDim.x) {
     const float e = p[u] == -INFINITY ? 0.0f : expf(p[u] - m);
     p[u] = e;
     sum += e;
@@ -161,7 +172,7 @@ __global__ void attention_seq_kernel(const float* __restrict__ q, const float* _
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
     float acc = 0.0f;
-    for (int64_t u = 0; u < n; ++u) acc = __fmaf_rn(p[u] * inv, v[u * width + h * hd + d], acc);
+    for (int64_t u = 0; u < n_k; ++u) acc = __fmaf_rn(p[u] * inv, v[u * width + h * hd + d], acc);
     out[t * width + h * hd + d] = acc;
   }
 }
@@ -241,14 +252,27 @@ void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, in
 
 void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* pos,
                    float max_alibi_bias, int64_t n, int64_t n_head, int64_t head_dim, float scale, float* out,
-                   cudaStream_t s) {
+                   cudaStream_t s, const float* dist_bias) {
   if (n == 0) return;
   if (n > kSeqMaxTokens) {
     throw InvalidArgument("GPU encoder attention: " + std::to_string(n) + " tokens in one pass (at most " +
                           std::to_string(kSeqMaxTokens) + ")");
   }
   attention_seq_kernel<<<static_cast<unsigned>(n * n_head), kThreads, static_cast<size_t>(n) * sizeof(float), s>>>(
-      q, k, v, seq, pos, max_alibi_bias, n, n_head, head_dim, scale, out);
+      q, k, v, seq, seq, pos, max_alibi_bias, dist_bias, n, n_head, head_dim, scale, out);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void attention_cross(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* k_seq,
+                     int64_t n, int64_t n_k, int64_t n_head, int64_t head_dim, float scale, float* out,
+                     cudaStream_t s) {
+  if (n == 0) return;
+  if (n_k > kSeqMaxTokens) {
+    throw InvalidArgument("GPU cross-attention: " + std::to_string(n_k) + " encoder rows (at most " +
+                          std::to_string(kSeqMaxTokens) + ")");
+  }
+  attention_seq_kernel<<<static_cast<unsigned>(n * n_head), kThreads, static_cast<size_t>(n_k) * sizeof(float), s>>>(
+      q, k, v, seq, k_seq, nullptr, 0.0f, nullptr, n_k, n_head, head_dim, scale, out);
   FERRITE_CUDA_LAUNCHED();
 }
 

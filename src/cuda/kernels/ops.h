@@ -234,9 +234,18 @@ void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, in
 // The encoders' attention (no cache): out [n, n_head * head_dim] = softmax(q k^T * scale + alibi) v per head
 // over the tokens u with seq[u] == seq[t] (seq null: all), q, k, v [n, n_head * head_dim] f32; n at most 4096.
 // max_alibi_bias > 0: head h adds alibi_slope(h) * -|pos[t] - pos[u]| (cpu/alibi.h; pos on the device).
+// dist_bias (device [n_head, 2 kRelMaxDistance + 1], cpu/rel_pos_bias.h, bidirectional; null: none): head h
+// adds dist_bias[h * (2 kRelMaxDistance + 1) + kRelMaxDistance + clamp(pos[u] - pos[t])] (T5).
+// CPU twin: CpuBackend::encoder_attention.
 void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* pos,
                    float max_alibi_bias, int64_t n, int64_t n_head, int64_t head_dim, float scale, float* out,
-                   cudaStream_t s);
+                   cudaStream_t s, const float* dist_bias = nullptr);
+// An encoder-decoder's cross-attention: out [n, n_head * head_dim] = softmax(q k^T * scale) v per head over
+// the n_k rows u of k, v [n_k, n_head * head_dim] with k_seq[u] == seq[t] (either null: all); n_k at most
+// 4096. CPU twin: CpuBackend::cross_attention.
+void attention_cross(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* k_seq,
+                     int64_t n, int64_t n_k, int64_t n_head, int64_t head_dim, float scale, float* out,
+                     cudaStream_t s);
 
 // ---- the KV cache's types (kv_store.cu, kv_blocks.cuh) ---------------------
 
@@ -296,6 +305,12 @@ struct AttentionParams {
   // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask then
   // holding -|q_pos - k_pos| for visible cells; 0: none.
   float max_alibi_bias = 0.0f;
+  // T5's relative position bias (cpu/rel_pos_bias.h, causal; device [n_head,
+  // n_dist]): head h adds dist_bias[h * n_dist + min(-mask, n_dist - 1)]
+  // instead of the mask, which holds -(q_pos - k_pos); the exact kernel
+  // only. Null: none.
+  const float* dist_bias = nullptr;
+  int64_t n_dist = 0;
   // Attention sinks (cpu/attention.h): head h's logit sinks[h] joins the
   // softmax's maximum and denominator (device [n_head]); null: none.
   const float* sinks = nullptr;

@@ -12,4 +12,7 @@ namespace ferrite::cuda {
 // x [n] = max(x, 0)^2, in place.
 void relu_sqr(float* x, int64_t n, cudaStream_t s);
 
+// x [n] = max(x, 0), in place (t5's feed-forward; twin of cpu/relu_sqr.h relu_inplace).
+void relu(float* x, int64_t n, cudaStream_t s);
+
 }  // namespace ferrite::cuda
