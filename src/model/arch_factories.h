@@ -61,7 +61,9 @@
   X("ernie4_5", make_ernie4_5)   \
   X("ernie4_5-moe", make_ernie4_5_moe) \
   X("hunyuan-moe", make_hunyuan_moe) \
-  X("gpt-oss", make_gpt_oss)
+  X("gpt-oss", make_gpt_oss)     \
+  X("mamba2", make_mamba2)       \
+  X("granitehybrid", make_granitehybrid)
 
 namespace ferrite::model {
 

@@ -308,16 +308,19 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
 
 void Context::save_sequence(int seq, const std::string& path, std::span<const int32_t> tokens) {
   if (gpu_) throw InvalidArgument("saving a sequence is not supported with GPU offload");
+  if (cache_.recurrent()) throw InvalidArgument("saving a sequence of a model with recurrent (SSM) layers is not supported");
   save_sequence_state(cache_, n_vocab(), seq, path, tokens);
 }
 
 std::vector<int32_t> Context::load_sequence(int seq, const std::string& path) {
   if (gpu_) throw InvalidArgument("loading a sequence is not supported with GPU offload");
+  if (cache_.recurrent()) throw InvalidArgument("loading a sequence of a model with recurrent (SSM) layers is not supported");
   return load_sequence_state(cache_, n_vocab(), seq, path);
 }
 
 std::string Context::save_sequence_bytes(int seq, std::span<const int32_t> tokens) {
   if (gpu_) throw InvalidArgument("saving a sequence is not supported with GPU offload");
+  if (cache_.recurrent()) throw InvalidArgument("saving a sequence of a model with recurrent (SSM) layers is not supported");
   std::ostringstream out(std::ios::binary);
   write_sequence_state(cache_, n_vocab(), seq, out, tokens);
   return std::move(out).str();
@@ -325,6 +328,7 @@ std::string Context::save_sequence_bytes(int seq, std::span<const int32_t> token
 
 std::vector<int32_t> Context::load_sequence_bytes(int seq, std::string_view bytes) {
   if (gpu_) throw InvalidArgument("loading a sequence is not supported with GPU offload");
+  if (cache_.recurrent()) throw InvalidArgument("loading a sequence of a model with recurrent (SSM) layers is not supported");
   ViewBuffer buffer(bytes);
   std::istream in(&buffer);
   return read_sequence_state(cache_, n_vocab(), seq, in, bytes.size(), kMemoryName);
