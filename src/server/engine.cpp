@@ -84,6 +84,10 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
                                        .n_gpu_layers = 0, .embeddings = true, .pooling_type = pooling});
   }
   runtime::validate(opt_.speculative);
+  if (opt_.make_drafter && ctx_.cache().recurrent() != nullptr) {
+    throw InvalidArgument("speculative decoding is not supported for a model with recurrent (SSM) layers: a rejected "
+                          "draft cannot be taken back out of their state");
+  }
   if (opt_.make_drafter) {
     for (Slot& s : slots_) s.drafter = opt_.make_drafter(s.id, slot_ctx_, n_ctx_);
   }

@@ -17,6 +17,7 @@
 #include "model/ref_granite_hybrid.h"
 #include "model/ref_mamba2.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 
 namespace ferrite::cuda {
 namespace {
