@@ -4,12 +4,13 @@
 // sequences interleaved in one batch each scan with their own state; removals
 // that would split a state are refused and leave it as it was; whole
 // removals, copies and clears reset or duplicate it; a sequence continues
-// only at its next position; saving refuses clearly.
+// only at its next position; a saved sequence carries its state.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -158,13 +159,34 @@ TEST(RecurrentState, CopiedSequenceContinuesAsTheSource) {
   }
 }
 
-TEST(RecurrentState, SavingASequenceIsRefused) {
-  test::TinyMamba2 tiny(test::Mamba2Config{});
+// A saved sequence (context_state.h version 3) holds its state: loaded into
+// another context beside a sequence of its own, it continues as the original.
+TEST(RecurrentState, SavedSequenceCarriesItsState) {
+  test::TinyGraniteHybrid tiny(test::GraniteHybridConfig{});
   auto m = model::Model::load(tiny.path().string());
-  runtime::Context ctx(m, {.n_ctx = 64, .n_threads = 2});
-  ctx.eval(tokens_of(3, tiny.config().n_vocab, 2));
-  EXPECT_THROW(ctx.save_sequence_bytes(0), InvalidArgument);
-  EXPECT_THROW(ctx.load_sequence_bytes(0, "x"), InvalidArgument);
+  const std::vector<int32_t> t = tokens_of(9, tiny.config().n_vocab, 4);
+  const std::vector<float> want = alone(m, t);
+  const int64_t nv = m->hparams().n_vocab;
+  std::string bytes;
+  {
+    runtime::Context a(m, {.n_ctx = 64, .n_threads = 2});
+    a.eval({t.data(), 6});
+    bytes = a.save_sequence_bytes(0, {t.data(), 6});
+  }
+  runtime::Context b(m, {.n_ctx = 64, .n_threads = 2, .n_seq_max = 2});
+  b.eval(tokens_of(5, nv, 8), 0);
+  EXPECT_EQ(b.load_sequence_bytes(1, bytes), std::vector<int32_t>(t.begin(), t.begin() + 6));
+  const std::vector<float> got = copy_of(b.eval({t.data() + 6, 3}, 1, true));
+  EXPECT_LT(max_abs_diff(got, {want.data() + 6 * nv, static_cast<size_t>(3 * nv)}), 1e-4);
+
+  // A file without the state (another version) and a truncated one are refused before anything changes.
+  std::string v1 = bytes;
+  v1[4] = 1;
+  EXPECT_THROW(b.load_sequence_bytes(1, v1), InvalidArgument);
+  EXPECT_THROW(b.load_sequence_bytes(1, bytes.substr(0, bytes.size() - 4)), FormatError);
+  EXPECT_EQ(b.cache().max_pos(1), 8);
+  ASSERT_NE(b.cache().recurrent(), nullptr);
+  EXPECT_GE(b.cache().recurrent()->slot_of(1), 0);
 }
 
 TEST(RecurrentState, SsmLayersKeepNoKv) {
