@@ -107,6 +107,7 @@ int64_t KvCache::planned_bytes(const model::HParams& hp, int64_t n_cells, Tensor
   const bool windowed = window_cells > 0 && window_cells < n_cells && hp.has_swa_layers();
   int64_t b = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_recurrent(il)) continue;  // a state, not K/V (RecurrentState::bytes)
     b += (windowed && hp.is_swa(il) ? window_cells : n_cells) * (row(type_k) + row(type_v));
   }
   return b;

@@ -196,6 +196,8 @@ TEST(RecurrentState, SsmLayersKeepNoKv) {
   EXPECT_FALSE(ctx.cache().stores(0));
   EXPECT_TRUE(ctx.cache().stores(1));
   EXPECT_FALSE(ctx.cache().stores(2));
+  EXPECT_EQ(ctx.cache().bytes(), runtime::KvCache::planned_bytes(m->hparams(), 64, TensorType::F16, TensorType::F16, 0));
+  EXPECT_EQ(ctx.cache().bytes(), 64 * 2 * 2 * tiny.config().n_head_kv * tiny.config().head_dim);  // one layer's K and V
   ASSERT_NE(ctx.cache().recurrent(), nullptr);
   const test::SsmConfig& s = tiny.config().ssm;
   EXPECT_EQ(ctx.cache().recurrent()->bytes(),
