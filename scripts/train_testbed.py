@@ -2,6 +2,7 @@
 """Trains ferrite's quality testbed from scratch and writes what the tests need.
 
     python3 scripts/train_testbed.py --text ../shared/text/war-and-peace.txt --out OUT [--tiny]
+    python3 scripts/train_testbed.py --text ... --out OUT --tiny-only mamba2,granitemoehybrid
 
 Needs PyTorch, transformers, tokenizers and sentencepiece (the GPU machine has
 them; nothing is downloaded). On a GPU the whole run takes a few minutes.
@@ -282,6 +283,13 @@ def tiny_configs(vocab_bpe, vocab_spm, vocab_wpm):
     common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                   max_position_embeddings=64)
     gqa = dict(common, num_attention_heads=4, num_key_value_heads=2)
+    # Granite 4.0 H's shape: Mamba-2 layers around an attention one without position embedding.
+    granite_hybrid = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                          shared_intermediate_size=24, layer_types=["mamba", "attention", "mamba"],
+                          mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4,
+                          mamba_expand=2, mamba_chunk_size=4, position_embedding_type="nope",
+                          embedding_multiplier=6.0, residual_multiplier=0.35, attention_multiplier=0.25,
+                          logits_scaling=4.0, max_position_embeddings=64, tie_word_embeddings=True)
     return [
         ("llama", "LlamaConfig", "LlamaForCausalLM", "bpe", vocab_bpe, dict(gqa, tie_word_embeddings=False)),
         ("mistral", "MistralConfig", "MistralForCausalLM", "spm", vocab_spm, dict(gqa, sliding_window=None)),
@@ -314,6 +322,16 @@ def tiny_configs(vocab_bpe, vocab_spm, vocab_wpm):
               multi_query=True, parallel_attn=True, bias=False, alibi=False)),
         ("bert", "BertConfig", "BertModel", "wpm", vocab_wpm,
          dict(common, type_vocab_size=2)),
+        # 8 heads of 8; chunk_size 4 runs transformers' chunked scan across chunks. One group:
+        # transformers 5's MambaRMSNormGated normalises all of d_inner at once where mamba_ssm and
+        # llama.cpp normalise each group (ferrite follows them; tests/model's reference checks groups).
+        ("mamba2", "Mamba2Config", "Mamba2ForCausalLM", "bpe", vocab_bpe,
+         dict(hidden_size=32, num_hidden_layers=2, num_heads=8, head_dim=8, expand=2, n_groups=1, state_size=8,
+              conv_kernel=4, chunk_size=4, tie_word_embeddings=False)),
+        ("granitemoehybrid", "GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", "bpe", vocab_bpe,
+         dict(granite_hybrid, num_local_experts=4, num_experts_per_tok=2, intermediate_size=16)),
+        ("granitemoehybrid-dense", "GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", "bpe", vocab_bpe,
+         dict(granite_hybrid, num_local_experts=0, intermediate_size=48)),
     ]
 
 
@@ -375,7 +393,15 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="tiny sizes and steps (checks the logic on a CPU)")
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--tiny-only", metavar="ARCHS", default=None,
+                    help="only the tiny checkpoints of these architectures (comma-separated names of tiny_configs), "
+                         "with --tiny's text; no small/large training")
+    ap.add_argument("--tiny-bpe", metavar="TOKENIZER_JSON", default=None,
+                    help="the tiny checkpoints' BPE tokenizer from this tokenizer.json instead of one trained here "
+                         "(tests/convert/fixtures/tiny/llama/tokenizer.json: the one the other fixtures have)")
     args = ap.parse_args()
+    if args.tiny_only is not None:
+        args.tiny = True
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     os.makedirs(args.out, exist_ok=True)
     summary = {"versions": versions(), "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
@@ -411,6 +437,8 @@ def main():
         sizes = {"small": (32, 2, 2, 1, 64, 20, 4, 2e-3), "large": (48, 2, 2, 1, 96, 20, 4, 1e-3)}
         seq = 64
     for name, (dim, layers, heads, kv, ff, steps, batch, lr) in sizes.items():
+        if args.tiny_only is not None:
+            break
         if name == "large" and args.skip_large:
             continue
         try:
@@ -426,7 +454,9 @@ def main():
     # Tiny checkpoints of every architecture.
     try:
         tiny_text = train_text[:300_000]
-        toks = {"bpe": train_bpe(paragraphs(tiny_text), 320),
+        import tokenizers
+        toks = {"bpe": (tokenizers.Tokenizer.from_file(args.tiny_bpe) if args.tiny_bpe
+                        else train_bpe(paragraphs(tiny_text), 320)),
                 "wpm": train_wordpiece(paragraphs(tiny_text), 400)}
         workdir = os.path.join(args.out, "spm-work")
         os.makedirs(workdir, exist_ok=True)
@@ -434,7 +464,10 @@ def main():
         import sentencepiece as spm
         vocab_spm = spm.SentencePieceProcessor(model_file=toks["spm"]).get_piece_size()
         manifests = {}
+        wanted = None if args.tiny_only is None else set(args.tiny_only.split(","))
         for spec in tiny_configs(toks["bpe"].get_vocab_size(), vocab_spm, toks["wpm"].get_vocab_size()):
+            if wanted is not None and spec[0] not in wanted:
+                continue
             try:
                 manifests[spec[0]] = make_tiny(os.path.join(args.out, "tiny"), spec, toks, args.seed)
                 log(f"tiny {spec[0]}: ok")

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "backend/weight.h"
+#include "core/error.h"
 #include "cpu/rope.h"
 
 namespace ferrite::backend {
@@ -129,6 +130,28 @@ struct FfnSpec {
   FfnKind kind = FfnKind::SwiGlu;
 };
 
+// A Mamba-2 mixer layer (the selective state-space scan, SSD form). For
+// each token t of the batch, in batch order, with the state of its
+// sequence (KvView::rs, the recurrent state slot of each token):
+//   z | xBC | dt = W_in h_t
+//   xBC = silu(conv1d(the last d_conv - 1 inputs of the sequence, xBC) + conv_b)
+//   x | B | C = xBC         (x [n_head, head_dim], B and C [n_group, d_state])
+//   dt_h = softplus(dt_h + dt_b_h);  head h reads group h / (n_head / n_group)
+//   S_h = exp(dt_h A_h) S_h + dt_h x_h B_g^T      (S_h [head_dim, d_state])
+//   y_h = S_h C_g + D_h x_h
+//   out = W_out (rms_norm per group(y * silu(z)) * norm)
+// The conv state holds the last d_conv - 1 xBC inputs [d_conv - 1, conv_ch],
+// the ssm state S [n_head, head_dim, d_state], both f32 and updated in place.
+struct SsmSpec {
+  int64_t layer = 0;                       // the layer of KvView::rs
+  const SsmWeights* w = nullptr;
+  int64_t d_conv = 0, d_inner = 0, d_state = 0, n_group = 0, n_head = 0;
+  float eps = 1e-5f;                       // the gated RMSNorm's epsilon
+  int64_t head_dim() const { return n_head > 0 ? d_inner / n_head : 0; }
+  int64_t conv_ch() const { return d_inner + 2 * n_group * d_state; }
+  int64_t in_cols() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -182,6 +205,12 @@ class Ops {
   // in f32, no cache (llama.cpp's T5 decoder recomputes k and v each step).
   // The other fields of spec are unused.
   virtual void cross_attention(const AttentionSpec& spec, Act h, Act out) = 0;
+  // out [n, n_embd] (+)= the Mamba-2 mixer of h (SsmSpec), reading and
+  // updating the recurrent state of each token's sequence. A backend without
+  // it throws InvalidArgument.
+  virtual void ssm(const SsmSpec& /*spec*/, Act /*h*/, Act /*out*/, bool /*accumulate*/ = false) {
+    throw InvalidArgument("this backend does not run state-space (Mamba-2) layers");
+  }
   // out [n_out, x.cols] = rows ForwardBatch::out_rows of x.
   virtual void gather_rows(Act x, Act out) = 0;
 

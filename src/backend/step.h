@@ -55,6 +55,22 @@ struct KvLayer {
   TensorType v_type = TensorType::F16;
 };
 
+// The recurrent state of the layers that have one (Mamba-2, backend::SsmSpec),
+// f32 in host memory, one row per state slot: conv [n_slots, d_conv - 1,
+// conv_ch] and ssm [n_slots, n_head, head_dim, d_state] (null for layers
+// without state). The runtime gives each sequence a slot (zeroed when the
+// sequence starts) and each batch token its sequence's slot; a step updates
+// the slots in batch order, so each sequence's tokens must come in order.
+struct RecurrentLayer {
+  float* conv = nullptr;
+  float* ssm = nullptr;
+};
+
+struct RecurrentView {
+  std::vector<RecurrentLayer> layers;  // [n_layer]
+  const int32_t* slot = nullptr;       // [n_tokens]
+};
+
 struct KvView {
   std::vector<KvLayer> layers;       // [n_layer]
   int64_t n_cells = 0;               // cache size (row length of V transposed)
@@ -77,6 +93,8 @@ struct KvView {
   // AttentionSpec::sliding reads and writes there instead. nullptr: those
   // layers use this view with mask_swa.
   const KvView* swa = nullptr;
+  // Recurrent layers' state (models with SSM layers), or nullptr.
+  const RecurrentView* rs = nullptr;
 };
 
 // Chunked attention (HParams::n_chunk): a token at position pos sees a cell

@@ -95,4 +95,19 @@ struct MlaWeights {
   Weight wo;                      // [n_head v_dim, n_embd]
 };
 
+// A Mamba-2 mixer (backend::SsmSpec, ops.h): the input projection to
+// z | xBC | dt, the causal depthwise convolution over xBC with its bias, the
+// per-head dt bias, decay A (already -exp(A_log)) and skip D, the grouped
+// RMSNorm of the gated output, and the output projection.
+struct SsmWeights {
+  Weight in;        // [n_embd, 2 d_inner + 2 n_group d_state + n_head]
+  Weight conv;      // [d_conv, conv_ch] (F32), conv_ch = d_inner + 2 n_group d_state
+  Weight conv_b;    // [conv_ch]
+  Weight dt_b;      // [n_head]
+  Weight a;         // [1, n_head]
+  Weight d;         // [1, n_head]
+  Weight norm;      // [d_inner / n_group, n_group]
+  Weight out;       // [d_inner, n_embd]
+};
+
 }  // namespace ferrite::backend

@@ -42,6 +42,7 @@ enum class Dim : uint8_t {
 struct Dims {
   int64_t vocab = 0, embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, ff = 0, experts = 0, ff_exp = 0,
           ff_shexp = 0, pos = 0, types = 0, n_layer = 0;
+  int64_t ssm_groups = 0;  // mamba2's n_groups (kGroupRows)
   // 0 when unknown (then not checked).
   int64_t get(Dim d) const;
   // "num_key_value_heads x head_dim = 256"
@@ -57,6 +58,15 @@ enum TensorFlags : uint32_t {
   kNeoxQkv = 1u << 4,     // gptneox: per-head interleaved q|k|v -> q, k, v blocks
   kFalconQkv = 1u << 5,   // falcon: per-KV-group q...q k v -> q, k, v blocks
   kAlsoOutput = 1u << 6,  // gpt2: also written as output.weight (tied head)
+  kNegExp = 1u << 7,      // mamba2: A_log -> A = -exp(A_log)
+  kSqueeze = 1u << 8,     // mamba2: dimensions of 1 dropped (conv1d [ch, 1, k] -> [ch, k])
+  kUnsqueeze = 1u << 9,   // mamba2: a trailing dimension of 1 added (A, D [n_head] -> [n_head, 1])
+  kGroupRows = 1u << 10,  // mamba2: [n] -> [ssm_groups, n / ssm_groups] (the gated norm's weight)
+  // granitemoehybrid: rows [.., 2 ff, n] hold gate then up: the rule's name
+  // (an "ffn_gate" one) gets the first half, its "ffn_up" twin the second.
+  kSplitGateUp = 1u << 11,
+  kFirstHalf = 1u << 12,   // (set by the planner) the first half of the rows of each outer block
+  kSecondHalf = 1u << 13,  // the second half
 };
 
 struct TensorRule {
@@ -128,6 +138,9 @@ struct ArchDef {
   std::function<std::string(const std::string&)> rename;
   // Tensors computed from config.json (may be null).
   std::function<std::vector<ExtraTensor>(Params&)> extra;
+  // Renames a GGUF name by config.json (granitemoehybrid: the shared MLP is
+  // the dense FFN without experts); may be null.
+  std::function<std::string(const std::string& gguf, const Params&)> gguf_rename;
 };
 
 // Looks up config.json's "architectures" class. nullptr when unsupported.
@@ -155,5 +168,7 @@ std::vector<ArchDef> gptneox_archs();
 std::vector<ArchDef> starcoder2_archs();
 std::vector<ArchDef> falcon_archs();
 std::vector<ArchDef> bert_archs();
+std::vector<ArchDef> mamba2_archs();
+std::vector<ArchDef> granite_hybrid_archs();
 
 }  // namespace ferrite::convert

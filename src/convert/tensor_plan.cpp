@@ -1,6 +1,7 @@
 #include "convert/tensor_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <climits>
 #include <unordered_map>
@@ -81,7 +82,33 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 bool stays_f32(const PlannedTensor& t) {
   if (t.shape.size() <= 1 || ends_with(t.name, "_norm.weight") || !ends_with(t.name, ".weight")) return true;
   if (t.name == "position_embd.weight" || t.name == "token_types.weight") return true;
+  if (ends_with(t.name, ".ssm_conv1d.weight")) return true;  // the conv kernels run in f32
   return t.name.rfind("blk.", 0) == 0 && ends_with(t.name, ".ffn_gate_inp.weight");
+}
+
+// The shape changes of kSqueeze, kUnsqueeze and kGroupRows (the data keeps its order).
+void reshape_ssm(std::vector<int64_t>& shape, uint32_t flags, const Dims& dims, const std::string& name) {
+  if (flags & kSqueeze) std::erase(shape, int64_t{1});
+  if (flags & kUnsqueeze) shape.push_back(1);
+  if (flags & kGroupRows) {
+    const int64_t g = dims.ssm_groups;
+    if (shape.size() != 1 || g <= 0 || shape[0] % g != 0) {
+      throw ModelError("tensor " + name + ": does not split into " + std::to_string(g) + " groups");
+    }
+    shape = {g, shape[0] / g};
+  }
+}
+
+// kFirstHalf / kSecondHalf: of each outer block of rows [2 h, cols], rows [0, h) or [h, 2 h).
+void take_half(std::vector<float>& buf, const StTensor& t, bool second) {
+  const int64_t cols = t.shape.back(), rows = t.shape[t.shape.size() - 2], h = rows / 2;
+  const int64_t outer = static_cast<int64_t>(buf.size()) / (rows * cols);
+  std::vector<float> out(static_cast<size_t>(outer * h * cols));
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto from = buf.begin() + static_cast<std::ptrdiff_t>((o * rows + (second ? h : 0)) * cols);
+    std::copy(from, from + h * cols, out.begin() + static_cast<std::ptrdiff_t>(o * h * cols));
+  }
+  buf.swap(out);
 }
 
 int64_t bid_of(const std::string& gguf) {
@@ -169,9 +196,11 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
                        "; only F32, F16, BF16 and F64 weights can be converted");
     }
     check_shape(*t, rule, dims, params.config_path());
-    const std::string gguf = with_bid(rule.gguf, key.bid);
+    std::string gguf = with_bid(rule.gguf, key.bid);
+    if (arch.gguf_rename) gguf = arch.gguf_rename(gguf, params);
     std::vector<int64_t> shape = t->shape;
     if ((rule.flags & kTranspose) && shape.size() == 2) std::swap(shape[0], shape[1]);
+    reshape_ssm(shape, rule.flags, dims, t->name);
     if (key.xid >= 0) {
       if (key.xid >= dims.experts) {
         throw ModelError(t->file + ": tensor " + t->name + " is expert " + std::to_string(key.xid) + ", but " +
@@ -189,6 +218,22 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
         throw ModelError(t->file + ": tensor " + t->name + " maps to an expert of " + gguf + " given twice");
       }
       p.sources[static_cast<size_t>(key.xid)] = t;
+      continue;
+    }
+    if (rule.flags & kSplitGateUp) {
+      const size_t at = gguf.find("ffn_gate");
+      if (shape.size() < 2 || shape[shape.size() - 2] % 2 != 0 || at == std::string::npos) {
+        throw ModelError(t->file + ": tensor " + t->name + " does not split into gate and up halves");
+      }
+      shape[shape.size() - 2] /= 2;
+      std::string up = gguf;
+      up.replace(at, 8, "ffn_up");
+      for (const auto& [name, half] : {std::pair{gguf, kFirstHalf}, std::pair{up, kSecondHalf}}) {
+        PlannedTensor& h = create(name, t);
+        h.sources = {t};
+        h.shape = shape;
+        h.flags = (rule.flags & ~kSplitGateUp) | half;
+      }
       continue;
     }
     PlannedTensor& p = create(gguf, t);
@@ -256,7 +301,8 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
   if (t.sources.empty()) return t.generated;
   const StTensor& first = *t.sources.front();
   const auto per = static_cast<size_t>(first.n_elements);
-  std::vector<float> out(per * t.sources.size());
+  const bool half = (t.flags & (kFirstHalf | kSecondHalf)) != 0;
+  std::vector<float> out((half ? per / 2 : per) * t.sources.size());
   std::vector<float> buf(per);
   const int64_t rows = first.shape.empty() ? 1 : first.shape[0];
   const int64_t cols = rows == 0 ? 0 : static_cast<int64_t>(per) / rows;
@@ -264,6 +310,9 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
     to_f32(*t.sources[e], buf.data());
     if (t.flags & kPermuteQ) permute_rows(buf, rows, cols, dims.n_head, first.name);
     if (t.flags & kPermuteK) permute_rows(buf, rows, cols, dims.n_head_kv, first.name);
+    if (t.flags & kNegExp) {
+      for (float& v : buf) v = -std::exp(v);
+    }
     if (t.flags & kAddOne) {
       for (float& v : buf) v += 1.0f;
     }
@@ -298,7 +347,8 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
       for (int64_t k = 0; k < kv; ++k) order.emplace_back(k, g + 1);
       reorder_blocks(buf, hd, cols, order, g + 2);
     }
-    std::copy(buf.begin(), buf.end(), out.begin() + static_cast<std::ptrdiff_t>(e * per));
+    if (half) take_half(buf, first, (t.flags & kSecondHalf) != 0);
+    std::copy(buf.begin(), buf.end(), out.begin() + static_cast<std::ptrdiff_t>(e * buf.size()));
   }
   return out;
 }

@@ -64,7 +64,9 @@
   X("ernie4_5-moe", make_ernie4_5_moe) \
   X("hunyuan-moe", make_hunyuan_moe) \
   X("gpt-oss", make_gpt_oss)     \
-  X("llama4", make_llama4)
+  X("llama4", make_llama4)       \
+  X("mamba2", make_mamba2)       \
+  X("granitehybrid", make_granitehybrid)
 
 namespace ferrite::model {
 

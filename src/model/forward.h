@@ -9,5 +9,7 @@ namespace ferrite::model {
 using backend::ForwardBatch;
 using backend::KvLayer;
 using backend::KvView;
+using backend::RecurrentLayer;
+using backend::RecurrentView;
 
 }  // namespace ferrite::model

@@ -1,5 +1,6 @@
 #include "model/hparams.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -28,6 +29,33 @@ RopeScaling parse_scaling(const std::string& s, const std::string& path) {
   throw ModelError(path + ": unknown rope scaling type '" + s + "'");
 }
 
+// The SSM keys (hparams.h), each checked.
+void read_ssm(const gguf::Metadata& md, HParams& hp) {
+  auto get = [&](const char* suffix) {
+    const std::string k = md.arch_key(suffix);
+    return bounded(md, k, md.get_uint(k), kMaxDim);
+  };
+  hp.ssm_d_conv = get("ssm.conv_kernel");
+  hp.ssm_d_inner = get("ssm.inner_size");
+  hp.ssm_d_state = get("ssm.state_size");
+  hp.ssm_n_head = get("ssm.time_step_rank");
+  hp.ssm_n_group = md.has(md.arch_key("ssm.group_count")) ? get("ssm.group_count") : 1;
+  const std::string& path = md.file().path();
+  if (hp.ssm_d_inner % hp.ssm_n_head != 0 || hp.ssm_n_head % hp.ssm_n_group != 0 ||
+      hp.ssm_d_inner % hp.ssm_n_group != 0) {
+    throw ModelError(path + ": ssm.inner_size " + std::to_string(hp.ssm_d_inner) + ", time_step_rank " +
+                     std::to_string(hp.ssm_n_head) + " and group_count " + std::to_string(hp.ssm_n_group) +
+                     " do not divide");
+  }
+}
+
+// A model of SSM layers only: the keys that remain.
+HParams finish_ssm_only(const gguf::Metadata& md, HParams& hp) {
+  hp.norm_eps = md.opt_float(md.arch_key("attention.layer_norm_epsilon")).value_or(hp.norm_eps);
+  hp.norm_rms_eps = md.opt_float(md.arch_key("attention.layer_norm_rms_epsilon")).value_or(hp.norm_rms_eps);
+  return hp;
+}
+
 }  // namespace
 
 HParams read_hparams(const gguf::Metadata& md) {
@@ -39,13 +67,26 @@ HParams read_hparams(const gguf::Metadata& md) {
   hp.n_embd = bounded(md, key("embedding_length"), md.get_uint(key("embedding_length")), kMaxDim);
   hp.n_layer = bounded(md, key("block_count"), md.get_uint(key("block_count")), kMaxLayers);
   hp.n_ctx_train = static_cast<int64_t>(md.opt_uint(key("context_length")).value_or(0));
-  hp.n_head = bounded(md, key("attention.head_count"),
-                      md.per_layer_uint(key("attention.head_count"), static_cast<uint64_t>(hp.n_layer)).at(0),
-                      kMaxDim);
+  // State-space models (mamba2: head_count 0) and hybrids (granitehybrid:
+  // head_count_kv 0 on the SSM layers) have layers without attention.
+  const bool ssm = md.has(key("ssm.state_size"));
+  if (ssm) read_ssm(md, hp);
+  const uint64_t heads =
+      md.per_layer_uint(key("attention.head_count"), static_cast<uint64_t>(hp.n_layer)).at(0);
+  if (ssm && heads == 0) {
+    hp.n_head = hp.n_head_kv = hp.head_dim = 0;
+    hp.rope.n_rot = 0;
+    return finish_ssm_only(md, hp);
+  }
+  hp.n_head = bounded(md, key("attention.head_count"), heads, kMaxDim);
   if (md.has(key("attention.head_count_kv"))) {
-    hp.n_head_kv = bounded(
-        md, key("attention.head_count_kv"),
-        md.per_layer_uint(key("attention.head_count_kv"), static_cast<uint64_t>(hp.n_layer)).at(0), kMaxDim);
+    uint64_t kv = md.per_layer_uint(key("attention.head_count_kv"), static_cast<uint64_t>(hp.n_layer)).at(0);
+    if (ssm) {
+      for (uint64_t v : md.per_layer_uint(key("attention.head_count_kv"), static_cast<uint64_t>(hp.n_layer))) {
+        kv = std::max(kv, v);
+      }
+    }
+    hp.n_head_kv = bounded(md, key("attention.head_count_kv"), kv, kMaxDim);
   } else {
     hp.n_head_kv = hp.n_head;
   }

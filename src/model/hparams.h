@@ -70,12 +70,30 @@ struct HParams {
   int64_t n_rel_buckets = 0;
   int32_t decoder_start_token = -1;
   RopeParams rope;
+  // State-space (Mamba-2) layers: <arch>.ssm.conv_kernel, inner_size,
+  // state_size, group_count, time_step_rank (the number of heads); 0 when
+  // absent. [n_layer] or empty: the layers that are SSM mixers (set by the
+  // architecture); the runtime keeps a recurrent state for them (and no K/V).
+  int64_t ssm_d_conv = 0, ssm_d_inner = 0, ssm_d_state = 0, ssm_n_group = 0, ssm_n_head = 0;
+  std::vector<bool> recurrent_layers;
 
   int64_t n_embd_q() const { return n_head * head_dim; }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   bool is_swa(int64_t il) const {
     return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() && swa_layers[static_cast<size_t>(il)];
   }
+  bool is_recurrent(int64_t il) const {
+    return il >= 0 && static_cast<size_t>(il) < recurrent_layers.size() && recurrent_layers[static_cast<size_t>(il)];
+  }
+  bool has_recurrent_layers() const {
+    for (int64_t il = 0; il < n_layer; ++il) {
+      if (is_recurrent(il)) return true;
+    }
+    return false;
+  }
+  // Floats of one sequence's recurrent state in an SSM layer: conv [d_conv - 1, conv_ch], ssm [d_inner, d_state].
+  int64_t ssm_conv_floats() const { return (ssm_d_conv - 1) * (ssm_d_inner + 2 * ssm_n_group * ssm_d_state); }
+  int64_t ssm_state_floats() const { return ssm_d_inner * ssm_d_state; }
   bool has_swa_layers() const {
     for (int64_t il = 0; il < n_layer; ++il) {
       if (is_swa(il)) return true;

@@ -72,7 +72,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
       params_(params),
       cache_(model_->hparams(), context_size(model_->hparams(), params.n_ctx), params.cache_type,
              params.cache_type_v, cpu_cache_layers(model_->hparams(), params.n_gpu_layers),
-             window_cells(model_->hparams(), params)),
+             window_cells(model_->hparams(), params), params.n_seq_max),
       pool_(thread_count(params.n_threads)),
       cpu_(std::make_unique<cpu::CpuBackend>(model_->dims(), pool_, ws_)) {
   cpu::apply_isa_env();
@@ -127,6 +127,13 @@ void Context::warm_up() {
   kv.mask = mask.data();
   kv.mask_swa = model_->hparams().n_swa > 0 ? mask.data() : nullptr;
   kv.mask_chunk = model_->hparams().n_chunk > 0 ? mask.data() : nullptr;  // position 0 sees its cell in any chunking
+  // SSM layers run on state slot 0, which a sequence zeroes when it takes it.
+  model::RecurrentView states;
+  if (cache_.recurrent() != nullptr) {
+    states = cache_.recurrent()->view();
+    states.slot = &slot;
+    kv.rs = &states;
+  }
   model::run_step(model_->arch(), *placement_, fb, kv, logits.data());
 }
 
@@ -227,9 +234,20 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
     window_view(batch, begin, n, window);
     kv.swa = &window;
   }
+  model::RecurrentView states;
+  if (cache_.recurrent() != nullptr) {
+    states = cache_.recurrent()->view();
+    states.slot = cache_.recurrent_slots().data();
+    kv.rs = &states;
+  }
   try {
     forward_outputs(fb, kv);
   } catch (...) {
+    if (cache_.recurrent() != nullptr) {
+      // The pass may have advanced some states: those sequences are forgotten whole.
+      for (int64_t t = 0; t < n; ++t) cache_.remove(batch.seq[begin + t], 0, -1);
+      throw;
+    }
     for (int64_t t = 0; t < n; ++t) {
       cache_.remove(batch.seq[begin + t], batch.pos[begin + t], batch.pos[begin + t] + 1);
     }

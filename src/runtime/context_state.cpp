@@ -42,6 +42,9 @@ std::vector<int32_t> seq_cells(const KvCache& c, int seq) {
 uint64_t k_bytes(const KvCache& c) { return tensor_row_bytes(c.type_k(), static_cast<uint64_t>(c.n_embd_kv())); }
 uint64_t v_bytes(const KvCache& c) { return tensor_row_bytes(c.type_v(), static_cast<uint64_t>(c.n_embd_kv())); }
 
+// A layer whose file rows are its recurrent state (version 3) instead of K/V.
+bool is_state_layer(const KvCache& c, int64_t il) { return c.recurrent() != nullptr && c.recurrent()->has_layer(il); }
+
 // File size for a header whose model fields match `c` (and nw window cells:
 // a window file, whose sliding layers hold those).
 uint64_t expected_size(const Header& h, uint32_t nw, const KvCache& c) {
@@ -49,6 +52,10 @@ uint64_t expected_size(const Header& h, uint32_t nw, const KvCache& c) {
   uint64_t size = kHeaderBytes + (windowed ? sizeof(uint32_t) : 0) + uint64_t{h[kNTokens]} * sizeof(int32_t) +
                   (uint64_t{h[kNCells]} + nw) * sizeof(int32_t);
   for (int64_t il = 0; il < c.n_layer(); ++il) {
+    if (is_state_layer(c, il)) {
+      size += static_cast<uint64_t>(c.recurrent()->conv_floats() + c.recurrent()->ssm_floats()) * sizeof(float);
+      continue;
+    }
     const bool in_window = windowed && c.window() != nullptr && c.window()->stores(il);
     size += uint64_t{in_window ? nw : h[kNCells]} * (k_bytes(c) + v_bytes(c));
   }
@@ -135,7 +142,11 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
   const std::vector<int32_t> cells = seq_cells(cache, seq);
   const std::vector<int32_t> wcells = win != nullptr ? seq_cells(*win, seq) : std::vector<int32_t>{};
   const int64_t nk = cache.n_embd_kv();
-  Header h{kSequenceStateMagic, win != nullptr ? kSequenceStateWindowVersion : kSequenceStateVersion,
+  RecurrentState* rs = cache.recurrent();
+  const uint32_t version = rs != nullptr    ? kSequenceStateRecurrentVersion
+                           : win != nullptr ? kSequenceStateWindowVersion
+                                            : kSequenceStateVersion;
+  Header h{kSequenceStateMagic, version,
            static_cast<uint32_t>(cache.n_layer()), static_cast<uint32_t>(nk), static_cast<uint32_t>(nk),
            static_cast<uint32_t>(cache.type_k()), static_cast<uint32_t>(cache.type_v()),
            static_cast<uint32_t>(n_vocab), static_cast<uint32_t>(tokens.size()), static_cast<uint32_t>(cells.size())};
@@ -153,6 +164,14 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
   for (int32_t c : wcells) write(&win->cell(c).pos, sizeof(int32_t));
   std::vector<uint16_t> v(static_cast<size_t>(nk));  // [n_embd_v] of one cell
   for (int64_t il = 0; il < cache.n_layer(); ++il) {
+    if (is_state_layer(cache, il)) {
+      const int slot = rs->slot_of(seq);
+      std::vector<float> zeros;
+      if (slot < 0) zeros.assign(static_cast<size_t>(std::max(rs->conv_floats(), rs->ssm_floats())), 0.0f);
+      write(slot < 0 ? zeros.data() : rs->conv_row(il, slot), static_cast<size_t>(rs->conv_floats()) * sizeof(float));
+      write(slot < 0 ? zeros.data() : rs->ssm_row(il, slot), static_cast<size_t>(rs->ssm_floats()) * sizeof(float));
+      continue;
+    }
     const bool in_window = win != nullptr && win->stores(il);
     KvCache& c = in_window ? *win : cache;
     const std::vector<int32_t>& list = in_window ? wcells : cells;
@@ -204,8 +223,14 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
   if (h[kMagic] != kSequenceStateMagic) {
     throw FormatError(path, 0, "magic", "not a ferrite sequence state file");
   }
-  if (h[kVersion] != kSequenceStateVersion && h[kVersion] != kSequenceStateWindowVersion) {
+  if (h[kVersion] != kSequenceStateVersion && h[kVersion] != kSequenceStateWindowVersion &&
+      h[kVersion] != kSequenceStateRecurrentVersion) {
     throw FormatError(path, 4, "version", "unsupported version " + std::to_string(h[kVersion]));
+  }
+  if ((h[kVersion] == kSequenceStateRecurrentVersion) != (cache.recurrent() != nullptr)) {
+    throw InvalidArgument(path + (cache.recurrent() != nullptr
+                                      ? std::string(": saved without a recurrent state, which this model's SSM layers need")
+                                      : std::string(": saved with a recurrent state this model has no layers for")));
   }
   const auto nk = static_cast<uint64_t>(cache.n_embd_kv());
   const Header want{kSequenceStateMagic, kSequenceStateVersion, static_cast<uint32_t>(cache.n_layer()),
@@ -285,9 +310,15 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
         }
       }
     }
+    int state_slot = -1;
+    if (cache.recurrent() != nullptr) state_slot = cache.recurrent()->assign(seqs.data(), 1).at(0);
     for (int64_t il = 0; il < cache.n_layer(); ++il) {
       const bool in_window = win != nullptr && win->stores(il);
-      if (!in_window) {
+      if (is_state_layer(cache, il)) {
+        RecurrentState& rs = *cache.recurrent();
+        in.read(rs.conv_row(il, state_slot), static_cast<uint64_t>(rs.conv_floats()) * sizeof(float), "conv state");
+        in.read(rs.ssm_row(il, state_slot), static_cast<uint64_t>(rs.ssm_floats()) * sizeof(float), "ssm state");
+      } else if (!in_window) {
         read_rows(in, cache, il, slots);
       } else {
         read_rows(in, *win, il, windowed ? wslots : file_to_window);

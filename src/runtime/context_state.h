@@ -14,6 +14,10 @@
 // cells. A context with a window loads either version (of a version 1 file
 // its window takes the positions the next token sees); one without refuses
 // version 2 (InvalidArgument).
+// Version 3, from a cache with a recurrent state (recurrent_state.h): as
+// version 1, but a layer with a state holds, instead of K and V rows, f32
+// conv[conv_floats] then ssm[ssm_floats] of the sequence's state slot. Such a
+// cache loads and writes only version 3 (InvalidArgument otherwise).
 // The size of the file must be exactly what the header implies; everything
 // read is checked before anything is allocated or written to the cache.
 #pragma once
@@ -31,6 +35,7 @@ namespace ferrite::runtime {
 constexpr uint32_t kSequenceStateMagic = 0x51535246;  // "FRSQ"
 constexpr uint32_t kSequenceStateVersion = 1;
 constexpr uint32_t kSequenceStateWindowVersion = 2;
+constexpr uint32_t kSequenceStateRecurrentVersion = 3;
 
 // Writes the cells of `seq` (and `tokens`) to `path`. Throws IoError.
 void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,

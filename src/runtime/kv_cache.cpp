@@ -25,7 +25,7 @@ TensorType cache_type_from_name(const std::string& name, const std::string& opti
 }
 
 KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
-                 int64_t n_storage_layers, int64_t window_cells)
+                 int64_t n_storage_layers, int64_t window_cells, int n_state_slots)
     : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim) {
   if (n_cells <= 0) throw InvalidArgument("KV cache size must be positive, got " + std::to_string(n_cells));
   for (TensorType t : {type_k, type_v}) {
@@ -45,10 +45,11 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
   std::vector<bool> stored(static_cast<size_t>(n_layer_));
   offloaded_.assign(static_cast<size_t>(n_layer_), false);
   for (int64_t il = 0; il < n_layer_; ++il) {
-    stored[static_cast<size_t>(il)] = windowed ? !hp.is_swa(il) : il < n_stored;
-    offloaded_[static_cast<size_t>(il)] = !windowed && il >= n_stored;
+    stored[static_cast<size_t>(il)] = (windowed ? !hp.is_swa(il) : il < n_stored) && !hp.is_recurrent(il);
+    offloaded_[static_cast<size_t>(il)] = !windowed && il >= n_stored && !hp.is_recurrent(il);
   }
   allocate_storage(stored);
+  if (hp.has_recurrent_layers()) recurrent_ = std::make_unique<RecurrentState>(hp, n_state_slots);
 }
 
 KvCache::KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v)
@@ -106,6 +107,7 @@ int64_t KvCache::planned_bytes(const model::HParams& hp, int64_t n_cells, Tensor
   const bool windowed = window_cells > 0 && window_cells < n_cells && hp.has_swa_layers();
   int64_t b = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_recurrent(il)) continue;  // a state, not K/V (RecurrentState::bytes)
     b += (windowed && hp.is_swa(il) ? window_cells : n_cells) * (row(type_k) + row(type_v));
   }
   return b;
@@ -118,6 +120,8 @@ int64_t KvCache::window_size(int64_t n_swa, int64_t n_seq, int64_t n_ubatch, int
 }
 
 bool KvCache::can_continue(int seq, int32_t pos) const {
+  // A recurrent state holds every position it has seen: only its end (or a fresh start) continues it.
+  if (recurrent_ && seq >= 0 && seq < kMaxSequences && pos != 0 && pos != max_pos(seq) + 1) return false;
   if (!window_ || seq < 0 || seq >= kMaxSequences) return true;
   const int32_t dropped = window_->dropped_[static_cast<size_t>(seq)];
   return dropped < 0 || dropped <= static_cast<int64_t>(pos) - window_->n_swa_;
@@ -147,6 +151,16 @@ void KvCache::validate(const int32_t* seq, const int32_t* pos, int64_t n) const 
 
 std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, int64_t n) {
   validate(seq, pos, n);
+  if (recurrent_) {
+    check_recurrent_batch(seq, pos, n);
+    recurrent_slots_ = recurrent_->assign(seq, n);  // throws before any cell is claimed
+    try {
+      return allocate_cells(seq, pos, n);  // (no window: SSM families have no sliding layers)
+    } catch (...) {
+      release_empty_states();
+      throw;
+    }
+  }
   if (!window_) return allocate_cells(seq, pos, n);
   window_->prepare_window(seq, pos, n);
   std::vector<int32_t> slots = allocate_cells(seq, pos, n);
@@ -256,6 +270,7 @@ int64_t KvCache::region_start() const {
 }
 
 void KvCache::remove(int seq, int32_t p0, int32_t p1) {
+  if (recurrent_) check_recurrent_range(seq, p0, p1, "remove");
   for (Cell& c : cells_) {
     if (c.pos < 0 || c.pos < p0 || (p1 >= 0 && c.pos >= p1)) continue;
     if (seq < 0) {
@@ -268,6 +283,7 @@ void KvCache::remove(int seq, int32_t p0, int32_t p1) {
       --used_;
     }
   }
+  if (recurrent_) release_empty_states();
   if (!window_) return;
   window_->remove(seq, p0, p1);
   // A sequence with no cells left starts afresh: nothing of it was dropped.
@@ -289,6 +305,7 @@ void KvCache::copy_sequence(int src, int dst) {
   for (Cell& c : cells_) {
     if (c.pos >= 0 && c.has(src)) c.seqs.add(dst);
   }
+  if (recurrent_) recurrent_->copy(src, dst);
   if (window_) {
     window_->copy_sequence(src, dst);
     int32_t& d = window_->dropped_[static_cast<size_t>(dst)];
@@ -301,6 +318,7 @@ void KvCache::clear() {
   used_ = 0;
   dropped_ = make_dropped();
   if (window_) window_->clear();
+  if (recurrent_) recurrent_->clear();
 }
 
 int32_t KvCache::max_pos(int seq) const {

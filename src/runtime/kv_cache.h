@@ -26,6 +26,7 @@
 #include "gguf/tensor_type.h"
 #include "model/forward.h"
 #include "model/hparams.h"
+#include "runtime/recurrent_state.h"
 
 namespace ferrite::runtime {
 
@@ -89,8 +90,20 @@ class KvCache {
   // no memory here and null pointers in view(); the cells are still tracked.
   // window_cells > 0 and below n_cells, with sliding-window layers and all
   // layers stored here: those layers get a window of window_cells cells.
+  // A model with SSM layers (HParams::is_recurrent) keeps no K/V for them
+  // but a recurrent state (recurrent()) for up to n_state_slots sequences at
+  // once; its sequences then continue only at their next position, and
+  // removals and copies that would split a state are refused
+  // (InvalidArgument; kv_cache_recurrent.cpp).
   KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k = TensorType::F16,
-          TensorType type_v = TensorType::F16, int64_t n_storage_layers = -1, int64_t window_cells = 0);
+          TensorType type_v = TensorType::F16, int64_t n_storage_layers = -1, int64_t window_cells = 0,
+          int n_state_slots = 1);
+
+  // The SSM layers' state, or null (no such layers).
+  RecurrentState* recurrent() { return recurrent_.get(); }
+  const RecurrentState* recurrent() const { return recurrent_.get(); }
+  // State slots of the tokens of the last allocate() (empty without recurrent state).
+  const std::vector<int32_t>& recurrent_slots() const { return recurrent_slots_; }
 
   // The window's cells (sliding-window layers), or null: those layers are stored here.
   KvCache* window() { return window_.get(); }
@@ -218,6 +231,13 @@ class KvCache {
   KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v);
   void allocate_storage(const std::vector<bool>& stored);
   void validate(const int32_t* seq, const int32_t* pos, int64_t n) const;
+  // kv_cache_recurrent.cpp: each sequence of the batch continues at its next
+  // position, in order; a removal or copy of [p0, p1) covers all of a
+  // sequence or none of it (InvalidArgument otherwise); states of sequences
+  // left without cells are released.
+  void check_recurrent_batch(const int32_t* seq, const int32_t* pos, int64_t n) const;
+  void check_recurrent_range(int seq, int32_t p0, int32_t p1, const char* what) const;
+  void release_empty_states();
   // Window: drops the cells no token of the batch can see, checks what the
   // batch needs is there, and moves a sequence's cells so that its tokens
   // follow them in order (kv_cache_window.cpp).
@@ -252,6 +272,8 @@ class KvCache {
   std::vector<std::vector<uint8_t>> kq_, vq_;  // quantized: [n_layer][n_cells * row bytes]
   std::vector<bool> offloaded_;                 // [n_layer] layers kept by another backend
   std::unique_ptr<KvCache> window_;             // the sliding-window layers' cells, or null
+  std::unique_ptr<RecurrentState> recurrent_;   // the SSM layers' state, or null
+  std::vector<int32_t> recurrent_slots_;
   std::vector<int32_t> window_slots_;
   int64_t n_swa_ = 0;                           // > 0: this is a window
   std::array<int32_t, kMaxSequences> dropped_ = make_dropped();  // window: highest dropped position per sequence

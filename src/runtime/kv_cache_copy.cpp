@@ -32,6 +32,11 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
   std::sort(from.begin(), from.end());
   const auto n = static_cast<int64_t>(from.size());
   if (n == 0) return 0;
+  if (recurrent_) {
+    // Only a whole sequence, into one that has none: the state goes with it.
+    check_recurrent_range(src, p0, p1, "copy");
+    if (max_pos(dst) >= 0) throw InvalidArgument("copy_cells: a recurrent model copies only into an empty sequence");
+  }
   std::vector<int32_t> seq(static_cast<size_t>(n), dst), pos(static_cast<size_t>(n)), src_cells(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     pos[static_cast<size_t>(i)] = from[static_cast<size_t>(i)].first;
@@ -86,6 +91,14 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
     const int32_t src_dropped = window_->dropped_[static_cast<size_t>(src)];
     int32_t& d = window_->dropped_[static_cast<size_t>(dst)];
     if (src_dropped >= p0) d = std::max(d, std::min(src_dropped, p1 - 1));
+  }
+  if (recurrent_) {
+    try {
+      recurrent_->copy(src, dst);
+    } catch (...) {
+      remove(dst, p0, p1);
+      throw;
+    }
   }
   return n;
 }

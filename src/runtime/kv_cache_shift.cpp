@@ -55,6 +55,10 @@ void KvCache::rotate_key_row(uint8_t* row, TensorType type, const cpu::RopeConfi
 void KvCache::shift(int seq, int32_t p0, int32_t p1, int32_t delta, std::span<const cpu::RopeConfig> layer_rope,
                     const KeyRotator& offloaded) {
   if (seq >= kMaxSequences) throw InvalidArgument("sequence id " + std::to_string(seq) + " out of range");
+  if (recurrent_) {
+    throw InvalidArgument("context shift is not possible for a model with recurrent (SSM) layers: their state "
+                          "holds every position it has seen");
+  }
   if (window_) {
     // As llama.cpp's SWA cache: the cells a shifted window would see again are gone.
     throw InvalidArgument("context shift is not possible with the sliding-window KV cache (it keeps only the "

@@ -43,7 +43,7 @@ Sequence::Sequence(Context& ctx, SequenceParams params) : ctx_(ctx), params_(par
   n_cells_ = params_.n_cells > 0 ? params_.n_cells : ctx.n_ctx();
   // As llama.cpp: a sliding-window cache cannot shift (KvCache::shift), so a
   // full sequence ends generation and a long prompt is refused.
-  if (ctx.cache().window() != nullptr) params_.context_shift = false;
+  if (ctx.cache().window() != nullptr || ctx.cache().recurrent() != nullptr) params_.context_shift = false;
   clear();  // the sequence owns its id: whatever the cache held there goes
 }
 

@@ -57,7 +57,7 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
                     .swa_full = opt_.swa_full, .n_seq_max = std::max(opt_.n_parallel, 1)}),
       vocab_(*tok_) {
   // As llama.cpp: no context shift with a sliding-window cache (a full slot ends with "length").
-  if (ctx_.cache().window() != nullptr) opt_.context_shift = false;
+  if (ctx_.cache().window() != nullptr || ctx_.cache().recurrent() != nullptr) opt_.context_shift = false;
   if (opt_.n_parallel < 1 || opt_.n_parallel > runtime::kMaxSequences) {
     throw InvalidArgument("--parallel must be between 1 and " + std::to_string(runtime::kMaxSequences));
   }
@@ -84,6 +84,10 @@ Engine::Engine(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
                                        .n_gpu_layers = 0, .embeddings = true, .pooling_type = pooling});
   }
   runtime::validate(opt_.speculative);
+  if (opt_.make_drafter && ctx_.cache().recurrent() != nullptr) {
+    throw InvalidArgument("speculative decoding is not supported for a model with recurrent (SSM) layers: a rejected "
+                          "draft cannot be taken back out of their state");
+  }
   if (opt_.make_drafter) {
     for (Slot& s : slots_) s.drafter = opt_.make_drafter(s.id, slot_ctx_, n_ctx_);
   }

@@ -5,7 +5,7 @@
 //
 // Files: cpu_backend.cpp (buffers, embeddings, norms, products, element-wise
 // ops, transfers), cpu_attention.cpp (self-attention over the KV cache, the
-// encoders' attention), cpu_mla.cpp (multi-head latent attention), cpu_ffn.cpp (the feed-forward variants, experts),
+// encoders' attention), cpu_mla.cpp (multi-head latent attention), cpu_ssm.cpp (the Mamba-2 mixer), cpu_ffn.cpp (the feed-forward variants, experts),
 // cpu_lora.cpp (the LoRA terms every product adds, backend/lora.h).
 #pragma once
 
@@ -50,6 +50,7 @@ class CpuBackend final : public backend::Backend {
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
   void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
+  void ssm(const backend::SsmSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act a) override { return a.data; }
   void to_host(backend::Act a, float* host) override;

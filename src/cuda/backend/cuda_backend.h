@@ -22,7 +22,7 @@
 // Files: cuda_backend.cpp (step life, staging, graphs, buffers, the
 // element-wise and row operations), cuda_blocks.cpp (attention, the
 // feed-forward variants, the experts, the encoders' attention),
-// cuda_mla.cpp (multi-head latent attention),
+// cuda_mla.cpp (multi-head latent attention), cuda_ssm.cpp (the Mamba-2 mixer),
 // weights.h (device copies of the weights), gpu_moe.h, linear.h,
 // cuda_lora.cpp (the LoRA terms, backend/lora.h).
 #pragma once
@@ -87,6 +87,7 @@ class CudaBackend final : public backend::Backend {
   void moe(const backend::MoeWeights& w, backend::Act h, backend::Act out, bool accumulate) override;
   void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
+  void ssm(const backend::SsmSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act) override { return nullptr; }
   void to_host(backend::Act a, float* host) override;
@@ -227,6 +228,9 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer scratch_[kScratch];
   Activation act_attn_, act_ffn_, act_tmp_, act_lora_, act_enc_;
   std::map<std::pair<const float*, bool>, std::unique_ptr<DeviceBuffer>> rel_tables_;  // rel_table()
+  // cuda_ssm.cpp: the recurrent states of the step's sequences (copied from
+  // and back to the runtime's host rows around each SSM layer) and each token's index into them.
+  DeviceBuffer ssm_states_, ssm_slots_;
   DeviceBuffer lora_scales_;  // the step's user scales: per adapter [n_tokens], then per adapter [n_out]
 
   // CUDA graphs of one-token steps, one per key (n_tokens, n_out, n_kv, cells read, mask stride).
