@@ -26,12 +26,9 @@
 #include <gtest/gtest.h>
 
 #include "gguf/file.h"
-#include "gguf/writer.h"
 #include "golden.h"
 #include "model/model.h"
-#include "quant/dequantize.h"
-#include "quant/mix.h"
-#include "quant/type_traits.h"
+#include "quantized_copy.h"
 #include "single_sequence.h"
 #include "support/test_data.h"
 
@@ -40,43 +37,6 @@ namespace {
 
 constexpr double kIkTol = 0.05;    // relative to the logit scale, every position (measured 0.026)
 constexpr double kSelfTol = 0.05;  // relative, against ferrite's F32 run of the same weights (measured 0.031)
-
-// `in` with its weights planned by `preset`: quantized (as `ferrite quantize`
-// does), or with `dequantized` set, quantized and stored back as F32.
-void write_model(const gguf::File& in, const char* preset, bool dequantized, const std::string& path) {
-  const quant::Preset* p = quant::find_preset(preset);
-  ASSERT_NE(p, nullptr);
-  const std::vector<TensorType> types = quant::plan_mix(in, *p, quant::MixOptions{});
-  gguf::Writer w;
-  w.copy_metadata(in);
-  for (size_t i = 0; i < types.size(); ++i) {
-    const auto& t = in.tensors()[i];
-    w.add_tensor(t.name, dequantized && t.type == TensorType::F32 ? TensorType::F32 : types[i],
-                 std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
-  }
-  w.open(path);
-  for (size_t i = 0; i < types.size(); ++i) {
-    const auto& t = in.tensors()[i];
-    ASSERT_EQ(t.type, TensorType::F32) << t.name;
-    if (types[i] == t.type) {
-      w.write_tensor_data(t.data, t.n_bytes);
-      continue;
-    }
-    const int64_t k = t.ne[0], rows = static_cast<int64_t>(t.n_elements) / k;
-    const auto* src = reinterpret_cast<const float*>(t.data);
-    const uint64_t rb = tensor_row_bytes(types[i], static_cast<uint64_t>(k));
-    std::vector<uint8_t> q(rb * static_cast<uint64_t>(rows));
-    quant::quantize_rows(types[i], src, q.data(), rows, k, nullptr);
-    if (!dequantized) {
-      w.write_tensor_data(q.data(), q.size());
-      continue;
-    }
-    std::vector<float> back(t.n_elements);
-    for (int64_t r = 0; r < rows; ++r) quant::dequantize_row_ref(types[i], q.data() + r * rb, back.data() + r * k, k);
-    w.write_tensor_data(back.data(), back.size() * sizeof(float));
-  }
-  w.close();
-}
 
 std::vector<float> eval(const std::string& path, const std::vector<int32_t>& tokens) {
   auto model = model::Model::load(path);
@@ -91,8 +51,8 @@ TEST(GoldenMxfp4, SynthLlamaAgainstIkLlamaCpp) {
   const std::filesystem::path dir = ::testing::TempDir();
   const std::string q_path = (dir / "synth-llama-MXFP4.gguf").string();
   const std::string d_path = (dir / "synth-llama-MXFP4-dequantized.gguf").string();
-  write_model(in, "MXFP4", false, q_path);
-  write_model(in, "MXFP4", true, d_path);
+  test::write_quantized_copy(in, "MXFP4", false, q_path);
+  test::write_quantized_copy(in, "MXFP4", true, d_path);
   const std::vector<float> ours = eval(q_path, g.tokens), plain = eval(d_path, g.tokens);
   const size_t nv = ours.size() / g.tokens.size();
   double worst_ik = 0, worst_self = 0;
