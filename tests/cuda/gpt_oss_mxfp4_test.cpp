@@ -21,6 +21,7 @@
 #include "model/quantized_copy.h"
 #include "model/ref_gpt_oss.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 
 namespace ferrite {
 namespace {
