@@ -9,11 +9,14 @@
 // - against ferrite's F32 evaluation of the same weights (the quantized
 //   copy stored back as F32): only the 8-bit activations of the quantized
 //   products differ.
-// Tolerances: the quantized goldens' per-position bound, 0.05 of the logit
-// scale (golden_quant_test.cpp; mxfp4_golden_test.cpp for the dense MXFP4
-// file). MXFP4 itself moves these logits far more than that (the check
-// printed below: the F32 model against its MXFP4_MOE copy), so a wrong
-// expert slice, nibble order or scale is outside.
+// Tolerances, relative to the logit scale at each position: 0.05 against the
+// F32 run (the quantized goldens' bound, golden_quant_test.cpp; measured
+// 0.037 at AVX2 and scalar), 0.08 against ik_llama.cpp (measured 0.052): ik
+// rounds the activations of its MXFP4 and Q8_0 products to its own 8-bit
+// formats (mxfp4_golden_test.cpp), which alone puts its logits 0.029 from the
+// exact F32 run of the same weights, and ours are 0.037 from it the other
+// way. MXFP4 itself moves these logits by 0.99 (the F32 model against its
+// MXFP4_MOE copy), so a wrong expert slice, nibble order or scale is outside.
 // Regenerating the golden (ik_llama.cpp built outside the repository):
 //   build/tests/test_model --gtest_also_run_disabled_tests
 //       --gtest_filter='GptOssMxfp4.DISABLED_Write' with FERRITE_TINY_OUT=DIR
@@ -41,6 +44,7 @@ namespace ferrite {
 namespace {
 
 constexpr double kTol = 0.05;          // relative to the logit scale, every position
+constexpr double kIkTol = 0.08;        // against ik_llama.cpp (see the top: its 8-bit activations differ from ours)
 constexpr double kMxfp4Moves = 0.1;    // MXFP4 moves some position's logits by more (relative)
 constexpr int64_t kCtx = 64;
 
@@ -90,6 +94,8 @@ TEST(GptOssMxfp4, FileHoldsMxfp4Experts) {
     if (expert) {
       EXPECT_EQ(t.type, TensorType::MXFP4) << t.name;
       ++mxfp4;
+    } else if (t.name.find("ffn_gate_inp") != std::string::npos) {
+      EXPECT_EQ(t.type, TensorType::F32) << t.name;  // routers stay F32, as llama.cpp's quantize keeps them
     } else if (t.name.find(".weight") != std::string::npos && t.n_dims >= 2) {
       EXPECT_EQ(t.type, TensorType::Q8_0) << t.name;
     }
@@ -104,6 +110,12 @@ TEST(GptOssMxfp4, MatchesIkLlamaAndF32OfSameWeights) {
   const size_t n = g.tokens.size(), nv = 320;
   const std::vector<float> plain = eval(f.dequantized, g.tokens, 512);
   ASSERT_EQ(plain.size(), n * nv);
+  double plain_ik = 0;  // how far ik's quantized products sit from the exact ones of the same weights
+  for (size_t i = 0; i < n; ++i) {
+    plain_ik = std::max(plain_ik, test::max_logit_error(std::span<const float>(plain.data() + i * nv, nv), g.positions[i]) /
+                                      test::logit_scale(g.positions[i]));
+  }
+  std::printf("  F32 run of the same weights against ik_llama.cpp: %.3g\n", plain_ik);
   // MXFP4 matters: the F32 model's logits are far from its MXFP4 copy's.
   const double moved = worst_relative(eval(f.tiny.path(), g.tokens, 512), plain, g, nv);
   EXPECT_GT(moved, kMxfp4Moves) << "MXFP4 quantization should move these logits";
@@ -118,7 +130,7 @@ TEST(GptOssMxfp4, MatchesIkLlamaAndF32OfSameWeights) {
       for (size_t i = 0; i < n; ++i) {
         const double err = test::max_logit_error(std::span<const float>(got.data() + i * nv, nv), g.positions[i]) /
                            test::logit_scale(g.positions[i]);
-        EXPECT_LE(err, kTol) << "position " << i << ", batch " << n_batch;
+        EXPECT_LE(err, kIkTol) << "position " << i << ", batch " << n_batch;
         ik = std::max(ik, err);
       }
       const double self = worst_relative(got, plain, g, nv);
