@@ -18,10 +18,6 @@ namespace {
 constexpr uint64_t kMaxConfigBytes = 1u << 20;
 const std::string kPrefix = "base_model.model.";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 struct Config {
   double alpha = 0;
   int64_t r = 0;
@@ -92,7 +88,7 @@ LoraFile read_peft_lora(const std::string& dir, const std::string& base_gguf) {
   };
   std::map<std::string, Half> pairs;
   for (const StTensor& t : st.tensors()) {
-    const bool is_a = ends_with(t.name, ".lora_A.weight"), is_b = ends_with(t.name, ".lora_B.weight");
+    const bool is_a = t.name.ends_with(".lora_A.weight"), is_b = t.name.ends_with(".lora_B.weight");
     if (t.name.find("lora_embedding_") != std::string::npos) {
       throw ModelError(st_path + ": " + t.name + ": adapters of the token embeddings are not supported");
     }

@@ -11,10 +11,6 @@
 namespace ferrite::convert {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 TensorType type_for(TensorType want, int64_t row) {
   if (want == TensorType::Q8_0 && row % 32 != 0) return TensorType::F16;
   return want;
@@ -74,7 +70,7 @@ LoraFile random_lora(const gguf::File& model, const std::vector<std::string>& ta
   std::normal_distribution<float> normal(0.0f, stddev);
   for (const gguf::TensorInfo& t : model.tensors()) {
     bool wanted = false;
-    for (const std::string& s : targets) wanted = wanted || t.name == s || ends_with(t.name, "." + s);
+    for (const std::string& s : targets) wanted = wanted || t.name == s || t.name.ends_with("." + s);
     if (!wanted || t.n_dims != 2) continue;
     LoraPair p;
     p.base = t.name;

@@ -51,4 +51,7 @@ VocabKeys vocab_bert(const HfFiles& f, int64_t vocab_size, const VocabOptions& o
 // ("<|...|>", "<unused...>", "<pad>", ...).
 bool looks_special(const std::string& text);
 
+// `text` with each SentencePiece word mark (U+2581) written as a space.
+std::string spm_marks_to_spaces(std::string text);
+
 }  // namespace ferrite::convert

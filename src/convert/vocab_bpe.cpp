@@ -22,11 +22,6 @@ struct BaseVocab {
   std::vector<GgufTokenType> types;
 };
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
-  return s;
-}
-
 void check_id(int64_t id, const std::string& where, const std::string& text) {
   if (id < 0 || id >= kMaxVocab) throw ModelError(where + ": token '" + text + "' has id " + std::to_string(id) + ", out of range");
 }
@@ -124,7 +119,7 @@ BaseVocab vocab_base(const HfFiles& f, int64_t vocab_size, const char* model_typ
       text = it->second.text;
       type = GgufTokenType::Control;
     } else {
-      text = replace_all(it->second.text, "\xe2\x96\x81", " ");
+      text = spm_marks_to_spaces(it->second.text);
       type = GgufTokenType::UserDefined;
     }
   }

@@ -23,12 +23,13 @@ GgufTokenType type_of(SpmPieceType t) {
   }
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
-  return s;
-}
-
 }  // namespace
+
+std::string spm_marks_to_spaces(std::string text) {
+  static const std::string kMark = "\xe2\x96\x81";
+  for (size_t p = text.find(kMark); p != std::string::npos; p = text.find(kMark, p + 1)) text.replace(p, kMark.size(), " ");
+  return text;
+}
 
 VocabKeys vocab_sentencepiece(const HfFiles& f, int64_t vocab_size, bool phi3_added_tokens) {
   const std::string path = f.path("tokenizer.model");
@@ -81,7 +82,7 @@ VocabKeys vocab_sentencepiece(const HfFiles& f, int64_t vocab_size, bool phi3_ad
       if (special || (!phi3_added_tokens && looks_special(text))) {
         place(id, text, GgufTokenType::Control, source);
       } else {
-        if (!phi3_added_tokens) text = replace_all(text, "\xe2\x96\x81", " ");
+        if (!phi3_added_tokens) text = spm_marks_to_spaces(text);
         place(id, text, GgufTokenType::UserDefined, source);
       }
     };

@@ -15,16 +15,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
 
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
@@ -42,7 +32,7 @@ std::optional<uint64_t> parse_size(std::string_view value) {
 std::optional<ContentRange> parse_content_range(std::string_view value) {
   value = trim(value);
   constexpr std::string_view kUnit = "bytes ";
-  if (value.size() < kUnit.size() || !iequals(value.substr(0, kUnit.size()), kUnit)) return std::nullopt;
+  if (value.size() < kUnit.size() || !ascii_iequals(value.substr(0, kUnit.size()), kUnit)) return std::nullopt;
   value = trim(value.substr(kUnit.size()));
   const size_t slash = value.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
@@ -98,21 +88,32 @@ void ChainHeaders::add_line(std::string_view line) {
   if (colon == std::string_view::npos) return;
   const std::string_view name = trim(line.substr(0, colon));
   const std::string_view value = trim(line.substr(colon + 1));
-  if (iequals(name, "content-length")) {
+  if (ascii_iequals(name, "content-length")) {
     last.content_length = parse_size(value);
-  } else if (iequals(name, "content-range")) {
+  } else if (ascii_iequals(name, "content-range")) {
     last.content_range = parse_content_range(value);
-  } else if (iequals(name, "etag")) {
+  } else if (ascii_iequals(name, "etag")) {
     last.etag = value;
-  } else if (iequals(name, "x-linked-etag")) {
+  } else if (ascii_iequals(name, "x-linked-etag")) {
     linked_etag = value;
-  } else if (iequals(name, "x-linked-size")) {
+  } else if (ascii_iequals(name, "x-linked-size")) {
     linked_size = parse_size(value);
-  } else if (iequals(name, "x-error-code")) {
+  } else if (ascii_iequals(name, "x-error-code")) {
     last.error_code = value;
-  } else if (iequals(name, "x-error-message")) {
+  } else if (ascii_iequals(name, "x-error-message")) {
     last.error_message = value;
   }
+}
+
+bool ascii_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
 }
 
 }  // namespace ferrite::hub

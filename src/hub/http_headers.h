@@ -20,6 +20,9 @@ struct ContentRange {
 
 std::optional<ContentRange> parse_content_range(std::string_view value);
 
+// a == b, ignoring the case of ASCII letters (header names, file suffixes).
+bool ascii_iequals(std::string_view a, std::string_view b);
+
 // A decimal size, rejecting signs, junk and overflow.
 std::optional<uint64_t> parse_size(std::string_view value);
 

@@ -59,7 +59,7 @@ std::string stem_of(const std::string& path) {
 // mmproj and other companion files are not the model.
 bool is_companion(const std::string& path) { return upper(path).find("MMPROJ") != std::string::npos; }
 
-size_t on_body(char* data, size_t size, size_t n, void* user) {
+size_t on_listing_body(char* data, size_t size, size_t n, void* user) {
   auto* out = static_cast<std::string*>(user);
   if (out->size() + size * n > kMaxListingBytes) return 0;  // refuse an oversized answer
   out->append(data, size * n);
@@ -83,7 +83,7 @@ std::string http_get(const std::string& url, const HubConfig& config) {
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, kTimeoutSeconds);
   curl_easy_setopt(curl.get(), CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_listing_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
   if (!config.token.empty()) {
     curl_easy_setopt(curl.get(), CURLOPT_HTTPAUTH, CURLAUTH_BEARER);

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "hub/http_headers.h"
+
 namespace ferrite::hub {
 namespace {
 
@@ -21,26 +23,17 @@ constexpr std::array kKnownModels = {
 
 constexpr std::string_view kGgufSuffix = ".gguf";
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
 std::span<const KnownModel> known_models() { return kKnownModels; }
 
 const KnownModel* find_known_model(std::string_view name) {
-  if (name.size() > kGgufSuffix.size() && iequals(name.substr(name.size() - kGgufSuffix.size()), kGgufSuffix)) {
+  if (name.size() > kGgufSuffix.size() && ascii_iequals(name.substr(name.size() - kGgufSuffix.size()), kGgufSuffix)) {
     name.remove_suffix(kGgufSuffix.size());
   }
   for (const KnownModel& m : kKnownModels) {
-    if (iequals(m.name, name)) return &m;
+    if (ascii_iequals(m.name, name)) return &m;
   }
   return nullptr;
 }

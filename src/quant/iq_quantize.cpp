@@ -15,7 +15,7 @@ constexpr float kMagnitudeLo = 0.5f;  // max |t| maps to [lo, hi] x the top leve
 constexpr float kMagnitudeHi = 1.5f;
 constexpr float kTernaryLo = 0.6f;    // IQ1: the top value is 1, most values sit inside
 constexpr float kTernaryHi = 3.0f;
-constexpr int kRefineRounds = 3;
+constexpr int kIqRefineRounds = 3;
 constexpr int kSuperCandidates = 16;  // candidate super-scales
 constexpr float kSuperLo = 0.70f;     // relative to the one fitting the largest scale
 constexpr float kSuperHi = 1.10f;
@@ -129,7 +129,7 @@ FreeFit fit_free(const Sub& s, const IqLayout& lay, int fixed_neg, int* entry, b
     const float f = lo + (hi - lo) * static_cast<float>(k) / static_cast<float>(kScaleCandidates - 1);
     consider(top * f / amax);
   }
-  for (int r = 0; r < kRefineRounds && found && best.scale > 0.0f; ++r) {
+  for (int r = 0; r < kIqRefineRounds && found && best.scale > 0.0f; ++r) {
     if (!consider(1.0f / best.scale)) break;
   }
   if (!found) {  // nothing fits with a positive scale: everything to the smallest magnitude at scale 0

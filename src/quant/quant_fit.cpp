@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/fp16.h"
+#include "quant/blocks.h"
 #include "quant/round_levels.h"
 
 namespace ferrite::quant {
@@ -12,7 +13,7 @@ namespace {
 
 constexpr int kCandidates = 3;       // candidate scales each side of the nominal one
 constexpr float kCandidateStep = 0.3f;  // in units of one level
-constexpr int kRefineRounds = 4;
+constexpr int kFitRefineRounds = 4;
 
 }  // namespace
 
@@ -72,7 +73,7 @@ float fit_scale(const float* x, const float* w, int n, int lmin, int lmax, int* 
       evaluate(t / xm);
     }
   }
-  for (int r = 0; r < kRefineRounds && best_d != 0.0f; ++r) {
+  for (int r = 0; r < kFitRefineRounds && best_d != 0.0f; ++r) {
     if (!evaluate(1.0f / best_d)) break;
   }
   if (err) *err = std::max(0.0f, best);
@@ -138,7 +139,7 @@ float fit_affine(const float* x, const float* w, int n, int lmax, bool offset_no
   for (int k = -search.candidates; k <= search.candidates; ++k) {
     solve((static_cast<float>(lmax) + search.step * static_cast<float>(k)) / range, xmin);
   }
-  for (int r = 0; r < kRefineRounds && best_d > 0.0f; ++r) {
+  for (int r = 0; r < kFitRefineRounds && best_d > 0.0f; ++r) {
     if (!solve(1.0f / best_d, best_m)) break;
   }
   *d_out = best_d;
@@ -190,7 +191,7 @@ float fit_table(const float* x, const float* w, int n, const int8_t* values, int
       evaluate(xm / t);
     }
   }
-  for (int r = 0; r < kRefineRounds && best_d != 0.0f; ++r) {
+  for (int r = 0; r < kFitRefineRounds && best_d != 0.0f; ++r) {
     const double before = best;
     evaluate(best_d);
     if (!(best < before)) break;
@@ -219,6 +220,14 @@ void make_weights(const float* x, const float* importance, int n, float* w) {
   // The importance enters tempered (its square root): measured on the synth
   // model this keeps most of its effect while losing less plain RMSE.
   for (int i = 0; i < n; ++i) w[i] = std::sqrt(importance[i]) * std::sqrt(sigma2 + x[i] * x[i]);
+}
+
+std::vector<float> super_block_weights(const float* x, int64_t n, const float* importance) {
+  std::vector<float> w(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i += kQKK) {
+    make_weights(x + i, importance ? importance + i : nullptr, kQKK, w.data() + i);
+  }
+  return w;
 }
 
 }  // namespace ferrite::quant

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace ferrite::quant {
 
@@ -55,5 +56,8 @@ uint16_t fit_sub_scales(const float* s, const float* weights, int n, int cmin, i
 // matrix (plain squared error), else sqrt(importance) * sqrt(sigma2 + x^2)
 // where sigma2 is twice the mean square of x[0..n).
 void make_weights(const float* x, const float* importance, int n, float* w);
+
+// make_weights over each 256-value super-block of a row of n values.
+std::vector<float> super_block_weights(const float* x, int64_t n, const float* importance);
 
 }  // namespace ferrite::quant

@@ -100,14 +100,6 @@ void quantize_affine_super(const float* x, const float* w, const AffineLayout& l
   }
 }
 
-std::vector<float> row_weights(const float* x, int64_t n, const float* importance) {
-  std::vector<float> w(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i += kQKK) {
-    make_weights(x + i, importance ? importance + i : nullptr, kQKK, w.data() + i);
-  }
-  return w;
-}
-
 // The 12-byte packing of eight 6-bit scales and mins (see k_scale_min).
 void pack_scales_k4(const int* sc, const int* mn, uint8_t* q) {
   for (int j = 0; j < 4; ++j) {
@@ -121,7 +113,7 @@ void pack_scales_k4(const int* sc, const int* mn, uint8_t* q) {
 
 void quantize_q4_k(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ4_K*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = super_block_weights(x, n, importance);
   AffineResult r;
   for (int64_t i = 0; i < n / kQKK; ++i) {
     quantize_affine_super(x + i * kQKK, w.data() + i * kQKK, {32, 15, 63}, r);
@@ -138,7 +130,7 @@ void quantize_q4_k(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_q5_k(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ5_K*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = super_block_weights(x, n, importance);
   AffineResult r;
   for (int64_t i = 0; i < n / kQKK; ++i) {
     quantize_affine_super(x + i * kQKK, w.data() + i * kQKK, {32, 31, 63}, r);
@@ -158,7 +150,7 @@ void quantize_q5_k(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_q2_k(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ2_K*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = super_block_weights(x, n, importance);
   AffineResult r;
   for (int64_t i = 0; i < n / kQKK; ++i) {
     quantize_affine_super(x + i * kQKK, w.data() + i * kQKK, {16, 3, 15}, r);

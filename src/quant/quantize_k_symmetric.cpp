@@ -121,19 +121,11 @@ void quantize_sym_super(const float* x, const float* w, const SymLayout& lay, Sy
   }
 }
 
-std::vector<float> row_weights(const float* x, int64_t n, const float* importance) {
-  std::vector<float> w(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i += kQKK) {
-    make_weights(x + i, importance ? importance + i : nullptr, kQKK, w.data() + i);
-  }
-  return w;
-}
-
 }  // namespace
 
 void quantize_q3_k(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ3_K*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = super_block_weights(x, n, importance);
   SymResult r;
   for (int64_t i = 0; i < n / kQKK; ++i) {
     quantize_sym_super(x + i * kQKK, w.data() + i * kQKK, {16, -4, 3, -32, 31, nullptr}, r);
@@ -157,7 +149,7 @@ void quantize_q3_k(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_q6_k(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ6_K*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = super_block_weights(x, n, importance);
   SymResult r;
   for (int64_t i = 0; i < n / kQKK; ++i) {
     quantize_sym_super(x + i * kQKK, w.data() + i * kQKK, {16, -32, 31, -128, 127, nullptr}, r);
@@ -177,7 +169,7 @@ void quantize_q6_k(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_iq4_xs(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockIQ4_XS*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = super_block_weights(x, n, importance);
   SymResult r;
   for (int64_t i = 0; i < n / kQKK; ++i) {
     quantize_sym_super(x + i * kQKK, w.data() + i * kQKK, {32, 0, 0, -32, 31, kIq4nlValues.data()}, r);

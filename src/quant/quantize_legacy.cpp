@@ -13,7 +13,7 @@ namespace ferrite::quant::ref {
 
 namespace {
 
-std::vector<float> row_weights(const float* x, int64_t n, const float* importance) {
+std::vector<float> whole_row_weights(const float* x, int64_t n, const float* importance) {
   std::vector<float> w(static_cast<size_t>(n));
   make_weights(x, importance, static_cast<int>(n), w.data());
   return w;
@@ -58,7 +58,7 @@ void pack_fifth_bits(const int* q, uint8_t* qh) {
 
 void quantize_q4_0(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ4_0*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = whole_row_weights(x, n, importance);
   int q[kQK];
   for (int64_t i = 0; i < n / kQK; ++i) {
     b[i].d = symmetric_block(x + i * kQK, w.data() + i * kQK, -8, 7, q);
@@ -68,7 +68,7 @@ void quantize_q4_0(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_q5_0(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ5_0*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = whole_row_weights(x, n, importance);
   int q[kQK];
   for (int64_t i = 0; i < n / kQK; ++i) {
     b[i].d = symmetric_block(x + i * kQK, w.data() + i * kQK, -16, 15, q);
@@ -79,7 +79,7 @@ void quantize_q5_0(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_q4_1(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ4_1*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = whole_row_weights(x, n, importance);
   int q[kQK];
   for (int64_t i = 0; i < n / kQK; ++i) {
     affine_block(x + i * kQK, w.data() + i * kQK, 15, q, &b[i].d, &b[i].m);
@@ -89,7 +89,7 @@ void quantize_q4_1(const float* x, void* dst, int64_t n, const float* importance
 
 void quantize_q5_1(const float* x, void* dst, int64_t n, const float* importance) {
   auto* b = static_cast<BlockQ5_1*>(dst);
-  const auto w = row_weights(x, n, importance);
+  const auto w = whole_row_weights(x, n, importance);
   int q[kQK];
   for (int64_t i = 0; i < n / kQK; ++i) {
     affine_block(x + i * kQK, w.data() + i * kQK, 31, q, &b[i].d, &b[i].m);

@@ -23,7 +23,7 @@
 namespace ferrite {
 namespace {
 
-constexpr int64_t kEmbd = 64, kKv = 32, kRank = 2;
+constexpr int64_t kPeftEmbd = 64, kPeftKv = 32, kRank = 2;
 const std::string kLayer = "base_model.model.model.layers.0.self_attn.";
 
 std::vector<float> ramp(int64_t n, float scale) {
@@ -60,12 +60,12 @@ class PeftLora : public ::testing::Test {
     test::write_bytes(dir_.file("adapter_model.safetensors"), test::safetensors_bytes(tensors));
   }
   std::vector<test::StEntry> qkv() const {
-    return {test::st_f32(kLayer + "q_proj.lora_A.weight", {kRank, kEmbd}, a_),
-            test::st_f32(kLayer + "q_proj.lora_B.weight", {kEmbd, kRank}, bq_),
-            test::st_f32(kLayer + "k_proj.lora_A.weight", {kRank, kEmbd}, a_),
-            test::st_f32(kLayer + "k_proj.lora_B.weight", {kKv, kRank}, bk_),
-            test::st_f32(kLayer + "v_proj.lora_A.weight", {kRank, kEmbd}, a_),
-            test::st_f32(kLayer + "v_proj.lora_B.weight", {kKv, kRank}, bk_)};
+    return {test::st_f32(kLayer + "q_proj.lora_A.weight", {kRank, kPeftEmbd}, a_),
+            test::st_f32(kLayer + "q_proj.lora_B.weight", {kPeftEmbd, kRank}, bq_),
+            test::st_f32(kLayer + "k_proj.lora_A.weight", {kRank, kPeftEmbd}, a_),
+            test::st_f32(kLayer + "k_proj.lora_B.weight", {kPeftKv, kRank}, bk_),
+            test::st_f32(kLayer + "v_proj.lora_A.weight", {kRank, kPeftEmbd}, a_),
+            test::st_f32(kLayer + "v_proj.lora_B.weight", {kPeftKv, kRank}, bk_)};
   }
   static test::Json config(double alpha = 16.0) {
     return {{"peft_type", "LORA"}, {"r", kRank}, {"lora_alpha", alpha}, {"target_modules", {"q_proj", "k_proj", "v_proj"}}};
@@ -81,7 +81,7 @@ class PeftLora : public ::testing::Test {
 
   test::TempDir dir_{"peft"};
   std::string base_;
-  std::vector<float> a_ = ramp(kRank * kEmbd, 0.01f), bq_ = ramp(kEmbd * kRank, 0.02f), bk_ = ramp(kKv * kRank, 0.03f);
+  std::vector<float> a_ = ramp(kRank * kPeftEmbd, 0.01f), bq_ = ramp(kPeftEmbd * kRank, 0.02f), bk_ = ramp(kPeftKv * kRank, 0.03f);
 };
 
 TEST_F(PeftLora, NamesPermutationAndAlpha) {
@@ -95,15 +95,15 @@ TEST_F(PeftLora, NamesPermutationAndAlpha) {
     EXPECT_EQ(p.rank, kRank);
     EXPECT_EQ(p.a, a_);
     if (p.base == "blk.0.attn_q.weight") {
-      EXPECT_EQ(p.b, llama_permute(bq_, kEmbd, kRank, 8));
+      EXPECT_EQ(p.b, llama_permute(bq_, kPeftEmbd, kRank, 8));
     } else if (p.base == "blk.0.attn_k.weight") {
-      EXPECT_EQ(p.b, llama_permute(bk_, kKv, kRank, 4));
+      EXPECT_EQ(p.b, llama_permute(bk_, kPeftKv, kRank, 4));
     } else {
       EXPECT_EQ(p.base, "blk.0.attn_v.weight");
       EXPECT_EQ(p.b, bk_);  // V is not reordered
     }
   }
-  EXPECT_NE(llama_permute(bq_, kEmbd, kRank, 8), bq_);  // the check above sees a missing permutation
+  EXPECT_NE(llama_permute(bq_, kPeftEmbd, kRank, 8), bq_);  // the check above sees a missing permutation
   // The file written loads as the model's adapter.
   const std::string out = dir_.file("out.gguf");
   convert::convert_peft_lora(dir_.path().string(), base_, out, TensorType::F32);
@@ -125,18 +125,18 @@ TEST_F(PeftLora, MistakesAreClearErrors) {
   expect_error("has lora_A but not lora_B");
 
   entries = qkv();
-  entries.push_back(test::st_f32(kLayer + "rotary.lora_A.weight", {kRank, kEmbd}, a_));
+  entries.push_back(test::st_f32(kLayer + "rotary.lora_A.weight", {kRank, kPeftEmbd}, a_));
   write(config(), entries);
   expect_error("cannot map");
 
   entries = qkv();
-  entries[0] = test::st_f32(kLayer + "q_proj.lora_A.weight", {kRank, kEmbd - 1}, ramp(kRank * (kEmbd - 1), 0.01f));
+  entries[0] = test::st_f32(kLayer + "q_proj.lora_A.weight", {kRank, kPeftEmbd - 1}, ramp(kRank * (kPeftEmbd - 1), 0.01f));
   write(config(), entries);
   expect_error("expected [r, 64]");
 
   entries = qkv();
-  entries.push_back(test::st_f32("base_model.model.model.layers.9.self_attn.q_proj.lora_A.weight", {kRank, kEmbd}, a_));
-  entries.push_back(test::st_f32("base_model.model.model.layers.9.self_attn.q_proj.lora_B.weight", {kEmbd, kRank}, bq_));
+  entries.push_back(test::st_f32("base_model.model.model.layers.9.self_attn.q_proj.lora_A.weight", {kRank, kPeftEmbd}, a_));
+  entries.push_back(test::st_f32("base_model.model.model.layers.9.self_attn.q_proj.lora_B.weight", {kPeftEmbd, kRank}, bq_));
   write(config(), entries);
   expect_error("not in the base model");
 

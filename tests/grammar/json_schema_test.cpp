@@ -20,16 +20,12 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "python_oracle.h"
+#include "full_match.h"
 
 namespace ferrite::grammar {
 namespace {
 
 using nlohmann::json;
-
-bool full_match(const Grammar& g, const std::string& text) {
-  Matcher m(g);
-  return m.accept_bytes(text) && m.is_complete();
-}
 
 struct Case {
   const char* schema;

@@ -9,14 +9,10 @@
 #include "example_grammars.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
+#include "full_match.h"
 
 namespace ferrite::grammar {
 namespace {
-
-bool full_match(const Grammar& g, const std::string& text) {
-  Matcher m(g);
-  return m.accept_bytes(text) && m.is_complete();
-}
 
 // Feeds one byte at a time; returns the number of bytes accepted.
 size_t accepted_prefix(const Grammar& g, const std::string& text) {

@@ -6,14 +6,10 @@
 
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
+#include "full_match.h"
 
 namespace ferrite::grammar {
 namespace {
-
-bool full_match(const Grammar& g, const std::string& text) {
-  Matcher m(g);
-  return m.accept_bytes(text) && m.is_complete();
-}
 
 // Expects parse(text) to fail at (line, column) with `needle` in the message.
 void expect_error(const std::string& text, size_t line, size_t column, const std::string& needle) {

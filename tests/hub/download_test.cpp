@@ -26,7 +26,7 @@ namespace {
 using test::LocalHttpServer;
 using test::TempDir;
 
-constexpr char kPath[] = "/repo/resolve/main/stories260K.gguf";
+constexpr char kModelPath[] = "/repo/resolve/main/stories260K.gguf";
 // Published SHA-256 of stories260K.gguf (ggml-org/models-moved).
 constexpr char kStoriesSha[] = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
 
@@ -43,7 +43,7 @@ class DownloadTest : public ::testing::Test {
     return r;
   }
 
-  DownloadSpec spec(const std::string& url_path = kPath) const {
+  DownloadSpec spec(const std::string& url_path = kModelPath) const {
     DownloadSpec s;
     s.url = server_.base_url() + url_path;
     s.destination = dir_ / "cache/stories260K.gguf";
@@ -60,7 +60,7 @@ class DownloadTest : public ::testing::Test {
 };
 
 TEST_F(DownloadTest, FullDownloadIsVerifiedAndRenamedIntoPlace) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   DownloadSpec s = spec();
   s.expected_sha256 = kStoriesSha;
   s.expected_size = bytes_.size();
@@ -81,7 +81,7 @@ TEST_F(DownloadTest, InterruptedTransferResumesWithRangeOnNextRun) {
   auto route = file_route();
   route.drops = 1;
   route.drop_after = half;
-  server_.set_route(kPath, route);
+  server_.set_route(kModelPath, route);
 
   DownloadSpec s = spec();
   s.expected_sha256 = kStoriesSha;
@@ -105,7 +105,7 @@ TEST_F(DownloadTest, DroppedConnectionIsResumedWithinOneRun) {
   auto route = file_route();
   route.drops = 2;
   route.drop_after = 100000;
-  server_.set_route(kPath, route);
+  server_.set_route(kModelPath, route);
   DownloadSpec s = spec();
   s.expected_sha256 = kStoriesSha;
   s.max_attempts = 3;
@@ -125,7 +125,7 @@ TEST_F(DownloadTest, DroppedConnectionIsResumedWithinOneRun) {
 TEST_F(DownloadTest, ServerIgnoringRangeRestartsFromZero) {
   auto route = file_route();
   route.honor_range = false;
-  server_.set_route(kPath, route);
+  server_.set_route(kModelPath, route);
   test::write_file(part(), std::string(5000, 'x'));  // garbage that must not survive
   const DownloadResult r = download_file(spec());
   EXPECT_EQ(r.resumed_from, 5000u);
@@ -134,7 +134,7 @@ TEST_F(DownloadTest, ServerIgnoringRangeRestartsFromZero) {
 }
 
 TEST_F(DownloadTest, CompletePartialFileIsCommittedWithoutBody) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   test::write_file(part(), bytes_);
   DownloadSpec s = spec();
   s.expected_sha256 = kStoriesSha;
@@ -144,7 +144,7 @@ TEST_F(DownloadTest, CompletePartialFileIsCommittedWithoutBody) {
 }
 
 TEST_F(DownloadTest, OverlongPartialFileIsDiscarded) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   test::write_file(part(), bytes_ + "extra bytes");
   const DownloadResult r = download_file(spec());
   EXPECT_EQ(r.requests, 2);  // 416, then a full download
@@ -168,7 +168,7 @@ TEST_F(DownloadTest, UnauthorizedMentionsToken) {
   LocalHttpServer::Route r;
   r.status = 401;
   r.body = "Invalid username or password.";
-  server_.set_route(kPath, r);
+  server_.set_route(kModelPath, r);
   try {
     download_file(spec());
     FAIL() << "no exception";
@@ -180,7 +180,7 @@ TEST_F(DownloadTest, UnauthorizedMentionsToken) {
 }
 
 TEST_F(DownloadTest, SendsBearerToken) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   DownloadSpec s = spec();
   s.bearer_token = "hf_test_token";
   download_file(s);
@@ -194,7 +194,7 @@ TEST_F(DownloadTest, TokenIsNotSentToAnotherHostAfterRedirect) {
   LocalHttpServer::Route redirect;
   const std::string port = server_.base_url().substr(server_.base_url().rfind(':') + 1);
   redirect.redirect_to = "http://localhost:" + port + "/cdn/blob";
-  server_.set_route(kPath, redirect);
+  server_.set_route(kModelPath, redirect);
   DownloadSpec s = spec();
   s.bearer_token = "hf_secret";
   download_file(s);
@@ -207,7 +207,7 @@ TEST_F(DownloadTest, TokenIsNotSentToAnotherHostAfterRedirect) {
 }
 
 TEST_F(DownloadTest, ChecksumMismatchLeavesNoFile) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   DownloadSpec s = spec();
   s.expected_sha256 = std::string(64, '0');
   EXPECT_THROW(download_file(s), IntegrityError);
@@ -222,7 +222,7 @@ TEST_F(DownloadTest, LinkedEtagFromRedirectIsChecked) {
   LocalHttpServer::Route redirect;
   redirect.redirect_to = "/blob/bad";
   redirect.headers = {{"X-Linked-Etag", "\"" + std::string(64, 'a') + "\""}};
-  server_.set_route(kPath, redirect);
+  server_.set_route(kModelPath, redirect);
   try {
     download_file(spec());
     FAIL() << "no exception";
@@ -234,7 +234,7 @@ TEST_F(DownloadTest, LinkedEtagFromRedirectIsChecked) {
 
   redirect.headers = {{"X-Linked-Etag", std::string("\"") + kStoriesSha + "\""},
                       {"X-Linked-Size", std::to_string(bytes_.size())}};
-  server_.set_route(kPath, redirect);
+  server_.set_route(kModelPath, redirect);
   EXPECT_EQ(download_file(spec()).sha256, kStoriesSha);
   EXPECT_EQ(test::read_file(dest()), bytes_);
 }
@@ -242,13 +242,13 @@ TEST_F(DownloadTest, LinkedEtagFromRedirectIsChecked) {
 TEST_F(DownloadTest, DirectSha256EtagIsChecked) {
   auto route = file_route();
   route.headers = {{"ETag", "\"" + std::string(64, 'b') + "\""}};
-  server_.set_route(kPath, route);
+  server_.set_route(kModelPath, route);
   EXPECT_THROW(download_file(spec()), IntegrityError);
   EXPECT_FALSE(std::filesystem::exists(dest()));
 }
 
 TEST_F(DownloadTest, SizeMismatchIsRefused) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   DownloadSpec s = spec();
   s.expected_size = bytes_.size() + 1;
   EXPECT_THROW(download_file(s), IntegrityError);
@@ -257,7 +257,7 @@ TEST_F(DownloadTest, SizeMismatchIsRefused) {
 }
 
 TEST_F(DownloadTest, ResumedBytesThatDoNotVerifyAreDownloadedAgain) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   test::write_file(part(), std::string(1000, 'z'));  // not a prefix of the file
   DownloadSpec s = spec();
   s.expected_sha256 = kStoriesSha;
@@ -281,7 +281,7 @@ TEST_F(DownloadTest, RefusedConnectionIsANetworkError) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   DownloadSpec s = spec();
-  s.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + kPath;
+  s.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + kModelPath;
   try {
     download_file(s);
     ::close(fd);
@@ -299,7 +299,7 @@ TEST_F(DownloadTest, RefusedConnectionIsANetworkError) {
 // planted as a link to /dev/full is refused before any write:
 // UntrustedDownload.*.)
 TEST_F(DownloadTest, WriteErrorIsAnIoError) {
-  server_.set_route(kPath, file_route());
+  server_.set_route(kModelPath, file_route());
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
   ASSERT_TRUE(old.rlim_max == RLIM_INFINITY || old.rlim_max > 4096);

@@ -11,7 +11,7 @@
 namespace ferrite::quant {
 namespace {
 
-bool has_avx512() {
+bool host_has_avx512() {
 #if defined(__x86_64__)
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 #else
@@ -20,7 +20,7 @@ bool has_avx512() {
 }
 
 TEST(RoundLevels, Avx512MatchesReference) {
-  if (!has_avx512()) GTEST_SKIP() << "no AVX-512";
+  if (!host_has_avx512()) GTEST_SKIP() << "no AVX-512";
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> uniform(0.0f, 2.0f);

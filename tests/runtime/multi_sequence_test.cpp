@@ -19,7 +19,7 @@ constexpr int kSteps = 6;
 // Same arithmetic on the same cells (relative to the sequence's span); only
 // the matrix products see batches of a different size, whose kernels may sum
 // in another order: f32 rounding, amplified a little by the model.
-constexpr double kTol = 1e-4;
+constexpr double kMultiSeqTol = 1e-4;
 
 class MultiSequence : public ::testing::Test {
  protected:
@@ -68,7 +68,7 @@ TEST_F(MultiSequence, InterleavedDecodeEqualsEachAlone) {
       double scale = 0;
       for (float v : want) scale = std::max(scale, std::fabs(static_cast<double>(v)));
       for (size_t j = 0; j < want.size(); ++j) {
-        ASSERT_NEAR(got[j], want[j], kTol * scale) << "sequence " << s << " step " << i << " logit " << j;
+        ASSERT_NEAR(got[j], want[j], kMultiSeqTol * scale) << "sequence " << s << " step " << i << " logit " << j;
       }
     }
   }
@@ -107,7 +107,7 @@ TEST_F(MultiSequence, CrowdedCacheStillCorrect) {
     if (i + 9 >= a.size()) {
       double scale = 0;
       for (float v : ref) scale = std::max(scale, std::fabs(static_cast<double>(v)));
-      for (size_t j = 0; j < ref.size(); ++j) ASSERT_NEAR(got[j], ref[j], kTol * scale) << j;
+      for (size_t j = 0; j < ref.size(); ++j) ASSERT_NEAR(got[j], ref[j], kMultiSeqTol * scale) << j;
     }
   }
 }

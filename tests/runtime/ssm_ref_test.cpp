@@ -22,7 +22,7 @@ namespace {
 
 // f32 against double through a few layers of small products: ~1e-6; the
 // hybrid's attention reads an f16 cache as the reference does (ref_common.h).
-constexpr double kTolerance = 1e-3;
+constexpr double kSsmTolerance = 1e-3;
 
 std::vector<int32_t> prompt(int64_t n, int64_t n_vocab) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -56,7 +56,7 @@ std::vector<float> eval_chunks(const std::filesystem::path& path, const std::vec
 void check_passes(const std::filesystem::path& path, const std::vector<int32_t>& tokens, const test::ref::Rows& want) {
   for (size_t chunk : {tokens.size(), size_t{3}, size_t{1}}) {
     SCOPED_TRACE("passes of " + std::to_string(chunk));
-    EXPECT_LT(max_abs_diff(eval_chunks(path, tokens, chunk), want), kTolerance);
+    EXPECT_LT(max_abs_diff(eval_chunks(path, tokens, chunk), want), kSsmTolerance);
   }
 }
 
@@ -72,7 +72,7 @@ TEST(RefMamba2, LogitsMatchReferenceInOnePassAndInPasses) {
                                    &test::SsmConfig::ref_grouped_norm, &test::SsmConfig::ref_group_of_head,
                                    &test::SsmConfig::ref_conv}) {
     tiny.config().ssm.*q = false;
-    EXPECT_GT(max_abs_diff(tiny.reference(tokens), want), 20 * kTolerance);
+    EXPECT_GT(max_abs_diff(tiny.reference(tokens), want), 20 * kSsmTolerance);
     tiny.config().ssm.*q = true;
   }
 }
@@ -98,7 +98,7 @@ TEST(RefGraniteHybrid, MoeLayersMatchReferenceInOnePassAndInPasses) {
         &test::GraniteHybridConfig::ref_attention, &test::GraniteHybridConfig::ref_logit,
         &test::GraniteHybridConfig::ref_shared_expert, &test::GraniteHybridConfig::ref_no_rope}) {
     tiny.config().*q = false;
-    EXPECT_GT(max_abs_diff(tiny.reference(tokens), want), 20 * kTolerance);
+    EXPECT_GT(max_abs_diff(tiny.reference(tokens), want), 20 * kSsmTolerance);
     tiny.config().*q = true;
   }
 }

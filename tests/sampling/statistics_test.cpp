@@ -46,7 +46,7 @@ int degrees(const std::vector<double>& probs) {
   return k - 1;
 }
 
-SamplerParams plain(uint64_t seed) {
+SamplerParams plain_params(uint64_t seed) {
   SamplerParams p;
   p.seed = seed;
   p.top_k = 0;
@@ -83,12 +83,12 @@ TEST(Statistics, RngUniformIsUniform) {
 
 TEST(Statistics, DrawFollowsSoftmax) {
   const std::vector<float> l = {0.0f, 1.0f, 2.0f, 0.5f, -1.0f};
-  expect_distribution(plain(1), l, test::ref_softmax({0.0, 1.0, 2.0, 0.5, -1.0}));
+  expect_distribution(plain_params(1), l, test::ref_softmax({0.0, 1.0, 2.0, 0.5, -1.0}));
 }
 
 TEST(Statistics, TemperatureAndTopK) {
   // top-3 of (0, 1, 2, 0.5, -1) are ids 2, 1, 3; softmax of their logits / 0.7.
-  SamplerParams p = plain(2);
+  SamplerParams p = plain_params(2);
   p.top_k = 3;
   p.temperature = 0.7f;
   const auto sub = test::ref_softmax({1.0 / 0.7, 2.0 / 0.7, 0.5 / 0.7});
@@ -97,14 +97,14 @@ TEST(Statistics, TemperatureAndTopK) {
 
 TEST(Statistics, TopP) {
   // Cumulative 0.5, 0.7, 0.85 reaches 0.8 at the third: renormalize over 0.85.
-  SamplerParams p = plain(3);
+  SamplerParams p = plain_params(3);
   p.top_p = 0.8f;
   expect_distribution(p, logits_for({0.5, 0.2, 0.15, 0.1, 0.05}), {0.5 / 0.85, 0.2 / 0.85, 0.15 / 0.85, 0.0, 0.0});
 }
 
 TEST(Statistics, MinP) {
   // p >= 0.25 * 0.4 = 0.1 keeps 0.4, 0.3, 0.15.
-  SamplerParams p = plain(4);
+  SamplerParams p = plain_params(4);
   p.min_p = 0.25f;
   expect_distribution(p, logits_for({0.4, 0.3, 0.15, 0.09, 0.06}), {0.4 / 0.85, 0.3 / 0.85, 0.15 / 0.85, 0.0, 0.0});
 }
@@ -113,7 +113,7 @@ TEST(Statistics, XtcMixesTheTwoDistributions) {
   // p = 0.5, 0.3, 0.2, threshold 0.25: when XTC fires (probability 0.5) token
   // 0 goes and the rest renormalize to 0.6, 0.4. Overall:
   // P(0) = 0.5 * 0.5, P(1) = 0.5 * 0.3 + 0.5 * 0.6, P(2) = 0.5 * 0.2 + 0.5 * 0.4.
-  SamplerParams p = plain(5);
+  SamplerParams p = plain_params(5);
   p.xtc_probability = 0.5f;
   p.xtc_threshold = 0.25f;
   expect_distribution(p, logits_for({0.5, 0.3, 0.2}), {0.25, 0.45, 0.30});
@@ -127,7 +127,7 @@ TEST(Statistics, MirostatV2FirstStepOverSeeds) {
   const std::vector<float> l = logits_for({0.5, 0.25, 0.125, 0.0625, 0.0625});
   std::vector<int> counts(l.size(), 0);
   for (int seed = 0; seed < kSeeds; ++seed) {
-    SamplerParams p = plain(static_cast<uint64_t>(seed));
+    SamplerParams p = plain_params(static_cast<uint64_t>(seed));
     p.mirostat = 2;
     p.mirostat_tau = 1.5f;
     Sampler s(p);
@@ -141,7 +141,7 @@ TEST(Statistics, MirostatV2FirstStepOverSeeds) {
 TEST(Statistics, DynamicTemperature) {
   // Uniform logits over 4: normalized entropy 1, T = t + range = 1.5; the
   // distribution stays uniform. Non-uniform: logits / T, T from the formula.
-  SamplerParams p = plain(6);
+  SamplerParams p = plain_params(6);
   p.dynatemp_range = 0.5f;
   p.dynatemp_exponent = 2.0f;
   // p = 0.5, 0.25, 0.125, 0.125 -> T = 1.265625 (see temperature_test.cpp).

@@ -6,7 +6,7 @@
 namespace ferrite::server::test {
 namespace {
 
-const ServerConfig kDefault{};
+const ServerConfig kDefaultConfig{};
 
 void expect_error(const std::pair<int, Json>& r, int status, const std::string& param = {}) {
   EXPECT_EQ(r.first, status) << r.second.dump();
@@ -20,7 +20,7 @@ void expect_error(const std::pair<int, Json>& r, int status, const std::string& 
 }
 
 TEST(ServerErrors, MalformedAndMistypedRequests) {
-  FERRITE_TEST_SERVER(srv, kDefault);
+  FERRITE_TEST_SERVER(srv, kDefaultConfig);
   httplib::Client c = srv.client();
   auto bad = c.Post("/v1/chat/completions", "{\"messages\": [", "application/json");
   ASSERT_TRUE(bad);
@@ -48,7 +48,7 @@ TEST(ServerErrors, AnyModelNameUnlessStrict) {
   const Json req = {{"model", "gpt-9"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 2}};
   {
     // One model is served: llama-server's clients name any model.
-    FERRITE_TEST_SERVER(srv, kDefault);
+    FERRITE_TEST_SERVER(srv, kDefaultConfig);
     EXPECT_EQ(srv.post("/v1/chat/completions", req).first, 200);
   }
   ServerConfig strict;
@@ -63,14 +63,14 @@ TEST(ServerErrors, AnyModelNameUnlessStrict) {
 }
 
 TEST(ServerErrors, UnknownRoute) {
-  FERRITE_TEST_SERVER(srv, kDefault);
+  FERRITE_TEST_SERVER(srv, kDefaultConfig);
   auto nf = srv.get("/v1/nothing-here");
   EXPECT_EQ(nf.first, 404);
   EXPECT_TRUE(nf.second.contains("error"));
 }
 
 TEST(ServerErrors, ContextOverflowAndTooManyTokens) {
-  FERRITE_TEST_SERVER(srv, kDefault);  // 512 tokens per slot
+  FERRITE_TEST_SERVER(srv, kDefaultConfig);  // 512 tokens per slot
   std::string long_prompt;
   for (int i = 0; i < 400; ++i) long_prompt += "Once upon a time ";
   auto r = srv.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 4}});
@@ -80,7 +80,7 @@ TEST(ServerErrors, ContextOverflowAndTooManyTokens) {
   EXPECT_NE(r.second["error"]["message"].get<std::string>().find("512"), std::string::npos);
 
   // Without context shift, more tokens than the slot holds are refused.
-  ServerConfig fixed = kDefault;
+  ServerConfig fixed = kDefaultConfig;
   fixed.context_shift = false;
   FERRITE_TEST_SERVER(no_shift, fixed);
   auto big = no_shift.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 100000}});
@@ -89,7 +89,7 @@ TEST(ServerErrors, ContextOverflowAndTooManyTokens) {
 }
 
 TEST(ServerErrors, BodyTooLarge) {
-  FERRITE_TEST_SERVER(srv, kDefault);  // 1 MiB limit
+  FERRITE_TEST_SERVER(srv, kDefaultConfig);  // 1 MiB limit
   httplib::Client c = srv.client();
   const std::string body = "{\"prompt\": \"" + std::string(2u << 20, 'a') + "\"}";
   auto r = c.Post("/v1/completions", body, "application/json");
