@@ -87,7 +87,12 @@ extern "C" {
 const char* ferrite_last_error(void) noexcept { return ferrite::capi::t_last_error.c_str(); }
 
 const char* ferrite_status_name(ferrite_status status) noexcept {
-  switch (status) {
+  // A C caller may pass any int; in C++ reading an enum outside its values is
+  // undefined, so the switch reads the parameter's bytes as an int.
+  int code = 0;
+  std::memcpy(&code, &status, sizeof code);
+  static_assert(sizeof(ferrite_status) == sizeof(int));
+  switch (code) {
     case FERRITE_OK: return "ok";
     case FERRITE_ERR_INVALID_ARGUMENT: return "invalid_argument";
     case FERRITE_ERR_IO: return "io";

@@ -112,14 +112,14 @@ TEST(ConvertErrors, MissingFiles) {
   // gemma needs tokenizer.model.
   EXPECT_ERROR_HAS(convert_with([](const test::TempDir& d, Json& c, auto&) {
                      std::filesystem::remove(d.file("tokenizer.model"));
-                     c["architectures"] = {"GemmaForCausalLM"};
+                     c["architectures"] = Json::array({"GemmaForCausalLM"});
                      c["head_dim"] = 8;
                    }),
                    "tokenizer.model");
 }
 
 TEST(ConvertErrors, UnknownArchitecture) {
-  const std::string e = convert_with([](auto&, Json& c, auto&) { c["architectures"] = {"MambaForCausalLM"}; });
+  const std::string e = convert_with([](auto&, Json& c, auto&) { c["architectures"] = Json::array({"MambaForCausalLM"}); });
   EXPECT_ERROR_HAS(e, "MambaForCausalLM is not supported");
   EXPECT_ERROR_HAS(e, "LlamaForCausalLM");  // the list of supported classes
   EXPECT_ERROR_HAS(convert_with([](auto&, Json& c, auto&) { c.erase("architectures"); }), "architectures");
@@ -160,7 +160,7 @@ TEST(ConvertErrors, TensorsMustFitTheArchitecture) {
 
 TEST(ConvertErrors, ExpertsMustBeComplete) {
   auto moe = [](const test::TempDir&, Json& c, std::vector<test::StEntry>& t) {
-    c["architectures"] = {"MixtralForCausalLM"};
+    c["architectures"] = Json::array({"MixtralForCausalLM"});
     c["num_local_experts"] = 2;
     c["num_experts_per_tok"] = 1;
     for (int l = 0; l < kLayers; ++l) {

@@ -26,6 +26,7 @@
 #include "runtime/prompt_text.h"
 #include "server_fixture.h"
 #include "tokenizer/tokenizer.h"
+#include "support/sanitizers.h"
 
 namespace ferrite::server::test {
 namespace {
@@ -44,7 +45,7 @@ class Watch {
     probe_.stop();
     EXPECT_GT(probe_.probes(), 0);
     EXPECT_EQ(probe_.failures(), 0) << "slowest /health: " << probe_.slowest_ms() << " ms";
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !FERRITE_TEST_ASAN && !FERRITE_TEST_TSAN
     const size_t after = resident_bytes();
     EXPECT_LT(after, rss_before_ + kMaxRssGrowth) << "RSS " << (rss_before_ >> 20) << " -> " << (after >> 20) << " MiB";
 #endif

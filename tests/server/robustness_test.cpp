@@ -12,6 +12,7 @@
 
 #include "raw_client.h"
 #include "server_fixture.h"
+#include "support/sanitizers.h"
 
 namespace ferrite::server::test {
 namespace {
@@ -124,7 +125,7 @@ TEST(ServerRobustness, HostileRequestsAreRefusedWhileOthersAreServed) {
   // Memory stays bounded: far less than the 100 MB refused above. (Not under
   // AddressSanitizer: its quarantine keeps freed blocks, such as this test's
   // own 100 MB body, resident.)
-#if !defined(__SANITIZE_ADDRESS__)
+#if !FERRITE_TEST_ASAN
   constexpr size_t kMaxGrowth = 48u << 20;
   EXPECT_LT(resident_bytes(), rss_before + kMaxGrowth);
 #else
