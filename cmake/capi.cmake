@@ -32,7 +32,8 @@ target_include_directories(ferrite_capi_objs PRIVATE ${CMAKE_SOURCE_DIR}/src ${C
 target_link_libraries(ferrite_capi_objs PRIVATE ferrite_runtime)
 if(FERRITE_COMMIT)
   set_source_files_properties(${CMAKE_SOURCE_DIR}/src/capi/version.cpp PROPERTIES
-                              COMPILE_DEFINITIONS "FERRITE_COMMIT=\"${FERRITE_COMMIT}\"")
+                              COMPILE_DEFINITIONS "FERRITE_COMMIT=\"${FERRITE_COMMIT}\""
+                              SKIP_UNITY_BUILD_INCLUSION ON)
 endif()
 
 add_library(ferrite_shared SHARED $<TARGET_OBJECTS:ferrite_capi_objs>)

@@ -20,6 +20,8 @@ set(CMAKE_CUDA_FLAGS_RELEASE "-O3 -DNDEBUG")
 
 file(GLOB FERRITE_CUDA_SRCS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/*/*.cu ${CMAKE_SOURCE_DIR}/src/cuda/*/*.cpp)
 add_library(ferrite_cuda STATIC ${FERRITE_CUDA_SRCS})
+# Kernel code, as ferrite_cpu: no unity build.
+set_target_properties(ferrite_cuda PROPERTIES UNITY_BUILD OFF)
 # The directory's options (-Wall, sanitizers) are host-compiler flags that
 # nvcc rejects: replace them per language.
 set_property(TARGET ferrite_cuda PROPERTY COMPILE_OPTIONS "")
