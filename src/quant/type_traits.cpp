@@ -15,16 +15,19 @@
 #include "quant/quantize_ref.h"
 
 namespace ferrite::quant {
-namespace {
 
+// CPUID leaf 1, ECX bit 29 (clang 14, which builds the fuzzers and the
+// sanitizer build, does not know "f16c" in __builtin_cpu_supports).
+bool cpu_has_f16c() {
 #if defined(__x86_64__) || defined(__i386__)
-// CPUID leaf 1, ECX bit 29 (clang 14, which builds the fuzzers, does not
-// know "f16c" in __builtin_cpu_supports).
-bool has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
-}
+#else
+  return false;
 #endif
+}
+
+namespace {
 
 enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2 };
 
@@ -32,7 +35,7 @@ Isa detect_isa() {
   Isa isa = Isa::kRef;
 #if defined(__x86_64__)  // the fast paths are x86 kernels (other targets use the reference)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) {
     isa = Isa::kAvx2;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {

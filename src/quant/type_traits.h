@@ -40,4 +40,7 @@ const TypeTraits& type_traits(TensorType type);
 // environment variable FERRITE_QUANT_ISA=ref|avx2 caps it (for testing).
 const char* dequant_isa();
 
+// Whether this x86 CPU has F16C (false on other targets).
+bool cpu_has_f16c();
+
 }  // namespace ferrite::quant

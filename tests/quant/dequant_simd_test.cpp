@@ -2,9 +2,6 @@
 // blocks: the output must be bit-identical.
 #include <cstring>
 #include <random>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -19,13 +16,7 @@ namespace {
 
 // False on other targets (the aarch64 build), where the tests skip.
 #if defined(__x86_64__)
-// F16C from CPUID leaf 1, ECX bit 29: clang 14 (the sanitizer build) does not
-// know "f16c" in __builtin_cpu_supports.
-bool has_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
-}
-bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c(); }
+bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c(); }
 bool has_avx512() {
   return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
