@@ -60,6 +60,7 @@
   X("jina-bert-v2", make_jina_bert_v2) \
   X("smollm3", make_smollm3)     \
   X("glm4", make_glm4)           \
+  X("glm4moe", make_glm4moe)     \
   X("ernie4_5", make_ernie4_5)   \
   X("ernie4_5-moe", make_ernie4_5_moe) \
   X("hunyuan-moe", make_hunyuan_moe) \

@@ -1,5 +1,5 @@
 // ik_llama.cpp's families (tests/model/tiny_families.h tiny_ik_families():
-// smollm3, glm4, ernie4_5, ernie4_5-moe, hunyuan-moe) on the GPU against the
+// smollm3, glm4, ernie4_5, ernie4_5-moe, hunyuan-moe, glm4moe) on the GPU against the
 // double-precision reference forward (tests/model/ref_ik_families.h): every
 // layer on the GPU and only the last one, the prompt in one pass (prefill
 // kernels) and one token a pass (decode kernels, graphs), in the exact

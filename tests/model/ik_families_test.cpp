@@ -1,5 +1,5 @@
 // ik_llama.cpp's families (smollm3, glm4, ernie4_5, ernie4_5-moe,
-// hunyuan-moe; tiny_families.h) against the double-precision reference
+// hunyuan-moe, glm4moe; tiny_families.h) against the double-precision reference
 // forward written from their published definitions (ref_ik_families.h):
 // both prompts of the goldens, in one pass and in passes of 7 tokens, every
 // logit within 1e-3 (ref_decoders_test.cpp's bound: f16 rounding flips of

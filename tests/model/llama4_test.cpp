@@ -137,9 +137,9 @@ TEST(GoldenLlama4, DISABLED_Write) {
 // from a golden_dump variant built against ik_llama.cpp 8337e4c's libraries
 // (outside the repository) that sets the hparams ik fixes in code on the
 // loaded model (--l4-chunk/--l4-temp-floor/--l4-temp-scale):
-//   FERRITE_TINY_OUT=/tmp build/tests/test_model --gtest_also_run_disabled_tests \
+//   FERRITE_TINY_OUT=/tmp build/tests/test_model --gtest_also_run_disabled_tests
 //     --gtest_filter=GoldenLlama4.DISABLED_Write
-//   golden_dump_llama4 -m /tmp/tiny-llama4.gguf --no-bos -t 2 --l4-chunk 8 --l4-temp-floor 4 \
+//   golden_dump_llama4 -m /tmp/tiny-llama4.gguf --no-bos -t 2 --l4-chunk 8 --l4-temp-floor 4
 //     --l4-temp-scale 0.5 -i <tiny_llama4_prompt()> > tests/model/golden/llama4.ik.json
 TEST(GoldenLlama4, MatchesIkLlama) {
   const test::Llama4Config c = golden_config();

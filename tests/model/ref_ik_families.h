@@ -1,25 +1,27 @@
 // A double-precision reference forward of the tiny models of ik_llama.cpp's
 // families (tiny_families.h: smollm3, glm4, ernie4_5, ernie4_5-moe,
-// hunyuan-moe), written from their published definitions (Hugging Face
-// transformers' SmolLM3, Glm4, Ernie4_5, Ernie4_5_Moe, HunYuanMoEV1) with
+// hunyuan-moe, glm4moe), written from their published definitions (Hugging
+// Face transformers' SmolLM3, Glm4, Ernie4_5, Ernie4_5_Moe, HunYuanMoEV1,
+// Glm4Moe) with
 // llama.cpp's conventions of ref_common.h (f16 cache and attention
 // products), reading the weights back from the TinyGguf:
 //   x = embed(tokens)
 //   per layer:
 //     h = rms_norm(x) * attn_norm
 //     q, k, v = h Wq (+ bq), h Wk (+ bk), h Wv (+ bv)
-//     hunyuan-moe: q, k = rms_norm per head * attn_q_norm / attn_k_norm
-//                  (before RoPE, as ik_llama.cpp 8337e4c orders them)
+//     hunyuan-moe, glm4moe: q, k = rms_norm per head * attn_q_norm /
+//                  attn_k_norm (before RoPE, as ik_llama.cpp 8337e4c orders them)
 //     RoPE of the first n_rot dimensions of every head: adjacent pairs
-//       (smollm3, glm4, ernie4_5*), NeoX pairs (hunyuan-moe); none on
+//       (smollm3, glm4, ernie4_5*), NeoX pairs (hunyuan-moe, glm4moe); none on
 //       smollm3's layers with (il + 1) % 4 == 0
 //     a = Wo · softmax(q k^T / sqrt(head_dim), causal) v
 //     glm4: a = rms_norm(a) * post_attention_norm
 //     x += a
-//     h = rms_norm(x) * ffn_norm
+//     h = rms_norm(x) * ffn_norm   (glm4moe: stored as post_attention_norm)
 //     dense: f = down(silu(gate h) * up h); glm4: gate | up are the two halves of ffn_up
-//     experts: p = softmax(router h); the top-k of p + exp_probs_b (the
-//       bias only chooses); weights p_k / sum(p_topk); f = sum_k w_k
+//     experts: p = softmax(router h) (glm4moe: sigmoid); the top-k of
+//       p + exp_probs_b (the bias only chooses); weights p_k / sum(p_topk)
+//       (glm4moe: times expert_weights_scale 2.5); f = sum_k w_k
 //       expert_k(h) + shared expert(h) (ungated)
 //     glm4: f = rms_norm(f) * post_ffw_norm
 //     x += f
@@ -47,8 +49,9 @@ class RefIkFamily {
     while (g_.has("blk." + std::to_string(n_layer_) + ".attn_norm.weight")) ++n_layer_;
     n_vocab_ = d::kVocab;
     n_embd_ = d::kEmbd;
-    neox_ = family == "hunyuan-moe";
-    n_rot_ = family == "glm4" ? 8 : d::kHeadDim;
+    glm4moe_ = family == "glm4moe";
+    neox_ = family == "hunyuan-moe" || glm4moe_;
+    n_rot_ = family == "glm4" || glm4moe_ ? 8 : d::kHeadDim;
   }
 
   // Alternatives of the reference only (the file stays), for the tests to
@@ -71,10 +74,12 @@ class RefIkFamily {
       ref::Rows h = x;
       ref::rms_norm(h, e, g_.t(p + "attn_norm.weight"), kEps);
       ref::Rows a = attention(h, n, p, pos, !(family_ == "smollm3" && (il + 1) % 4 == 0));
-      if (g_.has(p + "post_attention_norm.weight")) ref::rms_norm(a, e, g_.t(p + "post_attention_norm.weight"), kEps);
+      if (!glm4moe_ && g_.has(p + "post_attention_norm.weight")) {
+        ref::rms_norm(a, e, g_.t(p + "post_attention_norm.weight"), kEps);
+      }
       ref::add_inplace(x, a);
       h = x;
-      ref::rms_norm(h, e, g_.t(p + "ffn_norm.weight"), kEps);
+      ref::rms_norm(h, e, g_.t(p + (glm4moe_ ? "post_attention_norm.weight" : "ffn_norm.weight")), kEps);
       ref::Rows f = g_.has(p + "ffn_gate_inp.weight") ? experts(h, n, p) : dense(h, n, p);
       if (g_.has(p + "post_ffw_norm.weight")) ref::rms_norm(f, e, g_.t(p + "post_ffw_norm.weight"), kEps);
       ref::add_inplace(x, f);
@@ -143,7 +148,12 @@ class RefIkFamily {
     ref::Rows out(h.size(), 0.0);
     for (int64_t t = 0; t < n; ++t) {
       std::vector<double> prob(router.begin() + t * n_exp, router.begin() + (t + 1) * n_exp);
-      ref::softmax(prob);
+      if (glm4moe_) {
+        for (double& v : prob) v = 1.0 / (1.0 + std::exp(-v));
+      } else {
+        ref::softmax(prob);
+      }
+      const double scale = glm4moe_ ? 2.5 : 1.0;
       std::vector<double> key = prob;
       for (int64_t x = 0; biased && x < n_exp; ++x) key[x] += g_.t(p + "exp_probs_b.bias")[x];
       std::vector<int64_t> order(static_cast<size_t>(n_exp));
@@ -156,7 +166,7 @@ class RefIkFamily {
         const int64_t x = order[j];
         const ref::Rows y = ref::gated_ffn(row, 1, e, n_ff, gate.data() + x * n_ff * e, up.data() + x * n_ff * e,
                                            down.data() + x * e * n_ff, ref::silu);
-        for (int64_t c = 0; c < e; ++c) out[t * e + c] += prob[x] / sum * y[c];
+        for (int64_t c = 0; c < e; ++c) out[t * e + c] += scale * prob[x] / sum * y[c];
       }
     }
     if (g_.has(p + "ffn_up_shexp.weight")) {
@@ -168,6 +178,7 @@ class RefIkFamily {
   }
 
   std::string family_;
+  bool glm4moe_ = false;
   const TinyGguf& g_;
   int64_t n_layer_ = 0, n_vocab_ = 0, n_embd_ = 0;
 };

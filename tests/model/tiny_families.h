@@ -1,6 +1,6 @@
 // Tiny random F32 models of the architecture families checked against
 // llama.cpp c392e50, or ik_llama.cpp 8337e4c for the families c392e50 lacks
-// (smollm3, glm4, ernie4_5, ernie4_5-moe, hunyuan-moe)
+// (smollm3, glm4, glm4moe, ernie4_5, ernie4_5-moe, hunyuan-moe)
 // (tests/model/golden_families_test.cpp, tests/cuda): each
 // in the tensor names, shapes and metadata keys llama.cpp's converter writes
 // for the family, with a 320-token SentencePiece-style vocabulary (<unk>,
@@ -44,7 +44,8 @@ inline const std::vector<std::string>& tiny_families() {
 // The families ik_llama.cpp 8337e4c runs and llama.cpp c392e50 does not
 // (make_tiny_family writes them too; tests/model/ik_families_test.cpp).
 inline const std::vector<std::string>& tiny_ik_families() {
-  static const std::vector<std::string> f = {"smollm3", "glm4", "ernie4_5", "ernie4_5-moe", "hunyuan-moe"};
+  static const std::vector<std::string> f = {"smollm3", "glm4", "ernie4_5", "ernie4_5-moe", "hunyuan-moe",
+                                             "glm4moe"};
   return f;
 }
 
@@ -215,6 +216,7 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
   std::string arch = family;
   float swa = 0.0f, logit_scale = 0.0f, embd_scale = 0.0f, residual_scale = 0.0f, attn_scale = 0.0f;
   float clamp_kqv = 0.0f;
+  bool softmax_gating = false;  // glm4moe without its quirk
   bool longrope = false, zero_norm_biases = false, zero_probs_bias = false, zero_shexp = false;
   if (family == "olmo2") {
     // Quirk: q/k norms over the whole projection (off: per head). MHA: c392e50 wants k_norm [n_embd].
@@ -350,6 +352,21 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
     s.shexp = true;
     s.qk_norm = 1;
     zero_shexp = !quirk;
+  } else if (family == "glm4moe") {
+    // 3 layers: 1 dense, then experts chosen by sigmoid scores plus a selection bias, weights
+    // renormalised and scaled by 2.5, and a shared expert; Q/K/V biases, per-head q/k norms, NeoX
+    // RoPE over 8 of 16 dimensions; the feed-forward's norm is named post_attention_norm. Quirk: the
+    // sigmoid gating (off: the same file with expert_gating_func 1, softmax).
+    s.n_layer = 3;
+    s.experts = true;
+    s.dense_lead = 1;
+    s.shexp = true;
+    s.probs_bias = true;
+    s.qkv_bias = true;
+    s.qk_norm = 1;
+    s.n_rot = 8;
+    s.ffn_norm_name = "post_attention_norm";
+    softmax_gating = !quirk;
   } else {
     throw std::invalid_argument("no tiny model of family " + family);
   }
@@ -360,7 +377,7 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
   uint32_t seed = 20270;
   static const std::vector<std::pair<std::string, uint32_t>> own_seeds = {
       {"qwen2vl", 31001}, {"smollm3", 32001}, {"glm4", 32011}, {"ernie4_5", 32021}, {"ernie4_5-moe", 32031},
-      {"hunyuan-moe", 32041}};
+      {"hunyuan-moe", 32041}, {"glm4moe", 32051}};
   const auto own = std::find_if(own_seeds.begin(), own_seeds.end(), [&](const auto& e) { return e.first == family; });
   if (own != own_seeds.end()) {
     seed = own->second;
@@ -401,6 +418,13 @@ inline std::unique_ptr<TinyGguf> make_tiny_family(const std::string& family, boo
   if (family == "ernie4_5-moe") {
     g->set_u32("leading_dense_block_count", static_cast<uint32_t>(s.dense_lead));
     g->set_u32("interleave_moe_layer_step", 1);
+  }
+  if (family == "glm4moe") {
+    g->set_u32("leading_dense_block_count", static_cast<uint32_t>(s.dense_lead));
+    g->set_u32("expert_shared_count", 1);
+    g->set_u32("expert_gating_func", softmax_gating ? 1 : 2);
+    g->set_f32("expert_weights_scale", 2.5f);
+    g->writer().set("glm4moe.expert_weights_norm", gguf::Value::boolean(true));
   }
   if (family == "qwen2vl") {
     std::vector<gguf::Value> sections;
