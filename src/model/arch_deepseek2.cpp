@@ -99,22 +99,11 @@ DeepSeek2::DeepSeek2(const gguf::File& file, HParams& hp) {
     Layer& L = layers_[static_cast<size_t>(il)];
     auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
     L.attn_norm = b.require_vec(name("attn_norm.weight"), n_embd);
-    backend::MlaWeights& a = L.attn;
-    if (file.find_tensor(name("attn_q.weight")) != nullptr) {
-      a.wq = b.require(name("attn_q.weight"), {n_embd, H * qk});
-    } else {
-      const int64_t q_lora = static_cast<int64_t>(md.get_uint(key("attention.q_lora_rank")));
-      a.wq_a = b.require(name("attn_q_a.weight"), {n_embd, q_lora});
-      a.q_a_norm = b.require_vec(name("attn_q_a_norm.weight"), q_lora);
-      a.wq_b = b.require(name("attn_q_b.weight"), {q_lora, H * qk});
-    }
-    a.wkv_a = b.require(name("attn_kv_a_mqa.weight"), {n_embd, kv_lora + rope});
-    a.kv_a_norm = b.require_vec(name("attn_kv_a_norm.weight"), kv_lora);
-    L.absorbed = std::make_unique<AbsorbedKvB>(b.require(name("attn_kv_b.weight"), {kv_lora, H * (nope + v_dim)}),
-                                               H, nope, v_dim, kv_lora);
-    a.wk_b = L.absorbed->wk_b();
-    a.wv_b = L.absorbed->wv_b();
-    a.wo = b.require(name("attn_output.weight"), {H * v_dim, n_embd});
+    const bool low_rank_q = file.find_tensor(name("attn_q.weight")) == nullptr;
+    MlaLayer mla = bind_mla_layer(b, il, n_embd, spec_,
+                                  low_rank_q ? static_cast<int64_t>(md.get_uint(key("attention.q_lora_rank"))) : 0);
+    L.attn = mla.w;
+    L.absorbed = std::move(mla.absorbed);
     L.ffn_norm = b.require_vec(name("ffn_norm.weight"), n_embd);
     if (il < n_dense) {
       const int64_t n_ff = file.tensor(name("ffn_up.weight")).ne[1];

@@ -28,6 +28,7 @@
   X("granite", make_granite)     \
   X("granitemoe", make_granitemoe) \
   X("minicpm", make_minicpm)     \
+  X("minicpm3", make_minicpm3)   \
   X("olmo2", make_olmo2)         \
   X("olmoe", make_olmoe)         \
   X("command-r", make_command_r) \

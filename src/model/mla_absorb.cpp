@@ -60,4 +60,27 @@ AbsorbedKvB::AbsorbedKvB(const backend::Weight& kv_b, int64_t n_head, int64_t no
   }
 }
 
+MlaLayer bind_mla_layer(const WeightBinder& b, int64_t il, int64_t n_embd, const backend::MlaSpec& d,
+                        int64_t q_lora) {
+  auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+  const int64_t H = d.n_head, qk = d.nope + d.n_rot;
+  MlaLayer L;
+  backend::MlaWeights& a = L.w;
+  if (b.file().find_tensor(name("attn_q.weight")) != nullptr) {
+    a.wq = b.require(name("attn_q.weight"), {n_embd, H * qk});
+  } else {
+    a.wq_a = b.require(name("attn_q_a.weight"), {n_embd, q_lora});
+    a.q_a_norm = b.require_vec(name("attn_q_a_norm.weight"), q_lora);
+    a.wq_b = b.require(name("attn_q_b.weight"), {q_lora, H * qk});
+  }
+  a.wkv_a = b.require(name("attn_kv_a_mqa.weight"), {n_embd, d.kv_lora + d.n_rot});
+  a.kv_a_norm = b.require_vec(name("attn_kv_a_norm.weight"), d.kv_lora);
+  L.absorbed = std::make_unique<AbsorbedKvB>(b.require(name("attn_kv_b.weight"), {d.kv_lora, H * (d.nope + d.v_dim)}),
+                                             H, d.nope, d.v_dim, d.kv_lora);
+  a.wk_b = L.absorbed->wk_b();
+  a.wv_b = L.absorbed->wv_b();
+  a.wo = b.require(name("attn_output.weight"), {H * d.v_dim, n_embd});
+  return L;
+}
+
 }  // namespace ferrite::model

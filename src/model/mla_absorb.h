@@ -15,6 +15,7 @@
 
 #include "backend/weight.h"
 #include "gguf/file.h"
+#include "model/weights.h"
 
 namespace ferrite::model {
 
@@ -31,5 +32,19 @@ class AbsorbedKvB {
   gguf::TensorInfo k_info_, v_info_;
   std::vector<uint8_t> k_data_, v_data_;
 };
+
+// One layer's latent attention as llama.cpp's files store it: attn_q
+// [n_embd, n_head (nope + rope)], or the low-rank attn_q_a [n_embd, q_lora],
+// attn_q_a_norm and attn_q_b [q_lora, n_head (nope + rope)]; attn_kv_a_mqa
+// [n_embd, kv_lora + rope], attn_kv_a_norm, attn_kv_b (absorbed: the object
+// keeps the derived matrices) and attn_output [n_head v, n_embd]. q_lora is
+// read from the file only when attn_q is absent. ModelError names a missing
+// or misshapen tensor. (deepseek2, minicpm3)
+struct MlaLayer {
+  backend::MlaWeights w;
+  std::unique_ptr<AbsorbedKvB> absorbed;
+};
+MlaLayer bind_mla_layer(const WeightBinder& b, int64_t il, int64_t n_embd, const backend::MlaSpec& dims,
+                        int64_t q_lora);
 
 }  // namespace ferrite::model
