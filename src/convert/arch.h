@@ -170,5 +170,8 @@ std::vector<ArchDef> falcon_archs();
 std::vector<ArchDef> bert_archs();
 std::vector<ArchDef> mamba2_archs();
 std::vector<ArchDef> granite_hybrid_archs();
+std::vector<ArchDef> granite_archs();
+std::vector<ArchDef> olmo_archs();
+std::vector<ArchDef> cohere_archs();
 
 }  // namespace ferrite::convert

@@ -9,7 +9,8 @@ const std::vector<ArchDef>& all_archs() {
   static const std::vector<ArchDef> archs = [] {
     std::vector<ArchDef> out;
     for (auto family : {llama_archs, qwen_archs, gemma_archs, phi3_archs, gpt2_archs, gptneox_archs, starcoder2_archs,
-                        falcon_archs, bert_archs, mamba2_archs, granite_hybrid_archs}) {
+                        falcon_archs, bert_archs, mamba2_archs, granite_hybrid_archs, granite_archs, olmo_archs,
+                        cohere_archs}) {
       for (ArchDef& a : family()) out.push_back(std::move(a));
     }
     return out;

@@ -246,7 +246,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // f32 scans and products (1.2e-6 measured); granitemoehybrid's logits are
                       // small (logits_scaling 4: |logit| < 0.3), so a tenth of the usual bound
                       TinyCase{"mamba2", 1e-4}, TinyCase{"granitemoehybrid", 1e-4},
-                      TinyCase{"granitemoehybrid-dense", 1e-4}));
+                      TinyCase{"granitemoehybrid-dense", 1e-4},
+                      // issue 27's families that transformers has
+                      TinyCase{"granite", kTolerance}, TinyCase{"granitemoe", kTolerance},
+                      TinyCase{"olmo", kTolerance}, TinyCase{"olmo2", kTolerance}, TinyCase{"olmoe", kTolerance},
+                      TinyCase{"cohere", kTolerance}, TinyCase{"cohere2", kTolerance}));
 
 }  // namespace
 }  // namespace ferrite
