@@ -80,6 +80,9 @@ struct AttentionSpec {
   // llama4: q and k of each head RMS-normed without a weight (eps
   // ModelDims::norm_rms_eps) after RoPE, before the cache (its "L2 norm").
   bool qk_unit_norm = false;
+  // hunyuan-moe: the weighted per-head q/k norms (AttentionWeights::q_norm,
+  // k_norm) after RoPE instead of before it.
+  bool qk_norm_after_rope = false;
   // > 0 (llama4's NoPE layers): each token's q scaled by its attention
   // temperature, cpu::attn_temperature(pos, temp_floor, temp_scale).
   float temp_scale = 0.0f;

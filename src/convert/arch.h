@@ -134,6 +134,10 @@ struct ArchDef {
   // Checkpoint names ending (or starting) so are dropped without a rule.
   std::vector<const char*> drop_suffixes;
   std::vector<const char*> drop_prefixes;
+  // Drops a checkpoint tensor by its name and config.json (the multi-token-
+  // prediction layers beyond num_hidden_layers of GLM-4.5 and DeepSeek-V3,
+  // which ferrite does not run); may be null.
+  std::function<bool(const std::string&, const Params&)> drop;
   // Renames a checkpoint name before matching (bert: "bert." prefix, gamma/beta); may be null.
   std::function<std::string(const std::string&)> rename;
   // Tensors computed from config.json (may be null).
@@ -173,5 +177,14 @@ std::vector<ArchDef> granite_hybrid_archs();
 std::vector<ArchDef> granite_archs();
 std::vector<ArchDef> olmo_archs();
 std::vector<ArchDef> cohere_archs();
+std::vector<ArchDef> glm4_archs();
+std::vector<ArchDef> ernie_archs();
+std::vector<ArchDef> hunyuan_archs();
+std::vector<ArchDef> layer_norm_decoder_archs();
+std::vector<ArchDef> gpt_line_archs();
+
+// Whether a "model.layers.N." name is of a layer at or past config.json's
+// num_hidden_layers (the multi-token-prediction layers): ArchDef::drop.
+bool drop_mtp_layers(const std::string& name, const Params& p);
 
 }  // namespace ferrite::convert

@@ -178,3 +178,19 @@ void decoder_dims(Params& p) {
 }
 
 }  // namespace ferrite::convert
+
+namespace ferrite::convert {
+
+bool drop_mtp_layers(const std::string& name, const Params& p) {
+  static constexpr std::string_view kPrefix = "model.layers.";
+  if (name.rfind(kPrefix, 0) != 0) return false;
+  int64_t layer = 0;
+  size_t i = kPrefix.size();
+  if (i >= name.size() || name[i] < '0' || name[i] > '9') return false;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && layer < (int64_t{1} << 40); ++i) {
+    layer = layer * 10 + (name[i] - '0');
+  }
+  return layer >= p.dims.n_layer;
+}
+
+}  // namespace ferrite::convert

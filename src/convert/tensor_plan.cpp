@@ -176,7 +176,8 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
     if (std::any_of(arch.drop_suffixes.begin(), arch.drop_suffixes.end(),
                     [&](const char* s) { return ends_with(name, s); }) ||
         std::any_of(arch.drop_prefixes.begin(), arch.drop_prefixes.end(),
-                    [&](const char* s) { return name.rfind(s, 0) == 0; })) {
+                    [&](const char* s) { return name.rfind(s, 0) == 0; }) ||
+        (arch.drop && arch.drop(name, params))) {
       continue;
     }
     const NameKey key = name_key(name);

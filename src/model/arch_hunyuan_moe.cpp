@@ -1,6 +1,8 @@
 // hunyuan-moe (Tencent Hunyuan-A13B): the pre-norm decoder with NeoX RoPE,
-// per-head RMSNorm of q and k (attn_q_norm, attn_k_norm [head_dim]; applied
-// before RoPE, as ik_llama.cpp 8337e4c does), and experts in every layer:
+// per-head RMSNorm of q and k (attn_q_norm, attn_k_norm [head_dim]) applied
+// after RoPE, as the published definition (transformers' HunYuanMoEV1) does
+// and ik_llama.cpp 8337e4c does not (it norms before RoPE: 1e-3 to 1e-2 apart
+// on the tiny models of the tests), and experts in every layer:
 // softmax router, top-k probabilities renormalised, plus an ungated shared
 // expert (ffn_*_shexp).
 #include "core/error.h"
@@ -17,7 +19,7 @@ std::unique_ptr<Architecture> make_hunyuan_moe(const gguf::File& file, HParams& 
       }
     }
   }
-  return std::make_unique<Decoder>(file, hp, DecoderOptions{.neox_rope = true, .moe_norm_weights = true});
+  return std::make_unique<Decoder>(file, hp, DecoderOptions{.neox_rope = true, .moe_norm_weights = true, .qk_norm_after_rope = true});
 }
 
 }  // namespace ferrite::model

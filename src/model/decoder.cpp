@@ -24,6 +24,7 @@ Decoder::Decoder(const gguf::File& file, HParams& hp, const DecoderOptions& opt)
   norm_ = opt.layer_norm ? NormKind::Layer : NormKind::Rms;
   ffn_ = opt.ffn_relu_sqr ? FfnKind::ReluSqr : FfnKind::SwiGlu;
   no_rope_step_ = opt.no_rope_layer_step;
+  qk_norm_after_rope_ = opt.qk_norm_after_rope;
   if (opt.norm_weights) output_norm_ = b.require_vec("output_norm.weight", n_embd);
   if (opt.layer_norm) output_norm_b_ = b.optional_vec("output_norm.bias", n_embd);
   output_ = bind_output_or_tied(b, hp, tok_embd_);
@@ -87,7 +88,9 @@ void Decoder::forward_hidden(Step& s, float* logits, float* hidden) const {
     const Act h = o.buffer(Buf::H, n, n_embd);
     o.norm(norm_, x, Norm{L.attn_norm, L.attn_norm_b}, h, qkv_input(L.attn));
     const bool no_rope = no_rope_step_ > 0 && (il + 1) % no_rope_step_ == 0;
-    o.attention(attention_spec(hp_, il, L.attn, no_rope ? backend::kNoRope : rope), h, x, /*accumulate=*/true);
+    backend::AttentionSpec a = attention_spec(hp_, il, L.attn, no_rope ? backend::kNoRope : rope);
+    a.qk_norm_after_rope = qk_norm_after_rope_;
+    o.attention(a, h, x, /*accumulate=*/true);
 
     if (L.moe.gate_inp) {
       o.norm(norm_, x, Norm{L.ffn_norm, L.ffn_norm_b}, h, &L.moe.gate_exps);

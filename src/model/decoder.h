@@ -28,6 +28,7 @@ struct DecoderOptions {
                                 // of RMSNorm (Orion)
   bool norm_weights = true;     // false: the norms have no weights (OLMo's non-parametric LayerNorm)
   bool ffn_relu_sqr = false;    // feed-forward down(relu(up h + b)^2) + b without gate (Nemotron)
+  bool qk_norm_after_rope = false;  // q/k norms after RoPE (Hunyuan-MoE, as transformers' HunYuanMoEV1)
   int64_t no_rope_layer_step = 0;  // > 0: layers il with (il + 1) % step == 0 attend without RoPE (SmolLM3;
                                    // model/layer_rope.cpp says the same for a context shift)
 };
@@ -43,10 +44,12 @@ class Decoder : public Architecture {
   bool has_hidden_states() const override { return true; }
   void forward_hidden(Step& s, float* logits, float* hidden) const override;
 
-  // (RMSNorm and SwiGLU decoders with RoPE on every layer only: DecoderDesc
-  // has no norm or feed-forward kind, and one RoPE for all layers.)
+  // (RMSNorm and SwiGLU decoders with RoPE on every layer, q/k norms before
+  // it, only: DecoderDesc has no norm or feed-forward kind, one RoPE for all
+  // layers and no norm order.)
   const backend::DecoderDesc* decoder_desc() const override {
-    return norm_ == NormKind::Rms && ffn_ == FfnKind::SwiGlu && no_rope_step_ == 0 ? &desc_ : nullptr;
+    return norm_ == NormKind::Rms && ffn_ == FfnKind::SwiGlu && no_rope_step_ == 0 && !qk_norm_after_rope_ ? &desc_
+                                                                                                          : nullptr;
   }
 
  private:
@@ -62,6 +65,7 @@ class Decoder : public Architecture {
   NormKind norm_ = NormKind::Rms;
   FfnKind ffn_ = FfnKind::SwiGlu;
   int64_t no_rope_step_ = 0;
+  bool qk_norm_after_rope_ = false;
   Tensor tok_embd_, output_norm_, output_norm_b_, output_, rope_freqs_;
   std::vector<Layer> layers_;
   backend::DecoderDesc desc_;  // pointers into the members above

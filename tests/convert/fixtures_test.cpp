@@ -250,7 +250,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // issue 27's families that transformers has
                       TinyCase{"granite", kTolerance}, TinyCase{"granitemoe", kTolerance},
                       TinyCase{"olmo", kTolerance}, TinyCase{"olmo2", kTolerance}, TinyCase{"olmoe", kTolerance},
-                      TinyCase{"cohere", kTolerance}, TinyCase{"cohere2", kTolerance}));
+                      TinyCase{"cohere", kTolerance}, TinyCase{"cohere2", kTolerance},
+                      TinyCase{"glm4moe", kTolerance}, TinyCase{"ernie4_5", kTolerance},
+                      TinyCase{"ernie4_5_moe", kTolerance}, TinyCase{"hunyuan_v1_moe", kTolerance},
+                      TinyCase{"stablelm", kTolerance}, TinyCase{"nemotron", kTolerance},
+                      TinyCase{"phi", kTolerance}, TinyCase{"gptj", kTolerance}, TinyCase{"gpt_bigcode", kTolerance},
+                      TinyCase{"bloom", kTolerance}, TinyCase{"mpt", kTolerance}));
 
 }  // namespace
 }  // namespace ferrite

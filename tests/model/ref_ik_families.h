@@ -10,7 +10,9 @@
 //     h = rms_norm(x) * attn_norm
 //     q, k, v = h Wq (+ bq), h Wk (+ bk), h Wv (+ bv)
 //     hunyuan-moe, glm4moe: q, k = rms_norm per head * attn_q_norm /
-//                  attn_k_norm (before RoPE, as ik_llama.cpp 8337e4c orders them)
+//                  attn_k_norm (glm4moe before RoPE; hunyuan-moe after it, as
+//                  transformers' HunYuanMoEV1 orders them and ik_llama.cpp
+//                  8337e4c does not)
 //     RoPE of the first n_rot dimensions of every head: adjacent pairs
 //       (smollm3, glm4, ernie4_5*), NeoX pairs (hunyuan-moe, glm4moe); none on
 //       smollm3's layers with (il + 1) % 4 == 0
@@ -51,6 +53,7 @@ class RefIkFamily {
     n_embd_ = d::kEmbd;
     glm4moe_ = family == "glm4moe";
     neox_ = family == "hunyuan-moe" || glm4moe_;
+    norm_after_rope_ = family == "hunyuan-moe";
     n_rot_ = family == "glm4" || glm4moe_ ? 8 : d::kHeadDim;
   }
 
@@ -58,6 +61,7 @@ class RefIkFamily {
   // show that the comparison sees them.
   int64_t n_rot_ = 0;
   bool neox_ = false;
+  bool norm_after_rope_ = false;  // hunyuan-moe: q/k norms after RoPE
 
   // Logits [n, n_vocab] of one sequence at positions 0..n-1.
   ref::Rows logits(const std::vector<int32_t>& tokens) const {
@@ -109,7 +113,8 @@ class RefIkFamily {
     add_bias(q, p + "attn_q.bias");
     add_bias(k, p + "attn_k.bias");
     add_bias(v, p + "attn_v.bias");
-    if (g_.has(p + "attn_q_norm.weight")) {
+    const bool norms = g_.has(p + "attn_q_norm.weight");
+    if (norms && !norm_after_rope_) {
       ref::rms_norm(q, hd, g_.t(p + "attn_q_norm.weight"), kEps);
       ref::rms_norm(k, hd, g_.t(p + "attn_k_norm.weight"), kEps);
     }
@@ -117,6 +122,10 @@ class RefIkFamily {
       const ref::Rope r{n_rot_, neox_, 10000.0, 1.0};
       ref::rope(q, n, n_head, hd, pos, r);
       ref::rope(k, n, n_head_kv, hd, pos, r);
+    }
+    if (norms && norm_after_rope_) {
+      ref::rms_norm(q, hd, g_.t(p + "attn_q_norm.weight"), kEps);
+      ref::rms_norm(k, hd, g_.t(p + "attn_k_norm.weight"), kEps);
     }
     const ref::Rows a =
         ref::attention(q, k, v, pos, n, n_head, n_head_kv, hd, 1.0 / std::sqrt(static_cast<double>(hd)), 0);

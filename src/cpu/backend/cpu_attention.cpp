@@ -161,15 +161,19 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   }
 
   // 2. Q/K norms (per head, or over the whole projection: the weight's
-  // length says which), then rotary embedding.
-  if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q);
-  if (w.k_norm) rms_norm(k, w.k_norm.f32(), dims_.norm_rms_eps, n * n_kv / w.k_norm.cols(), w.k_norm.cols(), k);
+  // length says which), then rotary embedding (hunyuan-moe: the other way round).
+  auto qk_norms = [&] {
+    if (w.q_norm) rms_norm(q, w.q_norm.f32(), dims_.norm_rms_eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q);
+    if (w.k_norm) rms_norm(k, w.k_norm.f32(), dims_.norm_rms_eps, n * n_kv / w.k_norm.cols(), w.k_norm.cols(), k);
+  };
+  if (!spec.qk_norm_after_rope) qk_norms();
   if (spec.rope != backend::kNoRope) {
     const size_t r = static_cast<size_t>(spec.rope);
     const backend::RopeConfig& rc = ropes_[r];
     rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), q, n, dims_.n_head, hd);
     rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, dims_.n_head_kv, hd);
   }
+  if (spec.qk_norm_after_rope) qk_norms();
   // llama4: q and k of each head normed without a weight after RoPE; the
   // queries of its NoPE layers scaled by the token's temperature.
   if (spec.qk_unit_norm) {

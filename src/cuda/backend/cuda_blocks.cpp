@@ -182,8 +182,9 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   // Clipping (mpt's clamp_kqv) comes between the products and RoPE: no fused RoPE then.
   bool done = false;
   // llama4: the per-head norm after RoPE and the temperature of q come
-  // between RoPE and the cache (no fused RoPE + store then).
-  const bool llama4_steps = spec.qk_unit_norm || spec.temp_scale > 0.0f;
+  // between RoPE and the cache (no fused RoPE + store then); hunyuan-moe's
+  // weighted q/k norms after RoPE likewise (applied below, after this block).
+  const bool llama4_steps = spec.qk_unit_norm || spec.temp_scale > 0.0f || spec.qk_norm_after_rope;
   if (llama4_steps) {
     project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);
     if (r.c != nullptr) {
