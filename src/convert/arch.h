@@ -182,6 +182,8 @@ std::vector<ArchDef> ernie_archs();
 std::vector<ArchDef> hunyuan_archs();
 std::vector<ArchDef> layer_norm_decoder_archs();
 std::vector<ArchDef> gpt_line_archs();
+std::vector<ArchDef> deepseek2_archs();
+std::vector<ArchDef> smollm3_archs();
 
 // Whether a "model.layers.N." name is of a layer at or past config.json's
 // num_hidden_layers (the multi-token-prediction layers): ArchDef::drop.

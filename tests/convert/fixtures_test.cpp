@@ -255,7 +255,9 @@ INSTANTIATE_TEST_SUITE_P(
                       TinyCase{"ernie4_5_moe", kTolerance}, TinyCase{"hunyuan_v1_moe", kTolerance},
                       TinyCase{"stablelm", kTolerance}, TinyCase{"nemotron", kTolerance},
                       TinyCase{"phi", kTolerance}, TinyCase{"gptj", kTolerance}, TinyCase{"gpt_bigcode", kTolerance},
-                      TinyCase{"bloom", kTolerance}, TinyCase{"mpt", kTolerance}));
+                      TinyCase{"bloom", kTolerance}, TinyCase{"mpt", kTolerance}, TinyCase{"glm4", kTolerance},
+                      TinyCase{"smollm3", kTolerance}, TinyCase{"deepseek_v2", kTolerance},
+                      TinyCase{"deepseek_v3", kTolerance}));
 
 }  // namespace
 }  // namespace ferrite
