@@ -54,7 +54,7 @@ enum TensorFlags : uint32_t {
   kPermuteQ = 1u << 0,    // llama: Q rows reordered for adjacent-pair RoPE (heads = n_head)
   kPermuteK = 1u << 1,    // the same for K (heads = n_head_kv)
   kAddOne = 1u << 2,      // gemma: RMSNorm weights stored as 1 + w
-  kTranspose = 1u << 3,   // gpt2: Conv1D weights [in, out] -> [out, in]
+  kTranspose = 1u << 3,   // gpt2: Conv1D weights [in, out] -> [out, in] (3-D: each matrix, llama4's experts)
   kNeoxQkv = 1u << 4,     // gptneox: per-head interleaved q|k|v -> q, k, v blocks
   kFalconQkv = 1u << 5,   // falcon: per-KV-group q...q k v -> q, k, v blocks
   kAlsoOutput = 1u << 6,  // gpt2: also written as output.weight (tied head)
@@ -184,6 +184,9 @@ std::vector<ArchDef> layer_norm_decoder_archs();
 std::vector<ArchDef> gpt_line_archs();
 std::vector<ArchDef> deepseek2_archs();
 std::vector<ArchDef> smollm3_archs();
+std::vector<ArchDef> llama4_archs();
+// Llama 3.1's rope_freqs from rope_scaling "llama3" (none otherwise).
+std::vector<ExtraTensor> llama3_rope_freqs(Params& p);
 
 // Whether a "model.layers.N." name is of a layer at or past config.json's
 // num_hidden_layers (the multi-token-prediction layers): ArchDef::drop.

@@ -10,7 +10,6 @@
 #include "core/error.h"
 
 namespace ferrite::convert {
-namespace {
 
 // Llama 3.1's per-frequency factors, in float32 as llama.cpp computes them.
 std::vector<ExtraTensor> llama3_rope_freqs(Params& p) {
@@ -42,6 +41,8 @@ std::vector<ExtraTensor> llama3_rope_freqs(Params& p) {
   }
   return {t};
 }
+
+namespace {
 
 void llama_params(Params& p) {
   decoder_dims(p);

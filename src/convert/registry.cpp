@@ -11,7 +11,8 @@ const std::vector<ArchDef>& all_archs() {
     for (auto family : {llama_archs, qwen_archs, gemma_archs, phi3_archs, gpt2_archs, gptneox_archs, starcoder2_archs,
                         falcon_archs, bert_archs, mamba2_archs, granite_hybrid_archs, granite_archs, olmo_archs,
                         cohere_archs, glm4_archs, ernie_archs, hunyuan_archs, layer_norm_decoder_archs,
-                        gpt_line_archs, deepseek2_archs, smollm3_archs}) {
+                        gpt_line_archs, deepseek2_archs, smollm3_archs,
+                        llama4_archs}) {
       for (ArchDef& a : family()) out.push_back(std::move(a));
     }
     return out;

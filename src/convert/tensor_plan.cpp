@@ -100,8 +100,9 @@ void reshape_ssm(std::vector<int64_t>& shape, uint32_t flags, const Dims& dims, 
 }
 
 // kFirstHalf / kSecondHalf: of each outer block of rows [2 h, cols], rows [0, h) or [h, 2 h).
-void take_half(std::vector<float>& buf, const StTensor& t, bool second) {
-  const int64_t cols = t.shape.back(), rows = t.shape[t.shape.size() - 2], h = rows / 2;
+// rows x cols: the matrices of buf as the transforms before left them.
+void take_half(std::vector<float>& buf, int64_t rows, int64_t cols, bool second) {
+  const int64_t h = rows / 2;
   const int64_t outer = static_cast<int64_t>(buf.size()) / (rows * cols);
   std::vector<float> out(static_cast<size_t>(outer * h * cols));
   for (int64_t o = 0; o < outer; ++o) {
@@ -200,7 +201,7 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
     std::string gguf = with_bid(rule.gguf, key.bid);
     if (arch.gguf_rename) gguf = arch.gguf_rename(gguf, params);
     std::vector<int64_t> shape = t->shape;
-    if ((rule.flags & kTranspose) && shape.size() == 2) std::swap(shape[0], shape[1]);
+    if ((rule.flags & kTranspose) && shape.size() >= 2) std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
     reshape_ssm(shape, rule.flags, dims, t->name);
     if (key.xid >= 0) {
       if (key.xid >= dims.experts) {
@@ -317,12 +318,21 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
     if (t.flags & kAddOne) {
       for (float& v : buf) v += 1.0f;
     }
-    if ((t.flags & kTranspose) && first.shape.size() == 2) {
+    // The last two dimensions of each matrix: [outer][a][b] -> [outer][b][a].
+    int64_t mat_rows = first.shape.size() >= 2 ? first.shape[first.shape.size() - 2] : 1;
+    int64_t mat_cols = first.shape.empty() ? 1 : first.shape.back();
+    if ((t.flags & kTranspose) && first.shape.size() >= 2) {
       std::vector<float> tr(per);
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < cols; ++c) tr[static_cast<size_t>(c * rows + r)] = buf[static_cast<size_t>(r * cols + c)];
+      const int64_t a = mat_rows, b = mat_cols, outer = static_cast<int64_t>(per) / std::max<int64_t>(1, a * b);
+      for (int64_t o = 0; o < outer; ++o) {
+        const float* src = buf.data() + o * a * b;
+        float* dst = tr.data() + o * a * b;
+        for (int64_t r = 0; r < a; ++r) {
+          for (int64_t c = 0; c < b; ++c) dst[c * a + r] = src[r * b + c];
+        }
       }
       buf.swap(tr);
+      std::swap(mat_rows, mat_cols);
     }
     if (t.flags & kNeoxQkv) {
       // (n_head, 3, hd) -> (3, n_head, hd)
@@ -348,7 +358,7 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
       for (int64_t k = 0; k < kv; ++k) order.emplace_back(k, g + 1);
       reorder_blocks(buf, hd, cols, order, g + 2);
     }
-    if (half) take_half(buf, first, (t.flags & kSecondHalf) != 0);
+    if (half) take_half(buf, mat_rows, mat_cols, (t.flags & kSecondHalf) != 0);
     std::copy(buf.begin(), buf.end(), out.begin() + static_cast<std::ptrdiff_t>(e * buf.size()));
   }
   return out;

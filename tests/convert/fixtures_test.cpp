@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
                       TinyCase{"phi", kTolerance}, TinyCase{"gptj", kTolerance}, TinyCase{"gpt_bigcode", kTolerance},
                       TinyCase{"bloom", kTolerance}, TinyCase{"mpt", kTolerance}, TinyCase{"glm4", kTolerance},
                       TinyCase{"smollm3", kTolerance}, TinyCase{"deepseek_v2", kTolerance},
-                      TinyCase{"deepseek_v3", kTolerance}));
+                      TinyCase{"deepseek_v3", kTolerance}, TinyCase{"llama4", kTolerance}));
 
 }  // namespace
 }  // namespace ferrite
