@@ -57,6 +57,27 @@ void write_out(const std::string& s) {
   std::fflush(stdout);
 }
 
+// An encoder-decoder (t5): the prompt is the encoder's input (llama.cpp's
+// llama_encode) and the decoder generates from its start token, which
+// replaces `tokens`. The encoder's token count (0: a decoder-only model,
+// tokens unchanged) and its time.
+struct EncodedPrompt {
+  int64_t n_tokens = 0;
+  double seconds = 0.0;
+};
+
+EncodedPrompt encode_prompt(runtime::Context& ctx, std::vector<int32_t>& tokens, const tokenizer::Tokenizer& tok,
+                            const CliOptions& opt, bool drafting) {
+  if (!ctx.has_encoder()) return {};
+  if (drafting) throw InvalidArgument("speculative decoding is not supported for encoder-decoder models");
+  if (!opt.prompt_cache.empty()) throw InvalidArgument("--prompt-cache is not supported for encoder-decoder models");
+  const auto t0 = Clock::now();
+  ctx.encode(tokens, 0);
+  EncodedPrompt e{static_cast<int64_t>(tokens.size()), seconds_since(t0)};
+  tokens = {ctx.decoder_start_token(tok.bos())};
+  return e;
+}
+
 // The tokens a context shift keeps: --keep N prompt tokens after the BOS
 // (-1 or more than the prompt: all of it), as llama-cli counts them.
 int64_t tokens_to_keep(const CliOptions& opt, const std::vector<int32_t>& tokens, const tokenizer::Tokenizer& tok) {
@@ -111,14 +132,7 @@ int run_generate_impl(CliOptions& opt) {
     if (tok.bos() < 0) throw InvalidArgument("empty prompt and the model has no BOS token");
     tokens.push_back(tok.bos());
   }
-  if (ctx.has_encoder()) {
-    // An encoder-decoder (t5): the prompt is the encoder's input (llama.cpp's
-    // llama_encode) and the decoder generates from its start token.
-    if (draft.drafter) throw InvalidArgument("speculative decoding is not supported for encoder-decoder models");
-    if (!opt.prompt_cache.empty()) throw InvalidArgument("--prompt-cache is not supported for encoder-decoder models");
-    ctx.encode(tokens, 0);
-    tokens = {ctx.decoder_start_token(tok.bos())};
-  }
+  const EncodedPrompt encoded = encode_prompt(ctx, tokens, tok, opt, draft.drafter != nullptr);
   const int64_t n_prompt = static_cast<int64_t>(tokens.size());
   bool shift = !opt.no_context_shift;
   if (opt.n_predict == -2) {
@@ -169,9 +183,15 @@ int run_generate_impl(CliOptions& opt) {
 
   const int64_t n_gen = gen.n_generated();
   std::fprintf(stderr, "\nload: %.2f s\n", load_s);
-  std::fprintf(stderr, "prompt: %lld tokens (%lld evaluated) in %.3f s, %.2f tokens/s\n",
-               static_cast<long long>(n_prompt), static_cast<long long>(ps.n_evaluated), prompt_s,
-               prompt_s > 0 ? static_cast<double>(ps.n_evaluated) / prompt_s : 0.0);
+  if (encoded.n_tokens > 0) {
+    std::fprintf(stderr, "prompt: %lld tokens encoded in %.3f s, %.2f tokens/s\n",
+                 static_cast<long long>(encoded.n_tokens), encoded.seconds,
+                 encoded.seconds > 0 ? static_cast<double>(encoded.n_tokens) / encoded.seconds : 0.0);
+  } else {
+    std::fprintf(stderr, "prompt: %lld tokens (%lld evaluated) in %.3f s, %.2f tokens/s\n",
+                 static_cast<long long>(n_prompt), static_cast<long long>(ps.n_evaluated), prompt_s,
+                 prompt_s > 0 ? static_cast<double>(ps.n_evaluated) / prompt_s : 0.0);
+  }
   std::fprintf(stderr, "generation: %lld tokens in %.3f s, %.2f tokens/s%s", static_cast<long long>(n_gen), gen_s,
                gen_s > 0 ? static_cast<double>(n_gen) / gen_s : 0.0,
                gen.finish() == runtime::FinishReason::kInterrupted ? " (interrupted)" : "");
