@@ -4,6 +4,8 @@
 // user-defined piece counts as NORMAL there); added_tokens.json and the added
 // tokens of tokenizer_config.json then overwrite their ids with score -1000.
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "convert/special_vocab.h"
 #include "convert/spm_model.h"
@@ -26,9 +28,18 @@ GgufTokenType type_of(SpmPieceType t) {
 }  // namespace
 
 std::string spm_marks_to_spaces(std::string text) {
-  static const std::string kMark = "\xe2\x96\x81";
-  for (size_t p = text.find(kMark); p != std::string::npos; p = text.find(kMark, p + 1)) text.replace(p, kMark.size(), " ");
-  return text;
+  // Copied piece by piece (gcc 12's -Wrestrict misjudges string::replace here).
+  static const std::string_view kMark = "\xe2\x96\x81";
+  std::string out;
+  out.reserve(text.size());
+  size_t from = 0;
+  for (size_t p = text.find(kMark); p != std::string::npos; p = text.find(kMark, from)) {
+    out.append(text, from, p - from);
+    out.push_back(' ');
+    from = p + kMark.size();
+  }
+  out.append(text, from, std::string::npos);
+  return out;
 }
 
 VocabKeys vocab_sentencepiece(const HfFiles& f, int64_t vocab_size, bool phi3_added_tokens) {

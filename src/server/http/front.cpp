@@ -100,16 +100,15 @@ struct Front::Impl {
   FrontStats stats;
 };
 
-namespace {
-
+// One request and its response on a connection. Not in an anonymous
+// namespace: Connection holds it, and a unity build includes this file into
+// another, where a member of internal linkage draws -Wsubobject-linkage.
 struct Exchange {
   Request req;
   Response res;
   Clock::time_point start = Clock::now();
   bool keep_alive = true;
 };
-
-}  // namespace
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
