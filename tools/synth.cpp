@@ -22,6 +22,7 @@
 #include "quant/mix.h"
 #include "quant/type_traits.h"
 #include "quant_progress.h"
+#include "synth_rwkv.h"
 
 namespace ferrite::tools {
 namespace {
@@ -146,6 +147,24 @@ void fill_from_pool(const std::vector<uint8_t>& pool, size_t block_bytes, uint8_
   for (auto& th : pool_threads) th.join();
 }
 
+// The attention shapes' keys.
+void set_model_metadata(gguf::Writer& w, const Shape& s) {
+  const std::string a = s.arch;
+  w.set(a + ".context_length", gguf::Value::u32(kContextLength));
+  w.set(a + ".embedding_length", gguf::Value::u32(static_cast<uint32_t>(s.n_embd)));
+  w.set(a + ".block_count", gguf::Value::u32(static_cast<uint32_t>(s.n_layer)));
+  w.set(a + ".feed_forward_length", gguf::Value::u32(static_cast<uint32_t>(s.n_ff)));
+  w.set(a + ".attention.head_count", gguf::Value::u32(static_cast<uint32_t>(s.n_head)));
+  w.set(a + ".attention.head_count_kv", gguf::Value::u32(static_cast<uint32_t>(s.n_head_kv)));
+  w.set(a + ".rope.dimension_count", gguf::Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
+  w.set(a + ".rope.freq_base", gguf::Value::f32(s.rope_base));
+  w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(s.norm_eps));
+  if (s.n_expert > 0) {
+    w.set(a + ".expert_count", gguf::Value::u32(static_cast<uint32_t>(s.n_expert)));
+    w.set(a + ".expert_used_count", gguf::Value::u32(static_cast<uint32_t>(s.n_expert_used)));
+  }
+}
+
 int run_synth(const SynthOptions& opt) {
   const Shape* shape = nullptr;
   std::string names;
@@ -153,7 +172,10 @@ int run_synth(const SynthOptions& opt) {
     names += std::string(" ") + s.name;
     if (opt.preset == s.name) shape = &s;
   }
-  if (shape == nullptr) throw InvalidArgument("unknown --preset '" + opt.preset + "'; known:" + names);
+  const RwkvShape* rwkv = find_rwkv_shape(opt.preset, names);
+  if (shape == nullptr && rwkv == nullptr) {
+    throw InvalidArgument("unknown --preset '" + opt.preset + "'; known:" + names);
+  }
   const quant::Preset* preset = quant::find_preset(opt.type);
   if (preset == nullptr) throw InvalidArgument("unknown --type '" + opt.type + "'");
   const gguf::File vocab = gguf::File::open(opt.vocab);
@@ -161,29 +183,23 @@ int run_synth(const SynthOptions& opt) {
   if (tokens == nullptr || tokens->size() == 0) throw ModelError(opt.vocab + ": no tokenizer.ggml.tokens");
   const auto n_vocab = static_cast<int64_t>(tokens->size());
 
-  std::vector<gguf::TensorInfo> tensors = model_tensors(*shape, n_vocab);
+  std::vector<gguf::TensorInfo> tensors = rwkv ? rwkv_tensors(*rwkv, n_vocab) : model_tensors(*shape, n_vocab);
   for (auto& t : tensors) t.type = TensorType::F32;
-  quant::MixModel model{shape->arch, shape->n_head, shape->n_head_kv, shape->n_expert, shape->n_layer};
+  const quant::MixModel model =
+      rwkv ? quant::MixModel{rwkv->version == 7 ? "rwkv7" : "rwkv6", 1, 1, 0, rwkv->n_layer}
+           : quant::MixModel{shape->arch, shape->n_head, shape->n_head_kv, shape->n_expert, shape->n_layer};
   const std::vector<TensorType> types = quant::plan_mix(tensors, model, *preset, {});
+  const char* preset_name = rwkv ? rwkv->name : shape->name;
 
-  const std::string a = shape->arch;
   gguf::Writer w;
-  w.set("general.architecture", gguf::Value::string(a));
-  w.set("general.name", gguf::Value::string(std::string("ferrite synth ") + shape->name));
+  w.set("general.architecture", gguf::Value::string(model.arch));
+  w.set("general.name", gguf::Value::string(std::string("ferrite synth ") + preset_name));
   w.set("general.file_type", gguf::Value::u32(preset->file_type));
   w.set("general.quantization_version", gguf::Value::u32(2));
-  w.set(a + ".context_length", gguf::Value::u32(kContextLength));
-  w.set(a + ".embedding_length", gguf::Value::u32(static_cast<uint32_t>(shape->n_embd)));
-  w.set(a + ".block_count", gguf::Value::u32(static_cast<uint32_t>(shape->n_layer)));
-  w.set(a + ".feed_forward_length", gguf::Value::u32(static_cast<uint32_t>(shape->n_ff)));
-  w.set(a + ".attention.head_count", gguf::Value::u32(static_cast<uint32_t>(shape->n_head)));
-  w.set(a + ".attention.head_count_kv", gguf::Value::u32(static_cast<uint32_t>(shape->n_head_kv)));
-  w.set(a + ".rope.dimension_count", gguf::Value::u32(static_cast<uint32_t>(shape->n_embd / shape->n_head)));
-  w.set(a + ".rope.freq_base", gguf::Value::f32(shape->rope_base));
-  w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(shape->norm_eps));
-  if (shape->n_expert > 0) {
-    w.set(a + ".expert_count", gguf::Value::u32(static_cast<uint32_t>(shape->n_expert)));
-    w.set(a + ".expert_used_count", gguf::Value::u32(static_cast<uint32_t>(shape->n_expert_used)));
+  if (rwkv) {
+    set_rwkv_metadata(w, *rwkv);
+  } else {
+    set_model_metadata(w, *shape);
   }
   for (const auto& kv : vocab.metadata()) {
     if (kv.key.rfind("tokenizer.", 0) == 0) w.set(kv.key, kv.value);
@@ -208,7 +224,9 @@ int run_synth(const SynthOptions& opt) {
     const uint64_t n_blocks = t.n_elements / static_cast<uint64_t>(tt.block_size);
     progress.update(done, t.name, tt.name);
     if (t.n_dims == 1) {  // norms: ones; biases: small values
-      std::vector<float> v(t.n_elements, t.name.find("norm") != std::string::npos ? 1.0f : 0.0f);
+      // (RWKV's group-norm weights are time_mix_ln.weight.)
+      const bool ones = t.name.find("norm") != std::string::npos || t.name.find("_ln.weight") != std::string::npos;
+      std::vector<float> v(t.n_elements, ones ? 1.0f : 0.0f);
       if (t.name.find("bias") != std::string::npos) {
         std::mt19937 rng(static_cast<uint32_t>(opt.seed + i));
         std::normal_distribution<float> normal(0.0f, kWeightStd);
@@ -233,7 +251,7 @@ int run_synth(const SynthOptions& opt) {
   w.close();
   progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "%s: %s %s, %.2f GiB in %.1f s (%.2f GiB/s)\n", opt.output.c_str(), shape->name, preset->name,
+  std::fprintf(stderr, "%s: %s %s, %.2f GiB in %.1f s (%.2f GiB/s)\n", opt.output.c_str(), preset_name, preset->name,
                static_cast<double>(total) / (1 << 30), secs, static_cast<double>(total) / (1 << 30) / secs);
   return 0;
 }
@@ -242,7 +260,7 @@ const CommandRegistrar kSynth({"synth", "Write a random-weight model of a real s
                                [](CLI::App& sub) -> std::function<int()> {
                                  auto opt = std::make_shared<SynthOptions>();
                                  sub.add_option("--preset", opt->preset,
-                                                "Shape: llama-1b llama-7b llama3-8b mixtral-8x1b qwen2-7b")
+                                                "Shape: llama-1b llama-7b llama3-8b mixtral-8x1b qwen2-7b rwkv6-1b6 rwkv7-1b5")
                                      ->required();
                                  sub.add_option("--type", opt->type, "Quantization preset (Q4_K_M, Q8_0, F16, ...)")
                                      ->required();

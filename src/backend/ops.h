@@ -155,6 +155,27 @@ struct SsmSpec {
   int64_t in_cols() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }
 };
 
+// An RWKV layer (rwkv6 / rwkv7; model/arch_rwkv.cpp has the definitions).
+// For each token t of the batch in batch order, with the state of its
+// sequence (KvView::rs: the token-shift rows [2, n_embd] in the conv state,
+// att at 0 and ffn at 1; the wkv matrices [n_head, head_size, head_size] in
+// the ssm state), prev_t is the previous token's normed input of the same
+// sequence (its shift row for the first token of the batch), and the last
+// token's input becomes the shift row.
+// rwkv6's wkv: per head, S [key i, value j]:
+//   y_j = sum_i r_i (S_ij + u_i k_i v_j);  S_ij = w_i S_ij + k_i v_j
+// rwkv7's: per head, S [value i, key j], a = -kk, b = kk * iclr:
+//   S_ij = S_ij w_j + v_i k_j + (sum_l a_l S_il) b_j;  y_i = sum_j S_ij r_j
+// then a per-head LayerNorm (eps gn_eps), * ln + ln_b, the gate, the output projection.
+struct RwkvSpec {
+  int64_t layer = 0;                 // the layer of KvView::rs
+  const RwkvWeights* w = nullptr;
+  int version = 6;                   // 6 or 7
+  int64_t n_embd = 0, head_size = 0;
+  float gn_eps = 64e-5f;             // llama.cpp's group norm epsilon
+  int64_t n_head() const { return head_size > 0 ? n_embd / head_size : 0; }
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -213,6 +234,19 @@ class Ops {
   // it throws InvalidArgument.
   virtual void ssm(const SsmSpec& /*spec*/, Act /*h*/, Act /*out*/, bool /*accumulate*/ = false) {
     throw InvalidArgument("this backend does not run state-space (Mamba-2) layers");
+  }
+  // out [n, n_embd] (+)= the RWKV time mix of the normed input h (RwkvSpec),
+  // reading and updating each token's shift row 0 and wkv state. rwkv7:
+  // v_first [n, n_embd] receives layer 0's values and gives them to the
+  // later layers' value residual (unused by rwkv6). A backend without it
+  // throws InvalidArgument.
+  virtual void rwkv_time_mix(const RwkvSpec& /*spec*/, Act /*h*/, Act /*out*/, Act /*v_first*/,
+                             bool /*accumulate*/ = false) {
+    throw InvalidArgument("this backend does not run RWKV layers");
+  }
+  // out (+)= the RWKV channel mix of h, reading and updating shift row 1.
+  virtual void rwkv_channel_mix(const RwkvSpec& /*spec*/, Act /*h*/, Act /*out*/, bool /*accumulate*/ = false) {
+    throw InvalidArgument("this backend does not run RWKV layers");
   }
   // out [n_out, x.cols] = rows ForwardBatch::out_rows of x.
   virtual void gather_rows(Act x, Act out) = 0;

@@ -110,4 +110,25 @@ struct SsmWeights {
   Weight out;       // [d_inner, n_embd]
 };
 
+// An RWKV layer's time mix and channel mix (llama.cpp's names in
+// model/arch_rwkv.cpp). The f32 vectors are [n_embd] unless said; a slice of
+// a stacked tensor is a Weight of its own (the model keeps its TensorInfo).
+struct RwkvWeights {
+  // The token-shift mixes: x_j = h + (prev - h) * (lerp[j] (+ the data-dependent term, rwkv6)),
+  // j over rwkv6's w, k, v, r, g or rwkv7's r, w, k, v, a, g (g absent without gate).
+  Weight lerp[6];
+  // rwkv6: lerp_x, the data-dependent mix's LoRA tanh(x w1) [n_embd, 5 extra] then w2[j] [extra, n_embd];
+  // the decay  decay + tanh(xw decay_w1) decay_w2, time_mix_first (u) [head_size, n_head].
+  Weight lerp_x, w1, w2[5];
+  Weight decay, decay_w1, decay_w2, first;
+  // rwkv7: decay LoRA w0 + tanh(x w1) w2 (in w1/w2 above are rwkv6's; here d1/d2), in-context
+  // learning rate a0 + (x a1) a2, value residual v0 + (x v1) v2 (layers > 0), gate sigmoid(x g1) g2
+  // (optional), k_k, k_a, r_k.
+  Weight w0, d1, d2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k;
+  Weight key, value, receptance, gate, output;  // gate: rwkv6's (silu)
+  Weight ln, ln_b;                              // the group norm's affine [n_embd]
+  // The channel mix: k = relu(W_key xk)^2; rwkv6: sigmoid(W_r xr) * (W_value k); rwkv7: W_value k.
+  Weight cm_lerp_k, cm_lerp_r, cm_key, cm_value, cm_receptance;
+};
+
 }  // namespace ferrite::backend

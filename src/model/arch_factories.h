@@ -68,7 +68,9 @@
   X("gpt-oss", make_gpt_oss)     \
   X("llama4", make_llama4)       \
   X("mamba2", make_mamba2)       \
-  X("granitehybrid", make_granitehybrid)
+  X("granitehybrid", make_granitehybrid) \
+  X("rwkv6", make_rwkv6)         \
+  X("rwkv7", make_rwkv7)
 
 namespace ferrite::model {
 

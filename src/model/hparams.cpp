@@ -49,6 +49,21 @@ void read_ssm(const gguf::Metadata& md, HParams& hp) {
   }
 }
 
+// RWKV's keys (hparams.h): the head size must divide the width.
+void read_rwkv(const gguf::Metadata& md, HParams& hp) {
+  const std::string k = md.arch_key("wkv.head_size");
+  hp.rwkv_head_size = bounded(md, k, md.get_uint(k), kMaxDim);
+  if (hp.n_embd % hp.rwkv_head_size != 0) {
+    throw ModelError(md.file().path() + ": " + k + " " + std::to_string(hp.rwkv_head_size) +
+                     " does not divide embedding_length " + std::to_string(hp.n_embd));
+  }
+  const std::string ts = md.arch_key("token_shift_count");
+  hp.rwkv_token_shift = md.has(ts) ? bounded(md, ts, md.get_uint(ts), 2) : 2;
+  if (auto ff = md.opt_uint(md.arch_key("feed_forward_length"))) {
+    hp.n_ff = bounded(md, md.arch_key("feed_forward_length"), *ff, kMaxDim);
+  }
+}
+
 // A model of SSM layers only: the keys that remain.
 HParams finish_ssm_only(const gguf::Metadata& md, HParams& hp) {
   hp.norm_eps = md.opt_float(md.arch_key("attention.layer_norm_epsilon")).value_or(hp.norm_eps);
@@ -69,6 +84,13 @@ HParams read_hparams(const gguf::Metadata& md) {
   hp.n_ctx_train = static_cast<int64_t>(md.opt_uint(key("context_length")).value_or(0));
   // State-space models (mamba2: head_count 0) and hybrids (granitehybrid:
   // head_count_kv 0 on the SSM layers) have layers without attention.
+  // RWKV: no attention (llama.cpp's converter writes head_count 0).
+  if (md.has(key("wkv.head_size"))) {
+    read_rwkv(md, hp);
+    hp.n_head = hp.n_head_kv = hp.head_dim = 0;
+    hp.rope.n_rot = 0;
+    return finish_ssm_only(md, hp);
+  }
   const bool ssm = md.has(key("ssm.state_size"));
   if (ssm) read_ssm(md, hp);
   const uint64_t heads =

@@ -76,6 +76,12 @@ struct HParams {
   // architecture); the runtime keeps a recurrent state for them (and no K/V).
   int64_t ssm_d_conv = 0, ssm_d_inner = 0, ssm_d_state = 0, ssm_n_group = 0, ssm_n_head = 0;
   std::vector<bool> recurrent_layers;
+  // RWKV (rwkv6, rwkv7): <arch>.wkv.head_size (> 0 marks the family) and
+  // token_shift_count (2: the time mix's and the channel mix's previous
+  // rows). Its recurrent state per layer: the token-shift rows in the place
+  // of the conv state, the wkv matrices [n_embd / head_size, head_size,
+  // head_size] in the place of the scan's.
+  int64_t rwkv_head_size = 0, rwkv_token_shift = 0;
 
   int64_t n_embd_q() const { return n_head * head_dim; }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
@@ -91,9 +97,15 @@ struct HParams {
     }
     return false;
   }
-  // Floats of one sequence's recurrent state in an SSM layer: conv [d_conv - 1, conv_ch], ssm [d_inner, d_state].
-  int64_t ssm_conv_floats() const { return (ssm_d_conv - 1) * (ssm_d_inner + 2 * ssm_n_group * ssm_d_state); }
-  int64_t ssm_state_floats() const { return ssm_d_inner * ssm_d_state; }
+  // Floats of one sequence's recurrent state in an SSM layer: conv [d_conv - 1, conv_ch], ssm [d_inner, d_state];
+  // in an RWKV layer: token shift [token_shift_count, n_embd], wkv [n_embd, head_size].
+  int64_t ssm_conv_floats() const {
+    if (rwkv_head_size > 0) return rwkv_token_shift * n_embd;
+    return (ssm_d_conv - 1) * (ssm_d_inner + 2 * ssm_n_group * ssm_d_state);
+  }
+  int64_t ssm_state_floats() const {
+    return rwkv_head_size > 0 ? n_embd * rwkv_head_size : ssm_d_inner * ssm_d_state;
+  }
   bool has_swa_layers() const {
     for (int64_t il = 0; il < n_layer; ++il) {
       if (is_swa(il)) return true;

@@ -273,7 +273,10 @@ bool tensor_is_quantizable(const gguf::TensorInfo& t) {
   const std::string& n = t.name;
   if (n.size() < 6 || n.compare(n.size() - 6, 6, "weight") != 0) return false;
   for (const char* skip : {"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel", "per_layer_model_proj",
-                           "ssm_conv1d", "attn_rel_b.weight", "time_mix_first.weight"}) {
+                           "ssm_conv1d", "attn_rel_b.weight", "time_mix_first.weight",
+                           // RWKV's LoRAs and stacked lerps stay as they are (llama.cpp's list)
+                           "time_mix_w1.weight", "time_mix_w2.weight", "time_mix_decay_w1.weight",
+                           "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight"}) {
     if (contains(n, skip)) return false;
   }
   return n != "position_embd.weight" && n != "token_types.weight";

@@ -90,4 +90,23 @@ class UgmEncoder {
   std::unique_ptr<Impl> impl_;
 };
 
+// The RWKV world tokenizer (rwkv.cpp): greedy longest match over a trie of
+// the tokens' bytes (their GGUF text unescaped by rwkv_unescape).
+class RwkvEncoder {
+ public:
+  explicit RwkvEncoder(const Vocab& v);
+  void encode(std::string_view text, std::vector<int32_t>& out) const;
+
+ private:
+  struct Node {
+    std::unordered_map<uint8_t, int32_t> next;
+    int32_t id = kNoToken;
+  };
+  const Vocab& v_;
+  std::vector<Node> nodes_;  // [0] is the root
+};
+
+// A token's bytes from its escaped RWKV text (rwkv.cpp).
+std::string rwkv_unescape(std::string_view escaped);
+
 }  // namespace ferrite::tokenizer

@@ -15,6 +15,7 @@ struct Tokenizer::Impl {
   std::optional<BpeEncoder> bpe;
   std::optional<WpmEncoder> wpm;
   std::optional<UgmEncoder> ugm;
+  std::optional<RwkvEncoder> rwkv;
   std::vector<std::string> pieces;  // [n_vocab] piece with special tokens rendered
 
   explicit Impl(Vocab vocab) : v(std::move(vocab)) {
@@ -24,6 +25,7 @@ struct Tokenizer::Impl {
       case ModelKind::BPE: bpe.emplace(v); break;
       case ModelKind::WPM: wpm.emplace(v); break;
       case ModelKind::UGM: ugm.emplace(v); break;
+      case ModelKind::RWKV: rwkv.emplace(v); break;
     }
     pieces.resize(v.text.size());
     for (size_t id = 0; id < v.text.size(); ++id) pieces[id] = make_piece(static_cast<int32_t>(id));
@@ -33,6 +35,7 @@ struct Tokenizer::Impl {
     const std::string& t = v.text[static_cast<size_t>(id)];
     const uint32_t a = v.attr[static_cast<size_t>(id)];
     if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return t;
+    if (v.kind == ModelKind::RWKV) return rwkv_unescape(t);
     if (a & kAttrByte) {
       // "<0xXX>"
       const auto hex = [](char c) -> int {
@@ -100,6 +103,7 @@ struct Tokenizer::Impl {
         break;
       case ModelKind::WPM: wpm->encode(text, out); break;
       case ModelKind::UGM: ugm->encode(text, out); break;
+      case ModelKind::RWKV: rwkv->encode(text, out); break;
     }
     prev_special = false;
   }

@@ -93,6 +93,8 @@ Vocab Vocab::from_gguf(const gguf::File& file) {
       v.precompiled_charsmap.reserve(cm->size());
       for (const auto& item : cm->items()) v.precompiled_charsmap.push_back(static_cast<uint8_t>(item.as_int()));
     }
+  } else if (v.model_name == "rwkv") {
+    v.kind = ModelKind::RWKV;  // no BOS, EOS or unknown token unless the file names them
   } else {
     throw ModelError(file.path() + ": unsupported tokenizer model '" + v.model_name + "' (tokenizer.ggml.model)");
   }

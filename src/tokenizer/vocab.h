@@ -17,7 +17,7 @@ namespace ferrite::tokenizer {
 
 constexpr int32_t kNoToken = -1;
 
-enum class ModelKind { SPM, BPE, WPM, UGM };
+enum class ModelKind { SPM, BPE, WPM, UGM, RWKV };
 
 // tokenizer.ggml.token_type values.
 enum class TokenType : int32_t { Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };

@@ -51,6 +51,9 @@ class CpuBackend final : public backend::Backend {
   void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void ssm(const backend::SsmSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
+  void rwkv_time_mix(const backend::RwkvSpec& spec, backend::Act h, backend::Act out, backend::Act v_first,
+                     bool accumulate) override;
+  void rwkv_channel_mix(const backend::RwkvSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act a) override { return a.data; }
   void to_host(backend::Act a, float* host) override;
@@ -72,6 +75,11 @@ class CpuBackend final : public backend::Backend {
                  const backend::KvView* view = nullptr);
   // out = down(act(gate h) * up h) (+ biases), or down(act(up h)) without gate; act SiLU or f16-table GELU.
   void ffn_gated(const backend::FfnWeights& w, bool gelu, const float* h, int64_t n, float* out);
+
+  // cpu_rwkv.cpp: the layer's recurrent state (InvalidArgument without one).
+  const backend::RecurrentLayer& rwkv_state(const backend::RwkvSpec& spec) const;
+  void rwkv6_time_mix(const backend::RwkvSpec& spec, const float* h, const float* sx, float* y);
+  void rwkv7_time_mix(const backend::RwkvSpec& spec, const float* h, const float* sx, float* v_first, float* y);
 
   backend::ModelDims dims_;
   ThreadPool& pool_;

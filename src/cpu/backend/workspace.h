@@ -23,6 +23,8 @@ struct Workspace {
   std::vector<float> kv_row32;            // one quantized cache row as f32: [n_embd_kv]
   // Mixture of experts: router probabilities and per-expert gathered rows.
   std::vector<float> router, moe_in, moe_a, moe_b, moe_out, shexp_gate;
+  // RWKV's time and channel mixes (cpu_rwkv.cpp).
+  std::vector<float> rwkv;
   // RoPE tables of the batch's positions, per prepared table: [n_tokens, n_rot/2].
   std::vector<std::vector<float>> rope_cos, rope_sin;
   MatmulScratch matmul;

@@ -22,7 +22,7 @@
 // Files: cuda_backend.cpp (step life, staging, graphs, buffers, the
 // element-wise and row operations), cuda_blocks.cpp (attention, the
 // feed-forward variants, the experts, the encoders' attention),
-// cuda_mla.cpp (multi-head latent attention), cuda_ssm.cpp (the Mamba-2 mixer),
+// cuda_mla.cpp (multi-head latent attention), cuda_ssm.cpp (the Mamba-2 mixer), cuda_rwkv.cpp (RWKV's mixes),
 // weights.h (device copies of the weights), gpu_moe.h, linear.h,
 // cuda_lora.cpp (the LoRA terms, backend/lora.h).
 #pragma once
@@ -88,6 +88,9 @@ class CudaBackend final : public backend::Backend {
   void encoder_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void cross_attention(const backend::AttentionSpec& spec, backend::Act h, backend::Act out) override;
   void ssm(const backend::SsmSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
+  void rwkv_time_mix(const backend::RwkvSpec& spec, backend::Act h, backend::Act out, backend::Act v_first,
+                     bool accumulate) override;
+  void rwkv_channel_mix(const backend::RwkvSpec& spec, backend::Act h, backend::Act out, bool accumulate) override;
   void gather_rows(backend::Act x, backend::Act out) override;
   const float* host_data(backend::Act) override { return nullptr; }
   void to_host(backend::Act a, float* host) override;
@@ -231,6 +234,21 @@ class CudaBackend final : public backend::Backend {
   // cuda_ssm.cpp: the recurrent states of the step's sequences (copied from
   // and back to the runtime's host rows around each SSM layer) and each token's index into them.
   DeviceBuffer ssm_states_, ssm_slots_;
+  // cuda_rwkv.cpp: the batch's RWKV state rows on the device (in ssm_states_:
+  // the shift rows [n_u, 2, n_embd], then the wkv matrices [n_u, n_embd,
+  // head_size]) and each token's index among them (ssm_slots_); copied there
+  // (to_device) or back; the mixes' scratch.
+  struct RwkvRows {
+    float* shift = nullptr;
+    float* wkv = nullptr;
+    const int32_t* idx = nullptr;
+  };
+  RwkvRows rwkv_rows(const backend::RwkvSpec& spec, bool wkv, bool to_device);
+  float* rwkv_product(const backend::Weight& w, float* in, int64_t n, float* out, bool accumulate = false);
+  void rwkv6_mix_gpu(const backend::RwkvSpec& spec, const float* h, const float* sx, const RwkvRows& st, float* y);
+  void rwkv7_mix_gpu(const backend::RwkvSpec& spec, const float* h, const float* sx, float* v_first,
+                     const RwkvRows& st, float* y);
+  DeviceBuffer rwkv_buf_;
   DeviceBuffer lora_scales_;  // the step's user scales: per adapter [n_tokens], then per adapter [n_out]
 
   // CUDA graphs of one-token steps, one per key (n_tokens, n_out, n_kv, cells read, mask stride).
