@@ -22,11 +22,11 @@ constexpr float kSuperHi = 1.10f;
 constexpr int kCodeSearch = 1;        // codes tried each side of the rounded one
 // The least-squares fit shrinks: the dequantized block q has gain
 // g = <q,t>/<t,t> < 1 (0.85 for IQ1_S on a trained model). The super-scale is
-// multiplied by g^-kGainPower (at most kMaxGain). On testbed-small
+// multiplied by g^-lay.gain_power (at most kMaxGain). On testbed-small
 // (bench/QUALITY.md) KLD falls for every lattice type as the power goes 0 ->
-// 0.75 (IQ1_S 0.422 -> 0.347); the plain RMSE rises with it, and 0.6 keeps
-// the RMSE bar against llama.cpp on the synth model.
-constexpr double kGainPower = 0.6;
+// 0.75 (IQ1_S 0.422 -> 0.347); the plain RMSE rises with it, and the power of
+// each type (kIqGainPower, or its own: IQ1_S, IQ2_XXS, IQ2_XS) keeps the RMSE
+// bar against llama.cpp on the synth model.
 constexpr double kMaxGain = 1.5;
 
 // One sub-block being fitted: targets t (signs removed unless in the grid)
@@ -279,13 +279,13 @@ BlockSums block_sums(const float* t, const float* w, const IqLayout& lay, const 
   return s;
 }
 
-// Scales out.d up by g^-kGainPower, g = <q,t>/<t,t> the weighted gain of the
+// Scales out.d up by g^-lay.gain_power, g = <q,t>/<t,t> the weighted gain of the
 // block as quantized (entries and codes unchanged).
 void undo_shrinkage(const float* t, const float* w, const IqLayout& lay, IqSuperBlock& out) {
   const double d = fp16_to_fp32(out.d);
   const BlockSums s = block_sums(t, w, lay, out, d);
   if (!(s.tq > 0.0 && s.tt > 0.0)) return;
-  const double k = std::min(kMaxGain, std::max(1.0, std::pow(s.tt / s.tq, kGainPower)));
+  const double k = std::min(kMaxGain, std::max(1.0, std::pow(s.tt / s.tq, lay.gain_power)));
   const uint16_t dh = fp32_to_fp16(static_cast<float>(d * k));
   if (std::isfinite(fp16_to_fp32(dh))) out.d = dh;  // near f16's top the scale stays as fitted
 }

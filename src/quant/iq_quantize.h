@@ -22,6 +22,9 @@
 namespace ferrite::quant {
 
 enum class IqSigns { kFree, kEvenParity, kInGrid };
+
+// The shrinkage correction's power (step 5) for the types without their own.
+constexpr double kIqGainPower = 0.6;
 // IQ1 values are (grid + delta) with delta = ±delta_size per sub-block or
 // per group of 8.
 enum class IqDelta { kNone, kPerSubBlock, kPerGroup };
@@ -34,6 +37,10 @@ struct IqLayout {
   IqSigns signs;
   IqDelta delta = IqDelta::kNone;
   float delta_size = 0.0f;
+  // Step 5: d is multiplied by g^-gain_power. Per type, each the largest of
+  // those tried that keeps the plain RMSE on the synth model at or below
+  // llama.cpp's (QuantizeRmseSlow) where KLD still fell: bench/QUALITY.md.
+  double gain_power = kIqGainPower;
 };
 
 constexpr int kIqMaxGroups = kQKK / 4;

@@ -209,23 +209,25 @@ uint16_t fit_sub_scales(const float* s, const float* weights, int n, int cmin, i
   return dh;
 }
 
-void make_weights(const float* x, const float* importance, int n, float* w) {
+void make_weights(const float* x, const float* importance, int n, float* w, float sigma_scale) {
   if (importance == nullptr) {
     std::fill(w, w + n, 1.0f);
     return;
   }
   double sum2 = 0.0;
   for (int i = 0; i < n; ++i) sum2 += static_cast<double>(x[i]) * x[i];
-  const float sigma2 = static_cast<float>(2.0 * sum2 / n);
+  const float sigma2 = static_cast<float>(sigma_scale * sum2 / n);
   // The importance enters tempered (its square root): measured on the synth
-  // model this keeps most of its effect while losing less plain RMSE.
+  // model this keeps most of its effect while losing less plain RMSE. (The
+  // full importance, llama.cpp's, did not lower KLD on the 24M testbed for
+  // Q2_K, IQ2_XXS, IQ2_XS or IQ1_S: bench/QUALITY.md.)
   for (int i = 0; i < n; ++i) w[i] = std::sqrt(importance[i]) * std::sqrt(sigma2 + x[i] * x[i]);
 }
 
-std::vector<float> super_block_weights(const float* x, int64_t n, const float* importance) {
+std::vector<float> super_block_weights(const float* x, int64_t n, const float* importance, float sigma_scale) {
   std::vector<float> w(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i += kQKK) {
-    make_weights(x + i, importance ? importance + i : nullptr, kQKK, w.data() + i);
+    make_weights(x + i, importance ? importance + i : nullptr, kQKK, w.data() + i, sigma_scale);
   }
   return w;
 }

@@ -54,10 +54,12 @@ uint16_t fit_sub_scales(const float* s, const float* weights, int n, int cmin, i
 
 // Fills w[0..n) with the weights a quantizer uses: 1 without an importance
 // matrix (plain squared error), else sqrt(importance) * sqrt(sigma2 + x^2)
-// where sigma2 is twice the mean square of x[0..n).
-void make_weights(const float* x, const float* importance, int n, float* w);
+// where sigma2 is sigma_scale times the mean square of x[0..n). Q2_K takes
+// sigma_scale 1 (quantize_k_affine.cpp), the other types 2.
+void make_weights(const float* x, const float* importance, int n, float* w, float sigma_scale = 2.0f);
 
 // make_weights over each 256-value super-block of a row of n values.
-std::vector<float> super_block_weights(const float* x, int64_t n, const float* importance);
+std::vector<float> super_block_weights(const float* x, int64_t n, const float* importance,
+                                       float sigma_scale = 2.0f);
 
 }  // namespace ferrite::quant
