@@ -2,6 +2,9 @@
 // dot products and weighted row sums sixteen lanes at a time (two
 // accumulators for the dot), the tail under a lane mask; f16 rows widened
 // with vcvtph2ps, bf16 rows by a 16-bit shift.
+// (GCC 12 warns of the intrinsics' own _mm512_undefined_epi32 when inlined.)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "cpu/attention_rows_impl.h"
