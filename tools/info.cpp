@@ -42,12 +42,12 @@ struct CacheFigure {
 
 CacheFigure cache_figure(const gguf::File& file, const InfoOptions& opt) {
   CacheFigure f;
+  const TensorType tk = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k");
+  const TensorType tv = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v");
   try {
     model::HParams hp = model::read_hparams(gguf::Metadata(file));
     const auto arch = model::find_architecture(hp.arch)(file, hp);
     if (arch->is_encoder()) return f;
-    const TensorType tk = runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k");
-    const TensorType tv = runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v");
     f.n_ctx = opt.n_ctx > 0 ? opt.n_ctx
               : hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, runtime::kDefaultMaxCtx)
                                    : runtime::kDefaultMaxCtx;
@@ -74,6 +74,9 @@ void put(nlohmann::json& j, const char* key, const std::optional<T>& v) {
 }
 
 int run_info(const InfoOptions& opt) {
+  // Cache types ferrite does not know: the command line's error before any output.
+  runtime::cache_type_from_name(opt.cache_type_k, "--cache-type-k");
+  runtime::cache_type_from_name(opt.cache_type_v, "--cache-type-v");
   const std::string path = resolve_model_argument(opt.model);
   const gguf::File file = gguf::File::open(path);
   const gguf::HParamsSummary s = gguf::summarize(file);
@@ -221,8 +224,12 @@ const CommandRegistrar kInfo({"info", "Print a GGUF model's architecture, hyperp
                                 sub.add_option("--parallel", opt->n_parallel,
                                                "Sequences (also -np; sizes the sliding window's cache)");
                                 sub.add_flag("--swa-full", opt->swa_full, "The KV cache figure without the sliding window's cache");
-                                sub.add_option("--cache-type-k", opt->cache_type_k, "K cache type of the figure (also -ctk)");
-                                sub.add_option("--cache-type-v", opt->cache_type_v, "V cache type of the figure (also -ctv)");
+                                sub.add_option("--cache-type-k", opt->cache_type_k,
+                                               std::string("K cache type of the figure (also -ctk): ") +
+                                                   runtime::kCacheTypeNames);
+                                sub.add_option("--cache-type-v", opt->cache_type_v,
+                                               std::string("V cache type of the figure (also -ctv): ") +
+                                                   runtime::kCacheTypeNames);
                                 return [opt] { return run_info(*opt); };
                               }});
 

@@ -9,6 +9,7 @@
 #include "cpu/alibi.h"
 #include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
+#include "cpu/attention_rows.h"
 #include "cpu/features.h"
 #include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
@@ -17,14 +18,6 @@ namespace ferrite::cpu {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// What a visible cell's mask value m adds to head h's score: T5's bias of the
-// distance -m, or the ALiBi slope times m (1 times m without ALiBi).
-inline float mask_term(const AttentionArgs& a, int64_t h, float slope, float m) {
-  if (a.dist_bias == nullptr) return slope * m;
-  const auto d = std::min(static_cast<int64_t>(-m), a.n_dist - 1);
-  return a.dist_bias[h * a.n_dist + d];
-}
 
 // One (token, head) pair.
 void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h, float* scores, uint16_t* q16,
@@ -61,6 +54,12 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
 
 }  // namespace
 
+float mask_term(const AttentionArgs& a, int64_t h, float slope, float m) {
+  if (a.dist_bias == nullptr) return slope * m;
+  const auto d = std::min(static_cast<int64_t>(-m), a.n_dist - 1);
+  return a.dist_bias[h * a.n_dist + d];
+}
+
 TokenRange token_range(const AttentionArgs& a, int64_t t) {
   if (a.kv_begin == nullptr) return {0, a.n_kv, a.mask + t * a.n_kv};
   const int64_t stride = a.mask_stride > 0 ? a.mask_stride : a.n_kv;
@@ -68,6 +67,7 @@ TokenRange token_range(const AttentionArgs& a, int64_t t) {
 }
 
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
+  if (a.k_rows != nullptr) return attention_rows(a, pool, scratch);
   if (a.dist_bias != nullptr) return attention_generic(a, pool, scratch);
   if (active_isa() == Isa::Avx512 && attention_avx512_applies(a)) return attention_avx512(a, pool, scratch);
   if (active_isa() == Isa::Avx2 && attention_avx2_applies(a)) return attention_avx2(a, pool, scratch);
@@ -75,6 +75,7 @@ void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scrat
 }
 
 void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
+  if (a.k_rows != nullptr) return attention_rows_generic(a, pool, scratch);
   const size_t n_threads = static_cast<size_t>(pool.size());
   // (each on its own: the encoders' attention sizes only the scores)
   if (scratch.scores.size() < n_threads) scratch.scores.resize(n_threads);
@@ -96,6 +97,7 @@ void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratc
 }
 
 void attention_ref(const AttentionArgs& a) {
+  if (a.k_rows != nullptr) return attention_rows_ref(a);
   const int64_t group = a.n_head / a.n_head_kv;
   std::vector<double> scores(static_cast<size_t>(a.n_kv));
   std::vector<float> q16(static_cast<size_t>(a.head_dim));

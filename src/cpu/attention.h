@@ -12,6 +12,8 @@
 // f16 cache (the same operand rounding its f16 matrix products apply), and V
 // is stored transposed so that each output element is one dot product over
 // the cells (contiguous in memory, and summed in the same order).
+// A cache of rows (k_rows set: the f32 and bf16 caches) goes to
+// attention_rows.h instead.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,9 @@
 #include "cpu/thread_pool.h"
 
 namespace ferrite::cpu {
+
+// The element type of a cache of rows (AttentionArgs::k_rows / v_rows).
+enum class KvElem : uint8_t { F16, BF16, F32 };
 
 struct AttentionArgs {
   const float* q = nullptr;      // [n_tokens, n_head, head_dim]
@@ -51,7 +56,18 @@ struct AttentionArgs {
   int64_t n_dist = 0;
   const float* sinks = nullptr;  // [n_head] attention sinks (unscaled logits), or null: none
   float* out = nullptr;          // [n_tokens, n_head, head_dim]
+  // A cache of rows (attention_rows.h): K and V both [n_kv, kv_stride] of
+  // k_elem / v_elem, V not transposed; k, vt and vt_stride are then unused.
+  const void* k_rows = nullptr;
+  const void* v_rows = nullptr;
+  KvElem k_elem = KvElem::F16;
+  KvElem v_elem = KvElem::F16;
 };
+
+// What a visible cell's mask value m adds to head h's score: T5's bias of the
+// distance -m, or the ALiBi slope times m (1 times m without ALiBi).
+// (Not inline: the per-level kernels call it.)
+float mask_term(const AttentionArgs& a, int64_t h, float slope, float m);
 
 // The cells token t reads: [begin, begin + len), and its mask row (len values).
 struct TokenRange {
@@ -77,13 +93,15 @@ struct AttentionScratch {
 };
 
 // Dispatches to the AVX2 or AVX-512 kernel of the active level when it
-// applies (same bits as attention_generic() at that level).
+// applies (same bits as attention_generic() at that level); a cache of rows
+// to attention_rows() (attention_rows.h).
 void attention(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);
 
 // One dot_f16 per (token, head, cell) and per output element: the generic path.
 void attention_generic(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch);
 
-// Single-threaded plain reference (same operand rounding, double sums).
+// Single-threaded plain reference (same operand rounding, double sums; a
+// cache of rows: attention_rows_ref).
 void attention_ref(const AttentionArgs& a);
 
 }  // namespace ferrite::cpu

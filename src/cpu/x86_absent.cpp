@@ -12,6 +12,7 @@
 #include "cpu/act_quant.h"
 #include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
+#include "cpu/attention_rows.h"
 #include "cpu/gelu_f16.h"
 #include "cpu/hw_limits.h"
 #include "cpu/packed_float.h"
@@ -62,6 +63,8 @@ void quantize_q8_0_avx2(const float*, void*, int64_t) { absent("quantize_q8_0_av
 void quantize_q8_0_avx2(const float*, void*, float*, int32_t*, int64_t) { absent("quantize_q8_0_avx2"); }
 void attention_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx512"); }
 void attention_avx2(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_avx2"); }
+void attention_rows_avx512(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_rows_avx512"); }
+void attention_rows_avx2(const AttentionArgs&, ThreadPool&, AttentionScratch&) { absent("attention_rows_avx2"); }
 void geglu_f16_avx512(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx512"); }
 void geglu_f16_avx2(const uint16_t*, const float*, const float*, int64_t, float*) { absent("geglu_f16_avx2"); }
 void packed_q6_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {

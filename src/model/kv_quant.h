@@ -7,6 +7,7 @@
 namespace ferrite::model {
 
 using quant::kKvQuantBlock;
+using quant::kv_float_row;
 using quant::kv_quant_row_bytes;
 using quant::kv_quant_supported;
 using quant::kv_quantize_row;

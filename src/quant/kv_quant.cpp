@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -79,6 +80,8 @@ bool kv_quant_supported(TensorType type) {
   }
 }
 
+bool kv_float_row(TensorType type) { return type == TensorType::F32 || type == TensorType::BF16; }
+
 int64_t kv_quant_row_bytes(TensorType type, int64_t n) {
   const quant::TypeTraits& t = quant::type_traits(type);
   return n / t.block_size * static_cast<int64_t>(t.block_bytes);
@@ -134,6 +137,14 @@ void kv_quantize_row(TensorType type, const float* x, uint8_t* row, int64_t n) {
     case TensorType::IQ4_NL:
       quant::type_traits(type).from_float(x, row, n, nullptr);
       return;
+    case TensorType::F32:
+      std::memcpy(row, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case TensorType::BF16: {
+      auto* h = reinterpret_cast<uint16_t*>(row);
+      for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(x[i]);
+      return;
+    }
     default:
       throw InvalidArgument("KV cache type " + tensor_type_name(type) + " is not a quantized cache type");
   }

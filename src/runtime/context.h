@@ -31,7 +31,7 @@ struct ContextParams {
   int64_t n_ctx = 0;       // cache cells; 0: the model's training context, capped at kDefaultMaxCtx
   int64_t n_batch = 512;   // tokens per forward pass (longer batches are split)
   int n_threads = 0;       // 0: all logical CPUs
-  TensorType cache_type = TensorType::F16;    // K cache: f16, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl
+  TensorType cache_type = TensorType::F16;    // K cache: f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl
   TensorType cache_type_v = TensorType::F16;  // V cache: the same types
   int n_gpu_layers = 0;    // layers on the GPU (runtime::kAllLayers: all); needs a CUDA build
   bool embeddings = false; // decoders: keep final hidden states instead of logits (set_embeddings)

@@ -12,7 +12,9 @@ namespace ferrite::runtime {
 
 namespace {
 
-bool supported(TensorType t) { return t == TensorType::F16 || model::kv_quant_supported(t); }
+bool supported(TensorType t) {
+  return t == TensorType::F16 || model::kv_float_row(t) || model::kv_quant_supported(t);
+}
 
 }  // namespace
 
@@ -32,7 +34,7 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
     if (!supported(t)) {
       throw InvalidArgument("KV cache type " + tensor_type_name(t) + " is not supported (" + kCacheTypeNames + ")");
     }
-    if (t != TensorType::F16 && n_embd_kv_ % model::kKvQuantBlock != 0) {
+    if (model::kv_quant_supported(t) && n_embd_kv_ % model::kKvQuantBlock != 0) {
       throw InvalidArgument("a " + tensor_type_name(t) +
                             " KV cache needs a K/V width that is a multiple of 32, this model has " +
                             std::to_string(n_embd_kv_));

@@ -1,5 +1,6 @@
 // The KV cache: for every layer, keys and values of n_cells cache cells
-// (K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells], f16), preallocated for the context size. Each
+// (f16: K [n_cells, n_embd_kv], V transposed [n_embd_kv, n_cells]; the other
+// types: K and V as rows [n_cells, row bytes]), preallocated for the context size. Each
 // cell records the position it holds and the set of sequences that share it,
 // so several sequences live in one cache with their own positions.
 //
@@ -67,7 +68,7 @@ class SeqSet {
 };
 
 // The cache types, as the command line names them.
-constexpr const char* kCacheTypeNames = "f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl";
+constexpr const char* kCacheTypeNames = "f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl";
 
 // A cache type from its name ("q4_0"); InvalidArgument naming `option` for
 // anything else.
@@ -81,9 +82,11 @@ class KvCache {
     bool has(int seq) const { return seqs.has(seq); }
   };
 
-  // Types: f16, or q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl (rows of K / V
-  // quantized when written, read back as f16 by attention; needs n_embd_kv
-  // a multiple of 32; model/kv_quant.h). Throws InvalidArgument for a
+  // Types: f16, or f32, bf16 (rows of K / V as written, bf16 rounded;
+  // attention reads them as they are, cpu/attention_rows.h), or q8_0, q4_0,
+  // q4_1, q5_0, q5_1, iq4_nl (rows of K / V quantized when written, read
+  // back as f16 by attention; needs n_embd_kv a multiple of 32;
+  // model/kv_quant.h). Throws InvalidArgument for a
   // non-positive size or an unsupported type.
   // n_storage_layers: layers whose K/V this cache stores (the first ones; -1:
   // all). The others (offloaded to the GPU, which keeps its own cache) get
@@ -212,7 +215,8 @@ class KvCache {
     return k_[static_cast<size_t>(il)].data() + cell * n_embd_kv_;
   }
   uint16_t* vt(int64_t il) { return v_[static_cast<size_t>(il)].data(); }
-  // Quantized cache: bytes of a K / V row, and the K / V row of a cell.
+  // Quantized, f32 or bf16 cache (any type but f16): bytes of a K / V row,
+  // and the K / V row of a cell (V not transposed).
   int64_t k_row_bytes() const { return k_row_bytes_; }
   int64_t v_row_bytes() const { return v_row_bytes_; }
   uint8_t* k_quant_row(int64_t il, int64_t cell) { return kq_[static_cast<size_t>(il)].data() + cell * k_row_bytes_; }
@@ -265,11 +269,11 @@ class KvCache {
   int64_t n_layer_;
   int64_t n_embd_kv_;
   int64_t head_dim_;
-  int64_t k_row_bytes_ = 0, v_row_bytes_ = 0;  // quantized types: bytes of a row
+  int64_t k_row_bytes_ = 0, v_row_bytes_ = 0;  // types other than f16: bytes of a row
   std::vector<Cell> cells_;
   int64_t used_ = 0;
   std::vector<std::vector<uint16_t>> k_, v_;  // f16: [n_layer][n_cells * n_embd_kv], V transposed
-  std::vector<std::vector<uint8_t>> kq_, vq_;  // quantized: [n_layer][n_cells * row bytes]
+  std::vector<std::vector<uint8_t>> kq_, vq_;  // other types: [n_layer][n_cells * row bytes]
   std::vector<bool> offloaded_;                 // [n_layer] layers kept by another backend
   std::unique_ptr<KvCache> window_;             // the sliding-window layers' cells, or null
   std::unique_ptr<RecurrentState> recurrent_;   // the SSM layers' state, or null

@@ -1,6 +1,8 @@
 // `ferrite info`: tensor names, types and shapes equal llama.cpp's (as listed
 // in the dequantization golden), and the parameter count of stories260K
 // equals the one in shared/README.md.
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -26,6 +28,23 @@ TEST(CliInfo, Stories260KParameterCount) {
   EXPECT_EQ(j["hparams"]["head_count"], 8);
   EXPECT_EQ(j["hparams"]["head_count_kv"], 4);
   EXPECT_EQ(j["tokenizer"]["n_tokens"], 512);
+}
+
+// The KV cache figure counts 4 bytes a value for f32 and 2 for bf16 (and
+// f16): stories260K has 5 layers of 4 KV heads of 8 (32 values per cell).
+// An unknown cache type is a usage error, not a missing figure.
+TEST(CliInfo, KvCacheFigureOfEachType) {
+  FERRITE_SHARED_FILE(model, "models/stories260K.gguf");
+  for (auto [k, v, per_value] : {std::tuple{"f16", "f16", 4}, std::tuple{"f32", "f32", 8},
+                                 std::tuple{"f32", "bf16", 6}, std::tuple{"bf16", "bf16", 4}}) {
+    const auto r = run_ferrite({"info", "--json", "-c", "256", "-ctk", k, "-ctv", v, model.string()});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out)["kv_cache"]["bytes"].get<int64_t>(), 5 * 256 * 32 * per_value) << k << "/" << v;
+  }
+  const auto bad = run_ferrite({"info", "-ctk", "q4_k", model.string()});
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("q4_k"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out, "");
 }
 
 TEST(CliInfo, SynthLlamaTensorsMatchGolden) {

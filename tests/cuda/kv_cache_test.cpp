@@ -1,7 +1,8 @@
 // The GPU's KV cache of block types (q8_0, q4_0, q4_1, q5_0, q5_1: cuda/kv_store.cu,
-// cuda/kv_blocks.cuh and the attention kernels' typed reads) against the
-// CPU's (model/kv_quant.h, cpu::attention_ref, runtime::Context) on fresh
-// random inputs: the store kernel bit for bit, attention within f16
+// cuda/kv_blocks.cuh and the attention kernels' typed reads) and of f32 and
+// bf16 rows against the CPU's (model/kv_quant.h, cpu::attention_ref and its
+// cache of rows cpu/attention_rows.h, runtime::Context) on fresh random
+// inputs: the store kernel bit for bit, attention within f16 (bf16, f32)
 // rounding, whole models within the bounds justified at check_model.
 #include <algorithm>
 #include <cmath>
@@ -77,6 +78,8 @@ TEST(GpuKvCache, StoreMatchesCpuQuantizer) {
   const DeviceBuffer kd = to_device(k), vd = to_device(v), sd = to_device(slots);
   std::vector<TensorType> types(std::begin(kBlockTypes), std::end(kBlockTypes));
   types.push_back(TensorType::F16);
+  types.push_back(TensorType::F32);
+  types.push_back(TensorType::BF16);
   for (size_t i = 0; i < types.size(); ++i) {
     // K of each type, V of the next (f16 among them: mixed caches).
     const TensorType tk = types[i], tv = types[(i + 1) % types.size()];
@@ -143,15 +146,15 @@ double check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, TensorT
     const std::vector<uint8_t> kr = cpu_row(tk, kf.data() + j * kv_w, kv_w), vr = cpu_row(tv, vf.data() + j * kv_w, kv_w);
     std::copy(kr.begin(), kr.end(), kq.begin() + j * kb);
     std::copy(vr.begin(), vr.end(), vq.begin() + j * vb);
-    // The CPU's read-back: f16 K rows, V transposed.
+    // The CPU's read-back: f16 K rows, V transposed (f32 / bf16: unused, read as stored).
     if (tk == TensorType::F16) {
       std::memcpy(k16.data() + j * kv_w, kr.data(), kr.size());
-    } else {
+    } else if (!model::kv_float_row(tk)) {
       model::kv_row_to_f16(tk, kr.data(), kv_w, k16.data() + j * kv_w, 1, tmp.data());
     }
     if (tv == TensorType::F16) {
       for (int64_t d = 0; d < kv_w; ++d) vt16[d * n_kv + j] = reinterpret_cast<const uint16_t*>(vr.data())[d];
-    } else {
+    } else if (!model::kv_float_row(tv)) {
       model::kv_row_to_f16(tv, vr.data(), kv_w, vt16.data() + j, n_kv, tmp.data());
     }
   }
@@ -181,6 +184,19 @@ double check_attention(int64_t n_tokens, int64_t n_kv, int64_t head_dim, TensorT
   a.k = k16.data();
   a.vt = vt16.data();
   a.vt_stride = n_kv;
+  // An f32 / bf16 K or V: the CPU's cache of rows (attention_rows.h), that
+  // half as stored, the other as f16 rows.
+  std::vector<uint16_t> v16(static_cast<size_t>(n_kv * kv_w));
+  if (model::kv_float_row(tk) || model::kv_float_row(tv)) {
+    auto elem = [](TensorType t) { return t == TensorType::F32 ? cpu::KvElem::F32 : cpu::KvElem::BF16; };
+    for (int64_t j = 0; j < n_kv; ++j) {
+      for (int64_t d = 0; d < kv_w; ++d) v16[static_cast<size_t>(j * kv_w + d)] = vt16[static_cast<size_t>(d * n_kv + j)];
+    }
+    a.k_rows = model::kv_float_row(tk) ? static_cast<const void*>(kq.data()) : k16.data();
+    a.k_elem = model::kv_float_row(tk) ? elem(tk) : cpu::KvElem::F16;
+    a.v_rows = model::kv_float_row(tv) ? static_cast<const void*>(vq.data()) : v16.data();
+    a.v_elem = model::kv_float_row(tv) ? elem(tv) : cpu::KvElem::F16;
+  }
   a.kv_stride = kv_w;
   a.n_kv = n_kv;
   a.mask = mask.data();
@@ -291,6 +307,46 @@ TEST(GpuKvCache, AttentionOverBlockTypes) {
         const double err = check_attention(n_tokens, n_kv, hd, pr.k, pr.v, kernel, ranges, rng);
         EXPECT_LE(err, kernel == Kernel::Exact ? kExactAttentionTol : kFastAttentionTol)
             << tensor_type_name(pr.k) << "/" << tensor_type_name(pr.v) << " " << kernel_name(kernel) << " hd " << hd;
+        worst = std::max(worst, err);
+      }
+      std::printf("  K %s V %s %s: max error %.3g\n", tensor_type_name(pr.k).c_str(), tensor_type_name(pr.v).c_str(),
+                  kernel_name(kernel), worst);
+    }
+  }
+}
+
+// f32 and bf16 caches (and mixes with f16 and block types) against the
+// CPU's cache of rows. f32 K and V: no operand is rounded on either side,
+// only the summation orders differ (scores of <= 128 terms, softmax and
+// weighted sums over <= 1301 cells in f32): 2e-5 of the largest output.
+// bf16: the CPU rounds the probabilities to bf16 (2^-8 relative), the fast
+// kernels keep them f32 and the exact kernel rounds them too but from its
+// own f32 values (a flip is one bf16 unit): four bf16 units, 1.6e-2. An f16
+// or block-type half keeps the block types' bounds.
+TEST(GpuKvCache, AttentionOverFloatCaches) {
+  FERRITE_REQUIRE_GPU();
+  std::mt19937 rng = fresh_rng();
+  struct Pair {
+    TensorType k, v;
+  };
+  const Pair pairs[] = {{TensorType::F32, TensorType::F32},  {TensorType::BF16, TensorType::BF16},
+                        {TensorType::F32, TensorType::F16},  {TensorType::BF16, TensorType::F32},
+                        {TensorType::Q8_0, TensorType::F32}, {TensorType::F32, TensorType::Q4_0}};
+  for (const Pair& pr : pairs) {
+    const bool bf16 = pr.k == TensorType::BF16 || pr.v == TensorType::BF16;
+    const bool f32 = pr.k == TensorType::F32 && pr.v == TensorType::F32;
+    for (Kernel kernel : {Kernel::Exact, Kernel::Tiled, Kernel::Decode, Kernel::DecodeSplit, Kernel::Split}) {
+      const double tol = f32    ? 2e-5
+                         : bf16 ? 1.6e-2
+                                : (kernel == Kernel::Exact ? kExactAttentionTol : kFastAttentionTol);
+      double worst = 0;
+      for (int64_t hd : {64, 128}) {
+        const bool split = kernel == Kernel::Split, ranges = split || kernel == Kernel::DecodeSplit;
+        const int64_t n_tokens = kernel == Kernel::Decode ? 3 : kernel == Kernel::DecodeSplit ? 4 : split ? 37 : 45;
+        const int64_t n_kv = kernel == Kernel::Exact ? 200 : kernel == Kernel::DecodeSplit ? 1301 : 301;
+        const double err = check_attention(n_tokens, n_kv, hd, pr.k, pr.v, kernel, ranges, rng);
+        EXPECT_LE(err, tol) << tensor_type_name(pr.k) << "/" << tensor_type_name(pr.v) << " " << kernel_name(kernel)
+                            << " hd " << hd;
         worst = std::max(worst, err);
       }
       std::printf("  K %s V %s %s: max error %.3g\n", tensor_type_name(pr.k).c_str(), tensor_type_name(pr.v).c_str(),
@@ -417,6 +473,12 @@ const ModelCase kModelCases[] = {
     {kStories, TensorType::Q4_0, TensorType::Q4_0, kAll, true, kExactMaxTol, kExactMeanTol},
     {kStories, TensorType::Q8_0, TensorType::Q8_0, kAll, false, kFastMaxTol, kFastMeanTol},
     {kStories, TensorType::Q4_0, TensorType::Q4_0, 2, false, kFastQ4MaxTol, kFastQ4MeanTol},
+    // f32 and bf16 rows (no quantization step to flip): the f16 cache's bounds.
+    {kSynth, TensorType::F32, TensorType::F32, kAll, true, kExactMaxTol, kExactMeanTol},
+    {kSynth, TensorType::F32, TensorType::F32, kAll, false, kFastMaxTol, kFastMeanTol},
+    {kSynth, TensorType::BF16, TensorType::BF16, kAll, false, kFastMaxTol, kFastMeanTol},
+    {kSynth, TensorType::F32, TensorType::F32, kAll, false, kFastMaxTol, kFastMeanTol, 700},
+    {kStories, TensorType::F32, TensorType::BF16, 2, false, kFastMaxTol, kFastMeanTol},
 };
 
 class GpuKvModel : public ::testing::TestWithParam<ModelCase> {};

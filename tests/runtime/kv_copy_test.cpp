@@ -1,7 +1,7 @@
 // Context::copy_range (KvCache::copy_cells, the server's prefix cache): a
 // sequence given another's first cells goes on as if it had evaluated them
-// (the same logits as evaluating the whole prompt in it), f16 and q8_0
-// caches; the copies are its own cells (a context shift of the source
+// (the same logits as evaluating the whole prompt in it), f16, f32, bf16
+// and q8_0 caches; the copies are its own cells (a context shift of the source
 // leaves it alone, which sharing through copy_sequence would not); bad
 // requests throw and leave the destination empty.
 #include <algorithm>
@@ -104,7 +104,8 @@ TEST_P(KvCopy, BadRequestsThrowAndCopyNothing) {
   EXPECT_EQ(small.cache().used(), 20);
 }
 
-INSTANTIATE_TEST_SUITE_P(CacheTypes, KvCopy, ::testing::Values(TensorType::F16, TensorType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(CacheTypes, KvCopy,
+                         ::testing::Values(TensorType::F16, TensorType::F32, TensorType::BF16, TensorType::Q8_0),
                          [](const auto& info) { return std::string(tensor_type_name(info.param)); });
 
 }  // namespace

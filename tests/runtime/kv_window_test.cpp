@@ -217,7 +217,8 @@ TEST_P(KvWindow, SaveLoadRoundTrip) {
 
 INSTANTIATE_TEST_SUITE_P(Types, KvWindow,
                          ::testing::Values(WindowParam{TensorType::F16, 16}, WindowParam{TensorType::F16, 40},
-                                           WindowParam{TensorType::Q8_0, 16}),
+                                           WindowParam{TensorType::Q8_0, 16}, WindowParam{TensorType::F32, 16},
+                                           WindowParam{TensorType::BF16, 16}),
                          [](const auto& info) {
                            return tensor_type_name(info.param.type) + "_b" + std::to_string(info.param.n_batch);
                          });

@@ -88,34 +88,78 @@ void CpuBackend::store_kv(int64_t layer, const float* k, const float* v, const b
   }
 }
 
-void CpuBackend::cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride,
-                           const backend::KvView* view) {
+namespace {
+
+// The cells some token of the batch reads: [lo, hi).
+void read_span(const backend::KvView& kv, int64_t n, int64_t& lo, int64_t& hi) {
+  lo = 0;
+  hi = kv.n_kv;
+  if (kv.kv_begin == nullptr) return;
+  lo = hi;
+  hi = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    lo = std::min<int64_t>(lo, kv.kv_begin[t]);
+    hi = std::max<int64_t>(hi, kv.kv_begin[t] + kv.kv_len[t]);
+  }
+}
+
+KvElem float_elem(TensorType t) { return t == TensorType::F32 ? KvElem::F32 : KvElem::BF16; }
+
+}  // namespace
+
+void CpuBackend::bind_cache(int64_t layer, AttentionArgs& a, const backend::KvView* view) {
   const backend::KvView* kv = view != nullptr ? view : kv_;
   const backend::KvLayer& cache = kv->layers[static_cast<size_t>(layer)];
   const int64_t n = batch_->n_tokens, n_kv = dims_.n_embd_kv();
-  k16 = cache.k;
-  vt16 = cache.vt;
-  vt_stride = kv->n_cells;
-  if (cache.k_q == nullptr && cache.v_q == nullptr) return;
-  // A quantized cache is read back as f16 for the attention kernel (the
-  // cells some token reads: [lo, hi)).
-  int64_t lo = 0, hi = kv->n_kv;
-  if (kv->kv_begin != nullptr) {
-    lo = hi;
-    hi = 0;
-    for (int64_t t = 0; t < n; ++t) {
-      lo = std::min<int64_t>(lo, kv->kv_begin[t]);
-      hi = std::max<int64_t>(hi, kv->kv_begin[t] + kv->kv_len[t]);
-    }
-  }
+  const bool k_float = cache.k_q != nullptr && quant::kv_float_row(cache.k_type);
+  const bool v_float = cache.v_q != nullptr && quant::kv_float_row(cache.v_type);
+  int64_t lo = 0, hi = 0;
+  read_span(*kv, n, lo, hi);
   float* tmp = grow(ws_.kv_row32, n_kv);
+  if (k_float || v_float) {
+    // A cache of rows (attention_rows.h): f32 / bf16 rows as they are; a
+    // quantized or f16 other half read back as f16 rows.
+    if (k_float) {
+      a.k_rows = cache.k_q;
+      a.k_elem = float_elem(cache.k_type);
+    } else if (cache.k_q != nullptr) {
+      const int64_t k_row = quant::kv_quant_row_bytes(cache.k_type, n_kv);
+      uint16_t* dst = grow(ws_.kv_k16, kv->n_kv * n_kv);
+      for (int64_t j = lo; j < hi; ++j) {
+        quant::kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
+      }
+      a.k_rows = dst;
+    } else {
+      a.k_rows = cache.k;
+    }
+    if (v_float) {
+      a.v_rows = cache.v_q;
+      a.v_elem = float_elem(cache.v_type);
+    } else {
+      uint16_t* dst = grow(ws_.kv_vt16, kv->n_kv * n_kv);
+      const int64_t v_row = cache.v_q != nullptr ? quant::kv_quant_row_bytes(cache.v_type, n_kv) : 0;
+      for (int64_t j = lo; j < hi; ++j) {
+        if (cache.v_q != nullptr) {
+          quant::kv_row_to_f16(cache.v_type, cache.v_q + j * v_row, n_kv, dst + j * n_kv, 1, tmp);
+        } else {
+          for (int64_t d = 0; d < n_kv; ++d) dst[j * n_kv + d] = cache.vt[d * kv->n_cells + j];
+        }
+      }
+      a.v_rows = dst;
+    }
+    return;
+  }
+  a.k = cache.k;
+  a.vt = cache.vt;
+  a.vt_stride = kv->n_cells;
+  // A quantized cache is read back as f16 for the attention kernel.
   if (cache.k_q != nullptr) {
     const int64_t k_row = quant::kv_quant_row_bytes(cache.k_type, n_kv);
     uint16_t* dst = grow(ws_.kv_k16, kv->n_kv * n_kv);
     for (int64_t j = lo; j < hi; ++j) {
       quant::kv_row_to_f16(cache.k_type, cache.k_q + j * k_row, n_kv, dst + j * n_kv, 1, tmp);
     }
-    k16 = dst;
+    a.k = dst;
   }
   if (cache.v_q != nullptr) {
     const int64_t v_row = quant::kv_quant_row_bytes(cache.v_type, n_kv);
@@ -123,8 +167,8 @@ void CpuBackend::cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*&
     for (int64_t j = lo; j < hi; ++j) {
       quant::kv_row_to_f16(cache.v_type, cache.v_q + j * v_row, n_kv, dst + j, kv->n_kv, tmp);
     }
-    vt16 = dst;
-    vt_stride = kv->n_kv;
+    a.vt = dst;
+    a.vt_stride = kv->n_kv;
   }
 }
 
@@ -183,22 +227,16 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   if (spec.temp_scale > 0.0f) attn_temperature_scale(q, batch_->pos, n, n_q, spec.temp_floor, spec.temp_scale);
 
   // 3. Keys and values into their cache cells (a sliding layer's window
-  // when the cache has one), then the cache as f16.
+  // when the cache has one).
   const bool window = spec.sliding && kv_->swa != nullptr;
   const backend::KvView& kv = window ? *kv_->swa : *kv_;
   store_kv(spec.layer, k, v, &kv);
-  const uint16_t* k16 = nullptr;
-  const uint16_t* vt16 = nullptr;
-  int64_t vt_stride = 0;
-  cache_f16(spec.layer, k16, vt16, vt_stride, &kv);
 
   // 4. Attention over the cache: [n, n_q].
   float* attn = grow(ws_.attn, n * n_q);
   AttentionArgs a;
+  bind_cache(spec.layer, a, &kv);
   a.q = q;
-  a.k = k16;
-  a.vt = vt16;
-  a.vt_stride = vt_stride;
   a.kv_stride = n_kv;
   a.n_kv = kv.n_kv;
   a.mask = spec.sliding && kv.mask_swa != nullptr ? kv.mask_swa : kv.mask;

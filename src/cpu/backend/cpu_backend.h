@@ -70,9 +70,10 @@ class CpuBackend final : public backend::Backend {
   void finish(backend::Act out, bool accumulate);
   // The batch's keys and values [n, n_embd_kv] into the layer's cache cells.
   void store_kv(int64_t layer, const float* k, const float* v, const backend::KvView* view = nullptr);
-  // The layer's cache as f16 for the attention kernel (quantized rows read back).
-  void cache_f16(int64_t layer, const uint16_t*& k16, const uint16_t*& vt16, int64_t& vt_stride,
-                 const backend::KvView* view = nullptr);
+  // The layer's cache into the attention kernel's arguments: f16 (quantized
+  // rows read back as f16), or, when K or V is f32 / bf16, a cache of rows
+  // (cpu/attention_rows.h; the other half as f16 rows).
+  void bind_cache(int64_t layer, AttentionArgs& a, const backend::KvView* view = nullptr);
   // out = down(act(gate h) * up h) (+ biases), or down(act(up h)) without gate; act SiLU or f16-table GELU.
   void ffn_gated(const backend::FfnWeights& w, bool gelu, const float* h, int64_t n, float* out);
 

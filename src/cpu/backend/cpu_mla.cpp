@@ -67,16 +67,10 @@ void CpuBackend::mla_attention(const backend::MlaSpec& spec, backend::Act h_act,
 
   // 5. The rows into the cache as K and V, attention of every head over them.
   store_kv(spec.layer, k, k);
-  const uint16_t* k16 = nullptr;
-  const uint16_t* vt16 = nullptr;
-  int64_t vt_stride = 0;
-  cache_f16(spec.layer, k16, vt16, vt_stride);
   float* o = grow(ws_.attn, n * H * row);
   AttentionArgs a;
+  bind_cache(spec.layer, a);
   a.q = qa;
-  a.k = k16;
-  a.vt = vt16;
-  a.vt_stride = vt_stride;
   a.kv_stride = row;
   a.n_kv = kv_->n_kv;
   a.mask = kv_->mask;

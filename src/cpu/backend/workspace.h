@@ -20,6 +20,7 @@ struct Workspace {
   std::vector<float> lora_t, lora_u;  // LoRA terms: A x [n, r], B (A x) [n, n_out]
   std::vector<float> block_out;  // an operation's result before it is added (accumulate)
   std::vector<uint16_t> kv_k16, kv_vt16;  // quantized cache read back as f16: [n_kv, n_embd_kv], [n_embd_kv, n_kv]
+                                          // (beside an f32 / bf16 half: V as rows [n_kv, n_embd_kv])
   std::vector<float> kv_row32;            // one quantized cache row as f32: [n_embd_kv]
   // Mixture of experts: router probabilities and per-expert gathered rows.
   std::vector<float> router, moe_in, moe_a, moe_b, moe_out, shexp_gate;

@@ -10,7 +10,10 @@
 // ranges a token's cells are its range, summed as the CPU sums a range.
 // A cache of a block type (Typed) is read value by value, each value
 // dequantized and rounded to f16 as the CPU's read-back (model/kv_quant.h
-// kv_row_to_f16) rounds it, so it gives the CPU's bits too.
+// kv_row_to_f16) rounds it, so it gives the CPU's bits too. An f32 or bf16
+// K / V (cpu/attention_rows.h) is read as it is, the query and probabilities
+// rounded to its type (kept for f32): its CPU twin attention_rows sums in
+// another order, so the two agree to f32 rounding, not bit for bit.
 #include <algorithm>
 
 #include <cuda_fp16.h>
@@ -34,12 +37,13 @@ size_t smem_bytes(int64_t n_kv, int64_t head_dim) {
   return static_cast<size_t>(n_kv + head_dim + kThreads) * sizeof(float);
 }
 
-// Value d of row j (of this token's range) of a typed cache, as the CPU reads it back: f16-rounded.
+// Value d of row j (of this token's range) of a typed cache, as the CPU reads
+// it back: a block type f16-rounded, f32 and bf16 as they are.
 __device__ __forceinline__ float typed_at(TensorType t, const uint8_t* rows, int64_t row_bytes, int64_t j,
                                           int64_t d) {
   float x;
   kv_load<1>(t, rows + j * row_bytes, static_cast<int>(d), &x);
-  return __half2float(__float2half_rn(x));
+  return t == TensorType::F32 || t == TensorType::BF16 ? x : __half2float(__float2half_rn(x));
 }
 
 // Typed: K and V rows of any cache type (p.k_type, p.v_type); else f16.
@@ -72,7 +76,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   auto k_at = [&](int64_t j, int64_t d) { return typed_at(p.k_type, k_bytes, p.k_row_bytes, j, g * hd + d); };
   auto v_at = [&](int64_t j, int64_t d) { return typed_at(p.v_type, v_bytes, p.v_row_bytes, j, g * hd + d); };
 
-  for (int64_t d = tid; d < hd; d += kThreads) q16[d] = __half2float(__float2half_rn(q[d]));
+  for (int64_t d = tid; d < hd; d += kThreads) q16[d] = kv_round_q(p.k_type, q[d]);
   __syncthreads();
 
   // Scores s_j = (q·K_j) * scale (+ soft-cap) + slope * mask_j (slope 1 without ALiBi, cpu/alibi.h).
@@ -153,7 +157,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   // The sink's exp as the CPU's libm expf (through double: CUDA's expf is not correctly rounded).
   if (p.sinks != nullptr) sum += static_cast<double>(static_cast<float>(exp(static_cast<double>(sink - max))));
   const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = tid; j < n_kv; j += kThreads) scores[j] = __half2float(__float2half_rn(__fmul_rn(scores[j], inv)));
+  // Probabilities rounded as the CPU rounds them for the V type (as the query for K: kv_round_q).
+  for (int64_t j = tid; j < n_kv; j += kThreads) scores[j] = kv_round_q(p.v_type, __fmul_rn(scores[j], inv));
   __syncthreads();
 
   // out[d] = dot(p, V[:, d]) over the cells.

@@ -5,12 +5,15 @@
 // of each K and V row and of the output, so that a row is one coalesced warp
 // access and a score is one warp reduction. Each warp keeps an online
 // softmax (running max, sum, weighted V); the warps' states merge in shared
-// memory at the end. Arithmetic: q rounded to f16 as the CPU does; scores,
+// memory at the end. Arithmetic: q rounded as the CPU rounds it for the K
+// type (f16; bf16 for bf16 K; kept for f32 K: kv_round_q); scores,
 // probabilities and sums in f32 (the CPU rounds probabilities to f16), so
 // results differ from cpu/attention.cpp within f16 rounding, like the tiled
 // kernel's. A cache of a block type (Typed) is read block by block into
 // registers (kv_blocks.cuh: a lane's HD / 32 values never straddle a block),
-// its values unrounded f32 (the CPU rounds them to f16).
+// its values unrounded f32 (the CPU rounds them to f16); f32 and bf16 rows
+// are read as they are (as the CPU's attention_rows.h; with f32 K and V its
+// CPU twin is that f32 attention, which this kernel matches to f32 rounding).
 // Long ranges with few (token, head) blocks (one sequence deep into its
 // context) are split over the cells (flash-decoding): split z of a token
 // takes the z-th of p.n_split equal chunks of its range and leaves its
@@ -124,7 +127,7 @@ __global__ void __launch_bounds__(W * kWarp) attention_decode_kernel(const Atten
   float q[kPer];
   const float* qrow = p.q + (t * p.n_head + h) * HD + lane * kPer;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) q[i] = __half2float(__float2half_rn(qrow[i]));
+  for (int i = 0; i < kPer; ++i) q[i] = kv_round_q(p.k_type, qrow[i]);
 
   float m_run = -INFINITY, l_run = 0.0f;
   float acc[kPer];

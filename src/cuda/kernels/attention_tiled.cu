@@ -6,7 +6,8 @@
 // prefill does about half the work; with per-token ranges a block walks the
 // union of its queries' ranges). Four lanes share a query: each scores
 // kKTile / 4 cells and accumulates head_dim / 4 output dimensions.
-// Arithmetic: q rounded to f16 as the CPU does; scores, the running max and
+// Arithmetic: q rounded as the CPU rounds it for the K type (kv_round_q:
+// f16, bf16, or kept for f32 K); scores, the running max and
 // sum, and the output in f32; probabilities stay f32 (the CPU rounds them
 // to f16), so results differ from cpu/attention.cpp within f16 rounding.
 // A cache of a block type (Typed) is dequantized while a tile is loaded into
@@ -51,7 +52,6 @@ __device__ __forceinline__ float4 load_half4(const half* p) {
   return make_float4(a.x, a.y, b.x, b.y);
 }
 
-__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
 
 // KT, VT: the K and V cache types (kv_blocks.cuh kv_read; kAnyKvType: p's,
 // at run time). Typed: either is not f16 (rows of p.k_row_bytes / v_row_bytes).
@@ -84,7 +84,8 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(const Attenti
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (q0 + rr < q_end) {
       v = reinterpret_cast<const float4*>(p.q + ((q0 + rr) * p.n_head + h) * HD)[d4];
-      v = make_float4(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
+      v = make_float4(kv_round_q(p.k_type, v.x), kv_round_q(p.k_type, v.y), kv_round_q(p.k_type, v.z),
+                      kv_round_q(p.k_type, v.w));
     }
     reinterpret_cast<float4*>(qs + rr * QS)[d4] = v;
   }

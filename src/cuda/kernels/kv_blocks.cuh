@@ -13,6 +13,8 @@
 //   q5_1 {d, m, qh[4], qs[16]}       x = d * q + m
 // where element j is the low nibble of qs[j] (j < 16) or the high nibble of
 // qs[j - 16], and its fifth bit (q5) bit j of qh.
+// f32 and bf16 caches are plain rows of floats / bfloat16 (4 and 2 bytes a
+// value, any width), read through the same calls.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,13 @@ __host__ __device__ constexpr int kv_block_bytes(TensorType t) {
                                  : 0;
 }
 
+// float -> bfloat16 bits, round to nearest even (core/fp16.h fp32_to_bf16's bits; NaN kept quiet).
+__device__ __forceinline__ unsigned short kv_bf16_bits(float f) {
+  const unsigned int x = __float_as_uint(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<unsigned short>((x >> 16) | 0x40u);
+  return static_cast<unsigned short>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
 __device__ __forceinline__ float kv_half_at(const uint8_t* p) {
   return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
@@ -58,8 +67,13 @@ __device__ __forceinline__ void kv_bytes(const uint8_t* p, uint8_t* bytes) {
   }
 }
 
-// out[0, N) = values e .. e + N - 1 of a row of type T (F16 or a block
-// type; e + N within one block, e a multiple of N).
+// Bytes of a value of a float cache type (F32, BF16, F16; 0: a block type).
+__host__ __device__ constexpr int kv_float_bytes(TensorType t) {
+  return t == TensorType::F32 ? 4 : t == TensorType::BF16 || t == TensorType::F16 ? 2 : 0;
+}
+
+// out[0, N) = values e .. e + N - 1 of a row of type T (F16, F32, BF16 or a
+// block type; e + N within one block, e a multiple of N).
 template <TensorType T, int N>
 __device__ __forceinline__ void kv_load_t(const uint8_t* row, int e, float* out) {
   const int b = e / kKvBlock, off = e % kKvBlock;
@@ -67,6 +81,14 @@ __device__ __forceinline__ void kv_load_t(const uint8_t* row, int e, float* out)
     const half* h = reinterpret_cast<const half*>(row) + e;
 #pragma unroll
     for (int i = 0; i < N; ++i) out[i] = __half2float(h[i]);
+  } else if constexpr (T == TensorType::F32) {
+    const float* f = reinterpret_cast<const float*>(row) + e;
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = f[i];
+  } else if constexpr (T == TensorType::BF16) {
+    const unsigned short* h = reinterpret_cast<const unsigned short*>(row) + e;
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = __uint_as_float(static_cast<unsigned int>(h[i]) << 16);
   } else if constexpr (T == TensorType::Q8_0) {
     const uint8_t* blk = row + b * kQ8_0Bytes;
     const float d = kv_half_at(blk);
@@ -124,14 +146,18 @@ __device__ __forceinline__ void kv_load(TensorType t, const uint8_t* row, int e,
       return kv_load_t<TensorType::Q5_0, N>(row, e, out);
     case TensorType::Q5_1:
       return kv_load_t<TensorType::Q5_1, N>(row, e, out);
+    case TensorType::F32:
+      return kv_load_t<TensorType::F32, N>(row, e, out);
+    case TensorType::BF16:
+      return kv_load_t<TensorType::BF16, N>(row, e, out);
     default:
       return kv_load_t<TensorType::F16, N>(row, e, out);
   }
 }
 
 // A kernel's cache type as a template argument: a type, or kAnyKvType for
-// the type of the parameters, read at run time (F32 is no cache type).
-constexpr TensorType kAnyKvType = TensorType::F32;
+// the type of the parameters, read at run time (Q8_K is no cache type).
+constexpr TensorType kAnyKvType = TensorType::Q8_K;
 
 template <TensorType T, int N>
 __device__ __forceinline__ void kv_read(TensorType t, const uint8_t* row, int e, float* out) {
@@ -140,6 +166,15 @@ __device__ __forceinline__ void kv_read(TensorType t, const uint8_t* row, int e,
   } else {
     kv_load_t<T, N>(row, e, out);
   }
+}
+
+// A query value rounded as the CPU rounds it for a K cache of type t
+// (cpu/attention_rows.h): kept for f32, to bf16 for bf16, to f16 otherwise
+// (f16 and the block types, which the CPU reads back as f16).
+__device__ __forceinline__ float kv_round_q(TensorType t, float x) {
+  if (t == TensorType::F32) return x;
+  if (t == TensorType::BF16) return __uint_as_float(static_cast<unsigned int>(kv_bf16_bits(x)) << 16);
+  return __half2float(__float2half_rn(x));
 }
 
 __device__ __forceinline__ void kv_put_half(uint8_t* p, float v) {

@@ -2,7 +2,8 @@
 // store_kv_typed): a warp per 32-value block of a row quantizes it with the
 // bits of the CPU's sequential quantizer (model/kv_quant.cpp; the scale's
 // extreme values found by warp reductions that keep the CPU's choice among
-// ties), or converts it to f16 for an f16 cache.
+// ties), or converts it to f16 / bf16 (or copies it) for an f16, bf16 or f32
+// cache.
 #include <string>
 
 #include "core/error.h"
@@ -82,14 +83,15 @@ __global__ void __launch_bounds__(kThreads) store_kv_typed_kernel(const float* k
                                                                   int64_t n_embd_kv, KvCacheRef kc, KvCacheRef vc) {
   launch_dependents();
   grid_dependency_wait();  // launched with pdl (pdl.cuh)
-  const int64_t nb = n_embd_kv / kKvBlock;
+  const int64_t nb = (n_embd_kv + kKvBlock - 1) / kKvBlock;  // (float types: the last run may be partial)
   const int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (w >= 2 * n_tokens * nb) return;  // whole warps leave together
   const int64_t b = w % nb, row = w / nb, t = row / 2;
   const bool is_v = row % 2 != 0;
   const KvCacheRef& c = is_v ? vc : kc;
-  const float x = (is_v ? v : k)[t * n_embd_kv + b * kKvBlock + lane];
+  const int64_t e = b * kKvBlock + lane;
+  const float x = e < n_embd_kv ? (is_v ? v : k)[t * n_embd_kv + e] : 0.0f;
   uint8_t* dst = static_cast<uint8_t*>(c.data) + static_cast<int64_t>(slots[t]) * c.row_bytes;
   float d = 0.0f, lo = 0.0f;
   switch (c.type) {
@@ -140,20 +142,26 @@ __global__ void __launch_bounds__(kThreads) store_kv_typed_kernel(const float* k
       }
       return;
     }
+    case TensorType::F32:
+      if (e < n_embd_kv) reinterpret_cast<float*>(dst)[e] = x;
+      return;
+    case TensorType::BF16:
+      if (e < n_embd_kv) reinterpret_cast<unsigned short*>(dst)[e] = kv_bf16_bits(x);
+      return;
     default:  // F16
-      reinterpret_cast<half*>(dst)[b * kKvBlock + lane] = __float2half_rn(x);
+      if (e < n_embd_kv) reinterpret_cast<half*>(dst)[e] = __float2half_rn(x);
       return;
   }
 }
 
 }  // namespace
 
-bool kv_cache_gpu_supported(TensorType t) { return t == TensorType::F16 || kv_block_bytes(t) != 0; }
+bool kv_cache_gpu_supported(TensorType t) { return kv_float_bytes(t) != 0 || kv_block_bytes(t) != 0; }
 
-const char* kv_cache_gpu_type_names() { return "f16, q8_0, q4_0, q4_1, q5_0, q5_1"; }
+const char* kv_cache_gpu_type_names() { return "f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1"; }
 
 int64_t kv_cache_row_bytes(TensorType t, int64_t n) {
-  if (t == TensorType::F16) return n * static_cast<int64_t>(sizeof(uint16_t));
+  if (kv_float_bytes(t) != 0) return n * kv_float_bytes(t);
   const int64_t bb = kv_block_bytes(t);
   if (bb == 0) {
     throw InvalidArgument(std::string("GPU KV cache: type ") + tensor_type_name(t) + " is not supported (" +
@@ -186,7 +194,7 @@ void store_kv_typed(const float* k, const float* v, const int32_t* slots, int64_
       throw InvalidArgument("GPU KV cache: row bytes do not match the type and width");
     }
   }
-  const int64_t threads = 2 * n_tokens * (n_embd_kv / kKvBlock) * kWarp;
+  const int64_t threads = 2 * n_tokens * ((n_embd_kv + kKvBlock - 1) / kKvBlock) * kWarp;
   const int64_t blocks = (threads + kThreads - 1) / kThreads;
   if (blocks > 0x7FFFFFFF) throw InvalidArgument("GPU KV cache: too many rows in one store");
   launch_kernel(store_kv_typed_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s,

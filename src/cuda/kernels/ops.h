@@ -249,12 +249,13 @@ void attention_cross(const float* q, const float* k, const float* v, const int32
 
 // ---- the KV cache's types (kv_store.cu, kv_blocks.cuh) ---------------------
 
-// True for the cache types the GPU stores and reads: F16, Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1 (the CPU's cache types except IQ4_NL).
+// True for the cache types the GPU stores and reads: F16, F32, BF16, Q8_0,
+// Q4_0, Q4_1, Q5_0, Q5_1 (the CPU's cache types except IQ4_NL).
 bool kv_cache_gpu_supported(TensorType t);
 // The GPU's cache types, for messages ("f16, q8_0, ...").
 const char* kv_cache_gpu_type_names();
 // Bytes of a cache row of n values (block types: n a multiple of 32).
+// Throws InvalidArgument for a type the GPU does not store.
 int64_t kv_cache_row_bytes(TensorType t, int64_t n);
 
 // One layer's K or V cache on the device: rows [n_cells] of row_bytes bytes.
@@ -276,12 +277,15 @@ void store_kv_typed(const float* k, const float* v, const int32_t* slots, int64_
 struct AttentionParams {
   const float* q = nullptr;         // [n_tokens, n_head, head_dim]
   // [n_cells, n_head_kv * head_dim]: f16 values, or rows of k_row_bytes /
-  // v_row_bytes bytes of a block type (kv_cache_gpu_supported), read back
-  // value by value in the kernels (never a dequantized copy); V not transposed.
+  // v_row_bytes bytes of another type (f32, bf16 or a block type:
+  // kv_cache_gpu_supported), read back value by value in the kernels (never
+  // a dequantized copy); V not transposed. The query is rounded as the CPU
+  // rounds it for K's type and (exact kernel) the probabilities for V's
+  // (kv_blocks.cuh kv_round_q).
   const void* k = nullptr;
   const void* v = nullptr;
   TensorType k_type = TensorType::F16, v_type = TensorType::F16;
-  int64_t k_row_bytes = 0, v_row_bytes = 0;  // block types (attention_typed_rows fills in f16 ones)
+  int64_t k_row_bytes = 0, v_row_bytes = 0;  // types other than f16 (attention_typed_rows fills in f16 ones)
   const float* mask = nullptr;      // [n_tokens, mask_stride]: 0 (or the ALiBi distance) or -inf
   int64_t n_kv = 0, n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
   // Per-token cell ranges (several sequences in one cache, model/forward.h
