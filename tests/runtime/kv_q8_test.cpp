@@ -29,7 +29,7 @@ constexpr double kRelTol = 2e-2;      // a shift there and back
 constexpr double kMeanRelTol = 3e-2;
 constexpr double kWorstRelTol = 0.2;
 
-double rel_l2(std::span<const float> got, std::span<const float> ref) {
+double q8_rel_l2(std::span<const float> got, std::span<const float> ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     num += (static_cast<double>(got[i]) - ref[i]) * (static_cast<double>(got[i]) - ref[i]);
@@ -68,8 +68,8 @@ TEST_F(KvQ8, LogitsCloseToF16Cache) {
     for (size_t t = 0; t < tokens_.size(); ++t) {
       const std::span<const float> g(got.data() + t * nv, static_cast<size_t>(nv));
       const std::span<const float> r(ref.data() + t * nv, static_cast<size_t>(nv));
-      worst = std::max(worst, rel_l2(g, r));
-      mean += rel_l2(g, r) / static_cast<double>(tokens_.size());
+      worst = std::max(worst, q8_rel_l2(g, r));
+      mean += q8_rel_l2(g, r) / static_cast<double>(tokens_.size());
       any_diff = any_diff || !std::equal(g.begin(), g.end(), r.begin());
     }
     EXPECT_LT(mean, kMeanRelTol) << tensor_type_name(k) << "/" << tensor_type_name(v);
@@ -107,7 +107,7 @@ TEST_F(KvQ8, SaveRestoreAndShift) {
   shifted.eval(prompt);
   shifted.shift_sequence(0, 0, -1, 25);
   shifted.shift_sequence(0, 0, -1, -25);
-  EXPECT_LT(rel_l2(shifted.eval({&next, 1}), ref), kRelTol);
+  EXPECT_LT(q8_rel_l2(shifted.eval({&next, 1}), ref), kRelTol);
 }
 
 TEST(KvQ8Errors, UnsupportedTypeRefused) {
