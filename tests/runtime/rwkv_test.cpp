@@ -145,7 +145,7 @@ std::vector<float> alone(const std::shared_ptr<const model::Model>& m, const std
 
 // Two sequences interleaved in one batch, then one token each: every row as the sequence alone.
 TEST(Rwkv, InterleavedSequencesMatchEachAlone) {
-  for (int version : {6, 7, 8}) {
+  for (int version : {6, 7, 8}) {  // 8: rwkv6qwen2
     const auto tiny = test::make_tiny_rwkv(version == 8 ? qwen2_config() : config(version));
     auto m = model::Model::load(tiny->path().string());
     const std::vector<int32_t> a = tokens_of(9, 3), b = tokens_of(7, 11);
@@ -161,10 +161,10 @@ TEST(Rwkv, InterleavedSequencesMatchEachAlone) {
     int64_t row = 0;
     for (size_t i = 0; i < 8; ++i) {
       EXPECT_LT(max_abs_diff(ctx.logits(row++), std::span<const float>(want_a.data() + i * nv, nv)), 1e-4)
-          << "rwkv" << version << " a " << i;
+          << m->hparams().arch << " a " << i;
       if (i < 6) {
         EXPECT_LT(max_abs_diff(ctx.logits(row++), std::span<const float>(want_b.data() + i * nv, nv)), 1e-4)
-            << "rwkv" << version << " b " << i;
+            << m->hparams().arch << " b " << i;
       }
     }
     batch.clear();
