@@ -167,13 +167,21 @@ struct SsmSpec {
 // rwkv7's: per head, S [value i, key j], a = -kk, b = kk * iclr:
 //   S_ij = S_ij w_j + v_i k_j + (sum_l a_l S_il) b_j;  y_i = sum_j S_ij r_j
 // then a per-head LayerNorm (eps gn_eps), * ln + ln_b, the gate, the output projection.
+// rwkv6qwen2 (rwkv6 without time_mix_first): k and v of kv_heads heads, each
+// serving n_head / kv_heads consecutive heads, k := k (1 - w), the gated
+// linear attention S_ij = w_i S_ij + k_i v_j, y_j = sum_i r_i S_ij / sqrt(hs),
+// no group norm, a sigmoid gate; one shift row per sequence.
 struct RwkvSpec {
   int64_t layer = 0;                 // the layer of KvView::rs
   const RwkvWeights* w = nullptr;
   int version = 6;                   // 6 or 7
   int64_t n_embd = 0, head_size = 0;
+  int64_t n_shift = 2;               // shift rows per sequence (token_shift_count)
+  int64_t kv_heads = 0;              // rwkv6qwen2's key/value heads (0: n_head)
   float gn_eps = 64e-5f;             // llama.cpp's group norm epsilon
   int64_t n_head() const { return head_size > 0 ? n_embd / head_size : 0; }
+  int64_t n_kv_head() const { return kv_heads > 0 ? kv_heads : n_head(); }
+  bool qrwkv() const { return version == 6 && w != nullptr && !w->first; }
 };
 
 class Ops {

@@ -125,7 +125,8 @@ struct RwkvWeights {
   // learning rate a0 + (x a1) a2, value residual v0 + (x v1) v2 (layers > 0), gate sigmoid(x g1) g2
   // (optional), k_k, k_a, r_k.
   Weight w0, d1, d2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k;
-  Weight key, value, receptance, gate, output;  // gate: rwkv6's (silu)
+  Weight key, value, receptance, gate, output;  // gate: rwkv6's (silu; rwkv6qwen2's sigmoid)
+  Weight key_b, value_b, receptance_b;          // rwkv6qwen2's optional biases
   Weight ln, ln_b;                              // the group norm's affine [n_embd]
   // The channel mix: k = relu(W_key xk)^2; rwkv6: sigmoid(W_r xr) * (W_value k); rwkv7: W_value k.
   Weight cm_lerp_k, cm_lerp_r, cm_key, cm_value, cm_receptance;

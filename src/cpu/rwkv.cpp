@@ -110,6 +110,35 @@ void rwkv_wkv6_token(int64_t n_head, int64_t hs, float* state, const float* r, c
   }
 }
 
+void rwkv_gla_token(int64_t n_head, int64_t hs, float* state, const float* r, const float* k, const float* v,
+                    const float* w, float scale, float* y) {
+  for (int64_t h = 0; h < n_head; ++h) {
+    const int64_t o = h * hs;
+    float* S = state + h * hs * hs;
+    float* yh = y + o;
+    std::fill_n(yh, hs, 0.0f);
+    for (int64_t i = 0; i < hs; ++i) {
+      const float ki = k[o + i], ri = r[o + i] * scale, wi = w[o + i];
+      float* Si = S + i * hs;
+      for (int64_t j = 0; j < hs; ++j) {
+        Si[j] = Si[j] * wi + ki * v[o + j];
+        yh[j] += ri * Si[j];
+      }
+    }
+  }
+}
+
+void rwkv_repeat_heads(const float* src, int64_t n, int64_t n_kv, int64_t group, int64_t hs, float* dst) {
+  const int64_t heads = n_kv * group;
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < heads; ++h) std::copy_n(src + (t * n_kv + h / group) * hs, hs, dst + (t * heads + h) * hs);
+  }
+}
+
+void rwkv_key_decay(float* k, const float* w, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) k[i] -= k[i] * w[i];
+}
+
 void rwkv_wkv7_token(int64_t n_head, int64_t hs, float* state, const float* r, const float* w, const float* k,
                      const float* v, const float* a, const float* b, float* y) {
   for (int64_t h = 0; h < n_head; ++h) {

@@ -53,6 +53,17 @@ void rwkv7_bonus(float* y, const float* r, const float* k, const float* v, const
 void rwkv_wkv6_token(int64_t n_head, int64_t hs, float* state, const float* r, const float* k, const float* v,
                      const float* w, const float* u, float* y);
 
+// rwkv6qwen2's gated linear attention for one token (rwkv6's layout):
+// S_ij = w_i S_ij + k_i v_j, then y_j = scale sum_i r_i S_ij.
+void rwkv_gla_token(int64_t n_head, int64_t hs, float* state, const float* r, const float* k, const float* v,
+                    const float* w, float scale, float* y);
+
+// dst [n, n_kv * group * hs]: head h of each row is src's head h / group ([n, n_kv * hs]).
+void rwkv_repeat_heads(const float* src, int64_t n, int64_t n_kv, int64_t group, int64_t hs, float* dst);
+
+// k -= k * w over count values (rwkv6qwen2's key).
+void rwkv_key_decay(float* k, const float* w, int64_t count);
+
 // rwkv7's wkv for one token: state [n_head, hs (value i), hs (key j)];
 // sa_i = sum_j a_j S_ij, S_ij = S_ij w_j + v_i k_j + sa_i b_j, y_i = sum_j S_ij r_j.
 void rwkv_wkv7_token(int64_t n_head, int64_t hs, float* state, const float* r, const float* w, const float* k,

@@ -70,6 +70,7 @@
   X("mamba2", make_mamba2)       \
   X("granitehybrid", make_granitehybrid) \
   X("rwkv6", make_rwkv6)         \
+  X("rwkv6qwen2", make_rwkv6qwen2) \
   X("rwkv7", make_rwkv7)
 
 namespace ferrite::model {

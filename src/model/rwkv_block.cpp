@@ -85,13 +85,15 @@ Rwkv6Dims read_rwkv6_dims(const gguf::File& file, const HParams& /*hp*/) {
   return d;
 }
 
-RwkvWeights bind_rwkv6_layer(const WeightBinder& b, const HParams& hp, const Rwkv6Dims& d, int64_t il,
-                             WeightSlices& slices) {
+namespace {
+
+// rwkv6's and rwkv6qwen2's data-dependent mixes and decay.
+void bind_rwkv6_mixes(const WeightBinder& b, const HParams& hp, const Rwkv6Dims& d, int64_t il, WeightSlices& slices,
+                      bool fused_only, RwkvWeights& w) {
   auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
-  const int64_t e = hp.n_embd, hs = hp.rwkv_head_size;
-  RwkvWeights w;
+  const int64_t e = hp.n_embd;
   w.lerp_x = b.require_vec(name("time_mix_lerp_x.weight"), e);
-  if (b.file().find_tensor(name("time_mix_lerp_fused.weight")) != nullptr) {
+  if (fused_only || b.file().find_tensor(name("time_mix_lerp_fused.weight")) != nullptr) {
     bind_fused_lerp(b, il, e, 5, w, slices);
   } else {  // older files: one tensor per mix
     const char* each[5] = {"time_mix_lerp_w.weight", "time_mix_lerp_k.weight", "time_mix_lerp_v.weight",
@@ -101,14 +103,42 @@ RwkvWeights bind_rwkv6_layer(const WeightBinder& b, const HParams& hp, const Rwk
   w.w1 = b.require(name("time_mix_w1.weight"), {e, 5 * d.mix_extra});
   const Tensor w2 = b.require(name("time_mix_w2.weight"), {d.mix_extra, e, 5});
   for (int j = 0; j < 5; ++j) w.w2[j] = slices.slice(w2, j, 5);
-  w.first = b.require(name("time_mix_first.weight"), {hs, e / hs});
-  require_f32(b, w.first);
   w.decay = b.require_vec(name("time_mix_decay.weight"), e);
   w.decay_w1 = b.require(name("time_mix_decay_w1.weight"), {e, d.decay_extra});
   w.decay_w2 = b.require(name("time_mix_decay_w2.weight"), {d.decay_extra, e});
   w.gate = b.require(name("time_mix_gate.weight"), {e, e});
+}
+
+}  // namespace
+
+RwkvWeights bind_rwkv6_layer(const WeightBinder& b, const HParams& hp, const Rwkv6Dims& d, int64_t il,
+                             WeightSlices& slices) {
+  const int64_t e = hp.n_embd, hs = hp.rwkv_head_size;
+  RwkvWeights w;
+  bind_rwkv6_mixes(b, hp, d, il, slices, /*fused_only=*/false, w);
+  w.first = b.require(WeightBinder::layer_name(il, "time_mix_first.weight"), {hs, e / hs});
+  require_f32(b, w.first);
   bind_common(b, hp, il, w);
   bind_channel_mix(b, hp, il, /*receptance=*/true, w);
+  return w;
+}
+
+RwkvWeights bind_rwkv6qwen2_layer(const WeightBinder& b, const HParams& hp, const Rwkv6Dims& d, int64_t kv_heads,
+                                  int64_t il, WeightSlices& slices) {
+  auto name = [il](const char* s) { return WeightBinder::layer_name(il, s); };
+  const int64_t e = hp.n_embd, kv = kv_heads * hp.rwkv_head_size;
+  RwkvWeights w;
+  bind_rwkv6_mixes(b, hp, d, il, slices, /*fused_only=*/true, w);
+  if (b.file().find_tensor(name("time_mix_first.weight")) != nullptr) {
+    throw ModelError(b.file().path() + ": rwkv6qwen2 with time_mix_first is not supported");
+  }
+  w.key = b.require(name("time_mix_key.weight"), {e, kv});
+  w.value = b.require(name("time_mix_value.weight"), {e, kv});
+  w.receptance = b.require(name("time_mix_receptance.weight"), {e, e});
+  w.key_b = b.optional_vec(name("time_mix_key.bias"), kv);
+  w.value_b = b.optional_vec(name("time_mix_value.bias"), kv);
+  w.receptance_b = b.optional_vec(name("time_mix_receptance.bias"), e);
+  w.output = b.require(name("time_mix_output.weight"), {e, e});
   return w;
 }
 
@@ -154,8 +184,10 @@ RwkvWeights bind_rwkv7_layer(const WeightBinder& b, const HParams& hp, const Rwk
   return w;
 }
 
-RwkvSpec rwkv_spec(const HParams& hp, int version, int64_t il, const RwkvWeights& w) {
+RwkvSpec rwkv_spec(const HParams& hp, int version, int64_t il, const RwkvWeights& w, int64_t kv_heads) {
   RwkvSpec s;
+  s.n_shift = hp.rwkv_token_shift;
+  s.kv_heads = kv_heads;
   s.layer = il;
   s.w = &w;
   s.version = version;

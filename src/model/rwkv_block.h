@@ -34,6 +34,11 @@ struct Rwkv6Dims {
 Rwkv6Dims read_rwkv6_dims(const gguf::File& file, const HParams& hp);
 RwkvWeights bind_rwkv6_layer(const WeightBinder& b, const HParams& hp, const Rwkv6Dims& d, int64_t il,
                              WeightSlices& slices);
+// rwkv6qwen2's time mix: rwkv6's mixes and decay, no time_mix_first (gated
+// linear attention instead), k and v of kv_heads heads with optional biases,
+// no group norm; its feed-forward is the arch's (SwiGLU).
+RwkvWeights bind_rwkv6qwen2_layer(const WeightBinder& b, const HParams& hp, const Rwkv6Dims& d, int64_t kv_heads,
+                                  int64_t il, WeightSlices& slices);
 
 // rwkv7's LoRA ranks: attention.decay_lora_rank, iclr_lora_rank,
 // value_residual_mix_lora_rank (required), gate_lora_rank (0: no gate).
@@ -44,6 +49,7 @@ Rwkv7Dims read_rwkv7_dims(const gguf::File& file, const HParams& hp);
 RwkvWeights bind_rwkv7_layer(const WeightBinder& b, const HParams& hp, const Rwkv7Dims& d, int64_t il,
                              WeightSlices& slices);
 
-RwkvSpec rwkv_spec(const HParams& hp, int version, int64_t il, const RwkvWeights& w);
+// kv_heads: rwkv6qwen2's (0: every head has its own k and v).
+RwkvSpec rwkv_spec(const HParams& hp, int version, int64_t il, const RwkvWeights& w, int64_t kv_heads = 0);
 
 }  // namespace ferrite::model

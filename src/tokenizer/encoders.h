@@ -99,9 +99,11 @@ class RwkvEncoder {
 
  private:
   struct Node {
-    std::unordered_map<uint8_t, int32_t> next;
+    std::vector<std::pair<uint8_t, int32_t>> next;  // (byte, child) sorted by byte
     int32_t id = kNoToken;
   };
+  // The child of `node` by byte c, or -1.
+  int32_t child(int32_t node, uint8_t c) const;
   const Vocab& v_;
   std::vector<Node> nodes_;  // [0] is the root
 };

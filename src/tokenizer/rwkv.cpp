@@ -6,7 +6,9 @@
 // before any other character stands for that character. Encoding is greedy:
 // at each position the longest token matching the bytes there, found by
 // walking a trie of the tokens' bytes.
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "tokenizer/encoders.h"
@@ -46,20 +48,27 @@ std::string rwkv_unescape(std::string_view escaped) {
   return out;
 }
 
+int32_t RwkvEncoder::child(int32_t node, uint8_t c) const {
+  const auto& kids = nodes_[static_cast<size_t>(node)].next;
+  const auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(c, int32_t{-1}));
+  return it != kids.end() && it->first == c ? it->second : -1;
+}
+
 RwkvEncoder::RwkvEncoder(const Vocab& v) : v_(v) {
   nodes_.emplace_back();
   for (int32_t id = 0; id < v.n_vocab(); ++id) {
     const std::string bytes = rwkv_unescape(v.text[static_cast<size_t>(id)]);
     if (bytes.empty()) continue;
     int32_t node = 0;
-    for (const char c : bytes) {
-      auto& kids = nodes_[static_cast<size_t>(node)].next;
-      const auto it = kids.find(static_cast<uint8_t>(c));
-      if (it != kids.end()) {
-        node = it->second;
+    for (const char ch : bytes) {
+      const auto c = static_cast<uint8_t>(ch);
+      const int32_t next = child(node, c);
+      if (next >= 0) {
+        node = next;
       } else {
         const auto fresh = static_cast<int32_t>(nodes_.size());
-        kids.emplace(static_cast<uint8_t>(c), fresh);
+        auto& kids = nodes_[static_cast<size_t>(node)].next;
+        kids.insert(std::lower_bound(kids.begin(), kids.end(), std::make_pair(c, int32_t{-1})), {c, fresh});
         nodes_.emplace_back();
         node = fresh;
       }
@@ -74,17 +83,15 @@ void RwkvEncoder::encode(std::string_view text, std::vector<int32_t>& out) const
     int32_t node = 0, best = kNoToken;
     size_t best_end = pos;
     for (size_t i = pos; i < text.size(); ++i) {
-      const auto& kids = nodes_[static_cast<size_t>(node)].next;
-      const auto it = kids.find(static_cast<uint8_t>(text[i]));
-      if (it == kids.end()) break;
-      node = it->second;
+      node = child(node, static_cast<uint8_t>(text[i]));
+      if (node < 0) break;
       if (nodes_[static_cast<size_t>(node)].id != kNoToken) {
         best = nodes_[static_cast<size_t>(node)].id;
         best_end = i + 1;
       }
     }
     if (best == kNoToken) {
-      // No token starts with this byte: the unknown token, as llama.cpp (which has none by default).
+      // No token matches here: the unknown token, as llama.cpp (whose RWKV vocabularies have none by default).
       if (v_.unk == kNoToken) {
         throw InvalidArgument("byte " + std::to_string(static_cast<uint8_t>(text[pos])) + " at offset " +
                               std::to_string(pos) + " has no token in this RWKV vocabulary (and it has no unknown token)");

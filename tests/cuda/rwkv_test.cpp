@@ -2,7 +2,7 @@
 // on fresh random inputs, two sequences' tokens interleaved in one batch for
 // the token shift and the wkv recurrences; and the tiny rwkv6 and rwkv7
 // models (tests/model/tiny_rwkv.h) with every layer on the GPU, and with
-// the first layer on the CPU, against the CPU's logits.
+// the first layer on the CPU, against the CPU's logits (and rwkv6qwen2's).
 #include <cmath>
 #include <vector>
 
@@ -36,26 +36,32 @@ TEST(GpuRwkv, ShiftAndWkvMatchTheCpuTwinsWithInterleavedSequences) {
   auto a = random_floats(ne, rng, -0.3f, 0.3f), b = random_floats(ne, rng, -0.3f, 0.3f);
   auto s0 = random_floats(2 * sf, rng);
 
-  std::vector<float> rows = rows0, sx(ne), s6 = s0, s7 = s0, y6(ne), y7(ne);
+  std::vector<float> rows = rows0, sx(ne), s6 = s0, s7 = s0, sg = s0, y6(ne), y7(ne), yg(ne);
   cpu::rwkv_shift(h.data(), kN, kE, kSlot.data(), rows.data() + kE, 2 * kE, sx.data());
   for (int64_t t = 0; t < kN; ++t) {
     const size_t o = static_cast<size_t>(t * kE), st = static_cast<size_t>(kSlot[t]) * sf;
     cpu::rwkv_wkv6_token(kHeads, kHs, s6.data() + st, &r[o], &k[o], &v[o], &w[o], u.data(), &y6[o]);
     cpu::rwkv_wkv7_token(kHeads, kHs, s7.data() + st, &r[o], &w[o], &k[o], &v[o], &a[o], &b[o], &y7[o]);
+    cpu::rwkv_gla_token(kHeads, kHs, sg.data() + st, &r[o], &k[o], &v[o], &w[o], 0.25f, &yg[o]);
   }
 
   DeviceBuffer h_d = test::to_device(h), rows_d = test::to_device(rows0), slot_d = test::to_device(kSlot);
   DeviceBuffer r_d = test::to_device(r), k_d = test::to_device(k), v_d = test::to_device(v), w_d = test::to_device(w);
   DeviceBuffer u_d = test::to_device(u), a_d = test::to_device(a), b_d = test::to_device(b);
-  DeviceBuffer s6_d = test::to_device(s0), s7_d = test::to_device(s0);
+  DeviceBuffer s6_d = test::to_device(s0), s7_d = test::to_device(s0), sg_d = test::to_device(s0);
   DeviceBuffer sx_d = test::poisoned(ne), y6_d = test::poisoned(ne), y7_d = test::poisoned(ne);
+  DeviceBuffer yg_d = test::poisoned(ne);
   rwkv_shift(h_d.as<float>(), kN, kE, slot_d.as<int32_t>(), rows_d.as<float>() + kE, 2 * kE, sx_d.as<float>(),
              nullptr);
-  const WkvDims d{.n = kN, .n_head = kHeads, .hs = kHs};
+  const WkvDims d{.n = kN, .n_head = kHeads, .hs = kHs, .scale = 0.25f};
   rwkv_wkv6(s6_d.as<float>(), slot_d.as<int32_t>(), r_d.as<float>(), k_d.as<float>(), v_d.as<float>(),
             w_d.as<float>(), u_d.as<float>(), d, y6_d.as<float>(), nullptr);
   rwkv_wkv7(s7_d.as<float>(), slot_d.as<int32_t>(), r_d.as<float>(), w_d.as<float>(), k_d.as<float>(),
             v_d.as<float>(), a_d.as<float>(), b_d.as<float>(), d, y7_d.as<float>(), nullptr);
+  rwkv_wkv6(sg_d.as<float>(), slot_d.as<int32_t>(), r_d.as<float>(), k_d.as<float>(), v_d.as<float>(),
+            w_d.as<float>(), nullptr, d, yg_d.as<float>(), nullptr);  // the gated linear attention
+  EXPECT_LT(test::relative_error(host_of(yg_d, ne), yg), 1e-5);
+  EXPECT_LT(test::relative_error(host_of(sg_d, sg.size()), sg), 1e-5);
   EXPECT_EQ(host_of(sx_d, ne), sx);
   EXPECT_EQ(host_of(rows_d, rows.size()), rows);
   EXPECT_LT(test::relative_error(host_of(y6_d, ne), y6), 1e-5);
@@ -117,6 +123,15 @@ TEST(GpuRwkv, ElementwiseKernelsMatchTheCpuTwins) {
   EXPECT_LT(test::relative_error(host_of(k_d, ne), pk), 1e-6);
   EXPECT_LT(test::relative_error(host_of(kk_d, ne), kk), 1e-5);
   EXPECT_LT(test::relative_error(host_of(b_d, ne), bb), 1e-5);
+  // rwkv6qwen2's grouped heads (kHeads heads from one key/value head) and k (1 - w).
+  std::vector<float> rep(ne), kd = k;
+  cpu::rwkv_repeat_heads(h.data(), kN, 1, kHeads, kHs, rep.data());
+  cpu::rwkv_key_decay(kd.data(), dw.data(), static_cast<int64_t>(ne));
+  DeviceBuffer rep_d = test::poisoned(ne), kd_d = test::to_device(k), dw0_d = test::to_device(dw);
+  rwkv_repeat_heads(h_d.as<float>(), kN, 1, kHeads, kHs, rep_d.as<float>(), nullptr);
+  rwkv_key_decay(kd_d.as<float>(), dw0_d.as<float>(), static_cast<int64_t>(ne), nullptr);
+  EXPECT_EQ(host_of(rep_d, ne), rep);
+  EXPECT_LT(test::relative_error(host_of(kd_d, ne), kd), 1e-6);
 }
 
 std::vector<int32_t> tokens_of(int64_t n, int salt) {
@@ -147,18 +162,19 @@ std::vector<float> interleaved(const std::shared_ptr<const model::Model>& m, int
 
 TEST(GpuRwkv, ModelsMatchTheCpu) {
   FERRITE_REQUIRE_GPU();
-  for (int version : {6, 7}) {
+  for (int version : {6, 7, 8}) {  // 8: rwkv6qwen2
     ferrite::test::RwkvConfig c;
-    c.version = version;
+    c.version = version == 7 ? 7 : 6;
+    c.qwen2 = version == 8;
     const auto tiny = ferrite::test::make_tiny_rwkv(c);
     auto m = model::Model::load(tiny->path().string());
     const std::vector<float> cpu = interleaved(m, 0);
     const double all = test::relative_error(interleaved(m, runtime::kAllLayers), cpu);
     const double part = test::relative_error(interleaved(m, 2), cpu);  // layer 0 on the CPU
-    EXPECT_LT(all, 2e-3) << "rwkv" << version;                         // the GPU's f16 products
-    EXPECT_LT(part, 2e-3) << "rwkv" << version;
-    std::printf("  rwkv%d on the GPU against the CPU: relative error %.3g (all layers), %.3g (layer 0 on the CPU)\n",
-                version, all, part);
+    EXPECT_LT(all, 2e-3) << m->hparams().arch;  // the GPU's f16 products
+    EXPECT_LT(part, 2e-3) << m->hparams().arch;
+    std::printf("  %s on the GPU against the CPU: relative error %.3g (all layers), %.3g (layer 0 on the CPU)\n",
+                m->hparams().arch.c_str(), all, part);
   }
 }
 

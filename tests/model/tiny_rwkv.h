@@ -22,6 +22,8 @@ struct RwkvConfig {
   int64_t mix_extra = 8, decay_extra = 12;                          // rwkv6
   int64_t decay_rank = 8, iclr_rank = 6, value_rank = 4, gate_rank = 10;  // rwkv7 (gate 0: none)
   int64_t rescale_every = 2;                                        // rwkv6 (0: none)
+  bool qwen2 = false;      // rwkv6qwen2 (with version 6): RMS norms, GQA k/v of n_kv_head heads, SwiGLU FFN
+  int64_t n_kv_head = 2;
   float decay_offset = -0.8f;  // rwkv6's time_mix_decay / rwkv7's w0 mean
 };
 
@@ -88,11 +90,36 @@ inline void add_rwkv7_layer(TinyGguf& g, const RwkvConfig& c, int64_t il) {
   g.add(p + "time_mix_r_k.weight", {e}, 0.3f);
 }
 
+inline void add_rwkv6qwen2_layer(TinyGguf& g, const RwkvConfig& c, int64_t il) {
+  const std::string p = "blk." + std::to_string(il) + ".";
+  const int64_t e = c.n_embd, kv = c.n_kv_head * c.head_size;
+  g.add_norm(p + "attn_norm.weight", e);
+  g.add(p + "time_mix_lerp_x.weight", {e}, 0.2f, 0.5f);
+  g.add(p + "time_mix_lerp_fused.weight", {e, 1, 1, 5}, 0.2f, 0.5f);
+  g.add(p + "time_mix_w1.weight", {e, 5 * c.mix_extra}, 0.5f / std::sqrt(static_cast<float>(e)));
+  g.add(p + "time_mix_w2.weight", {c.mix_extra, e, 5}, 0.3f);
+  g.add(p + "time_mix_decay.weight", {e}, 0.5f, c.decay_offset);
+  g.add(p + "time_mix_decay_w1.weight", {e, c.decay_extra}, 0.5f / std::sqrt(static_cast<float>(e)));
+  g.add(p + "time_mix_decay_w2.weight", {c.decay_extra, e}, 0.3f);
+  g.add_linear(p + "time_mix_key.weight", e, kv);
+  g.add_linear(p + "time_mix_value.weight", e, kv);
+  g.add_linear(p + "time_mix_receptance.weight", e, e);
+  g.add(p + "time_mix_key.bias", {kv}, 0.2f);
+  g.add(p + "time_mix_value.bias", {kv}, 0.2f);
+  g.add(p + "time_mix_receptance.bias", {e}, 0.2f);
+  g.add_linear(p + "time_mix_gate.weight", e, e);
+  g.add_linear(p + "time_mix_output.weight", e, e);
+  g.add_norm(p + "ffn_norm.weight", e);
+  g.add_linear(p + "ffn_gate.weight", e, c.n_ff);
+  g.add_linear(p + "ffn_up.weight", e, c.n_ff);
+  g.add_linear(p + "ffn_down.weight", c.n_ff, e);
+}
+
 }  // namespace tiny_rwkv_detail
 
 inline std::unique_ptr<TinyGguf> make_tiny_rwkv(const RwkvConfig& c, uint32_t seed = 77) {
   namespace d = tiny_rwkv_detail;
-  const std::string arch = c.version == 7 ? "rwkv7" : "rwkv6";
+  const std::string arch = c.version == 7 ? "rwkv7" : c.qwen2 ? "rwkv6qwen2" : "rwkv6";
   auto g = std::make_unique<TinyGguf>(arch, seed);
   tiny_family_detail::add_vocab(*g);
   const int64_t e = c.n_embd, nv = tiny_family_detail::kVocab;
@@ -101,8 +128,21 @@ inline std::unique_ptr<TinyGguf> make_tiny_rwkv(const RwkvConfig& c, uint32_t se
   g->set_u32("block_count", static_cast<uint32_t>(c.n_layer));
   g->set_u32("feed_forward_length", static_cast<uint32_t>(c.n_ff));
   g->set_u32("attention.head_count", 0);
-  g->set_f32("attention.layer_norm_epsilon", 1e-5f);
   g->set_u32("wkv.head_size", static_cast<uint32_t>(c.head_size));
+  if (c.qwen2) {
+    g->set_f32("attention.layer_norm_rms_epsilon", 1e-6f);
+    g->set_u32("token_shift_count", 1);
+    g->set_u32("attention.head_count_kv", static_cast<uint32_t>(c.n_kv_head));
+    g->set_u32("time_mix_extra_dim", static_cast<uint32_t>(c.mix_extra));
+    g->set_u32("time_decay_extra_dim", static_cast<uint32_t>(c.decay_extra));
+    g->add("token_embd.weight", {e, nv}, 1.0f);
+    for (int64_t il = 0; il < c.n_layer; ++il) d::add_rwkv6qwen2_layer(*g, c, il);
+    g->add_norm("output_norm.weight", e);
+    g->add_linear("output.weight", e, nv);
+    g->write();
+    return g;
+  }
+  g->set_f32("attention.layer_norm_epsilon", 1e-5f);
   if (c.version == 7) {
     g->set_u32("attention.decay_lora_rank", static_cast<uint32_t>(c.decay_rank));
     g->set_u32("attention.iclr_lora_rank", static_cast<uint32_t>(c.iclr_rank));

@@ -1,7 +1,7 @@
 // rwkv6 and rwkv7 (model/arch_rwkv.cpp) on tiny random models
 // (tests/model/tiny_rwkv.h) through runtime::Context, which keeps each
 // sequence's token-shift rows and wkv matrices (runtime/recurrent_state.h):
-//   - rwkv6 against llama.cpp c392e50 (tests/model/golden/rwkv6.p<N>.json,
+//   - rwkv6 and rwkv6qwen2 against llama.cpp c392e50 (tests/model/golden/<arch>.p<N>.json,
 //     golden_dump's top-20 logits and log-sum-exp of every position; the
 //     prompt in one pass, in passes of 7 and token by token), 1e-3 as the
 //     other tiny families' F32 goldens;
@@ -12,7 +12,7 @@
 // Regenerating the goldens (llama.cpp built outside the repository):
 //   build/tests/test_runtime --gtest_also_run_disabled_tests --gtest_filter='Rwkv.DISABLED_Write'
 //       with FERRITE_TINY_OUT=DIR
-//   golden_dump -m DIR/tiny-rwkv6.gguf -i <tiny_family_prompt(N)> --no-bos > rwkv6.p<N>.json
+//   golden_dump -m DIR/tiny-<arch>.gguf -i <tiny_family_prompt(N)> --no-bos > <arch>.p<N>.json
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,13 +66,19 @@ double max_abs_diff(const A& a, const B& b) {
   return worst;
 }
 
-TEST(Rwkv, Rwkv6MatchesLlamaCpp) {
-  const auto tiny = test::make_tiny_rwkv(config(6));
+test::RwkvConfig qwen2_config() {
+  test::RwkvConfig c = config(6);
+  c.qwen2 = true;
+  return c;
+}
+
+void check_golden(const test::RwkvConfig& c, const std::string& arch) {
+  const auto tiny = test::make_tiny_rwkv(c);
   auto m = model::Model::load(tiny->path().string());
-  ASSERT_EQ(m->hparams().arch, "rwkv6");
+  ASSERT_EQ(m->hparams().arch, arch);
   for (int p : {1, 2}) {
     const test::Golden g = test::load_golden(std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/model/golden" /
-                                             ("rwkv6.p" + std::to_string(p) + ".json"));
+                                             (arch + ".p" + std::to_string(p) + ".json"));
     ASSERT_EQ(g.tokens, test::tiny_family_prompt(p)) << "the golden was made for other tokens";
     const auto nv = static_cast<size_t>(m->hparams().n_vocab);
     for (size_t chunk : {g.tokens.size(), size_t{7}, size_t{1}}) {
@@ -81,11 +87,16 @@ TEST(Rwkv, Rwkv6MatchesLlamaCpp) {
       for (size_t i = 0; i < g.tokens.size(); ++i) {
         worst = std::max(worst, test::max_logit_error({logits.data() + i * nv, nv}, g.positions[i]));
       }
-      EXPECT_LE(worst, kGoldenTolerance) << "p" << p << ", passes of " << chunk;
-      std::printf("  rwkv6 p%d (passes of %zu): max |logit error| %.3g\n", p, chunk, worst);
+      EXPECT_LE(worst, kGoldenTolerance) << arch << " p" << p << ", passes of " << chunk;
+      std::printf("  %s p%d (passes of %zu): max |logit error| %.3g\n", arch.c_str(), p, chunk, worst);
     }
   }
 }
+
+TEST(Rwkv, Rwkv6MatchesLlamaCpp) { check_golden(config(6), "rwkv6"); }
+
+// rwkv6qwen2: 2 key/value heads for 4 heads, biases on r, k, v.
+TEST(Rwkv, Rwkv6Qwen2MatchesLlamaCpp) { check_golden(qwen2_config(), "rwkv6qwen2"); }
 
 void check_reference(const test::RwkvConfig& c, const std::vector<test::ref::RwkvDrop>& quirks) {
   const auto tiny = test::make_tiny_rwkv(c);
@@ -134,8 +145,8 @@ std::vector<float> alone(const std::shared_ptr<const model::Model>& m, const std
 
 // Two sequences interleaved in one batch, then one token each: every row as the sequence alone.
 TEST(Rwkv, InterleavedSequencesMatchEachAlone) {
-  for (int version : {6, 7}) {
-    const auto tiny = test::make_tiny_rwkv(config(version));
+  for (int version : {6, 7, 8}) {  // 8: rwkv6qwen2
+    const auto tiny = test::make_tiny_rwkv(version == 8 ? qwen2_config() : config(version));
     auto m = model::Model::load(tiny->path().string());
     const std::vector<int32_t> a = tokens_of(9, 3), b = tokens_of(7, 11);
     const std::vector<float> want_a = alone(m, a), want_b = alone(m, b);
@@ -150,10 +161,10 @@ TEST(Rwkv, InterleavedSequencesMatchEachAlone) {
     int64_t row = 0;
     for (size_t i = 0; i < 8; ++i) {
       EXPECT_LT(max_abs_diff(ctx.logits(row++), std::span<const float>(want_a.data() + i * nv, nv)), 1e-4)
-          << "rwkv" << version << " a " << i;
+          << m->hparams().arch << " a " << i;
       if (i < 6) {
         EXPECT_LT(max_abs_diff(ctx.logits(row++), std::span<const float>(want_b.data() + i * nv, nv)), 1e-4)
-            << "rwkv" << version << " b " << i;
+            << m->hparams().arch << " b " << i;
       }
     }
     batch.clear();
@@ -201,16 +212,20 @@ TEST(Rwkv, BadFilesAreRefused) {
     const auto tiny = test::make_tiny_rwkv(c);
     EXPECT_THROW(model::Model::load(tiny->path().string()), ModelError) << version;
   }
+  test::RwkvConfig q = qwen2_config();
+  q.n_kv_head = 3;  // does not divide the 4 heads
+  const auto tiny = test::make_tiny_rwkv(q);
+  EXPECT_THROW(model::Model::load(tiny->path().string()), ModelError);
 }
 
-// Writes the rwkv6 file into $FERRITE_TINY_OUT (for golden_dump).
+// Writes the rwkv6, rwkv7 and rwkv6qwen2 files into $FERRITE_TINY_OUT (for golden_dump).
 TEST(Rwkv, DISABLED_Write) {
   const char* out = std::getenv("FERRITE_TINY_OUT");
   ASSERT_NE(out, nullptr) << "set FERRITE_TINY_OUT";
-  for (int version : {6, 7}) {
-    const auto tiny = test::make_tiny_rwkv(config(version));
-    std::filesystem::copy_file(tiny->path(),
-                               std::filesystem::path(out) / ("tiny-rwkv" + std::to_string(version) + ".gguf"),
+  for (int version : {6, 7, 8}) {
+    const auto tiny = test::make_tiny_rwkv(version == 8 ? qwen2_config() : config(version));
+    const std::string name = version == 8 ? "rwkv6qwen2" : "rwkv" + std::to_string(version);
+    std::filesystem::copy_file(tiny->path(), std::filesystem::path(out) / ("tiny-" + name + ".gguf"),
                                std::filesystem::copy_options::overwrite_existing);
   }
   for (int p : {1, 2}) {

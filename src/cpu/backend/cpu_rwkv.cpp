@@ -3,6 +3,7 @@
 // batch, the token shift and the wkv recurrence token by token in batch
 // order with each token's state (KvView::rs; the kernels of cpu/rwkv.h).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -48,7 +49,7 @@ void CpuBackend::rwkv_time_mix(const backend::RwkvSpec& spec, backend::Act h, ba
   const backend::RecurrentLayer& st = rwkv_state(spec);
   const int64_t n = batch_->n_tokens, e = spec.n_embd;
   float* sx = grow(ws_.ffn_out, n * e);
-  rwkv_shift(h.data, n, e, kv_->rs->slot, st.conv, 2 * e, sx);
+  rwkv_shift(h.data, n, e, kv_->rs->slot, st.conv, spec.n_shift * e, sx);
   float* y = grow(ws_.ffn_b, n * e);
   if (spec.version == 7) {
     rwkv7_time_mix(spec, h.data, sx, v_first.data, y);
@@ -72,29 +73,43 @@ void CpuBackend::rwkv6_time_mix(const backend::RwkvSpec& spec, const float* h, c
   product(w.w1, backend::Weight{}, xx, n, t);
   rwkv_act(RwkvAct::Tanh, t, n * lora);
   float* dest[5] = {dw, k, v, r, g};  // w, k, v, r, g
+  const backend::Weight none;
   const backend::Weight* proj[5] = {nullptr, &w.key, &w.value, &w.receptance, &w.gate};
+  const backend::Weight* bias[5] = {&none, &w.key_b, &w.value_b, &w.receptance_b, &none};
+  const bool qrwkv = spec.qrwkv();
+  const int64_t n_kv = spec.n_kv_head();
   for (int j = 0; j < 5; ++j) {
     gather_cols(t, n, lora, j * extra, extra, g1);
-    product(w.w2[j], backend::Weight{}, g1, n, m);
+    product(w.w2[j], none, g1, n, m);
     rwkv_mix(h, sx, w.lerp[j].f32(), m, n, e, xx);
-    if (proj[j] != nullptr) {
-      product(*proj[j], backend::Weight{}, xx, n, dest[j]);
-    } else {
+    if (proj[j] == nullptr) {
       // The decay: exp(-exp(decay + decay_w2 tanh(decay_w1 xw))).
-      product(w.decay_w1, backend::Weight{}, xx, n, dt);
+      product(w.decay_w1, none, xx, n, dt);
       rwkv_act(RwkvAct::Tanh, dt, n * dextra);
-      product(w.decay_w2, backend::Weight{}, dt, n, dw);
+      product(w.decay_w2, none, dt, n, dw);
       rwkv6_decay(dw, w.decay.f32(), n, e);
+    } else if ((j == 1 || j == 2) && n_kv != nh) {  // rwkv6qwen2's grouped k, v
+      product(*proj[j], *bias[j], xx, n, m);
+      rwkv_repeat_heads(m, n, n_kv, nh / n_kv, hs, dest[j]);
+    } else {
+      product(*proj[j], *bias[j], xx, n, dest[j]);
     }
   }
-  rwkv_act(RwkvAct::Silu, g, n * e);
+  rwkv_act(qrwkv ? RwkvAct::Sigmoid : RwkvAct::Silu, g, n * e);
+  if (qrwkv) rwkv_key_decay(k, dw, n * e);
   const backend::RecurrentLayer& st = rwkv_state(spec);
   const int64_t sf = e * hs;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
   for (int64_t tk = 0; tk < n; ++tk) {
     const int64_t o = tk * e;
-    rwkv_wkv6_token(nh, hs, st.ssm + kv_->rs->slot[tk] * sf, r + o, k + o, v + o, dw + o, w.first.f32(), y + o);
+    float* S = st.ssm + kv_->rs->slot[tk] * sf;
+    if (qrwkv) {
+      rwkv_gla_token(nh, hs, S, r + o, k + o, v + o, dw + o, scale, y + o);
+    } else {
+      rwkv_wkv6_token(nh, hs, S, r + o, k + o, v + o, dw + o, w.first.f32(), y + o);
+    }
   }
-  rwkv_group_norm(y, n, e, hs, spec.gn_eps, w.ln.f32(), w.ln_b.f32());
+  if (!qrwkv) rwkv_group_norm(y, n, e, hs, spec.gn_eps, w.ln.f32(), w.ln_b.f32());
   rwkv_mul(y, g, n * e);
 }
 
@@ -152,7 +167,7 @@ void CpuBackend::rwkv_channel_mix(const backend::RwkvSpec& spec, backend::Act h,
   const int64_t n = batch_->n_tokens, e = spec.n_embd, ff = w.cm_key.rows();
   Carve c(ws_.rwkv, n * (3 * e + ff));
   float *sx = c.take(n * e), *xx = c.take(n * e), *r = c.take(n * e), *kf = c.take(n * ff);
-  rwkv_shift(h.data, n, e, kv_->rs->slot, st.conv + e, 2 * e, sx);
+  rwkv_shift(h.data, n, e, kv_->rs->slot, st.conv + e, spec.n_shift * e, sx);
   rwkv_mix(h.data, sx, w.cm_lerp_k.f32(), nullptr, n, e, xx);
   product(w.cm_key, backend::Weight{}, xx, n, kf);
   rwkv_act(RwkvAct::ReluSqr, kf, n * ff);

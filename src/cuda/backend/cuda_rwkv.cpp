@@ -6,6 +6,7 @@
 // layer's kernels and back after them, so these steps synchronise with the
 // host and are never captured into a graph.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ CudaBackend::RwkvRows CudaBackend::rwkv_rows(const backend::RwkvSpec& spec, bool
   if (rs == nullptr || rs->slot == nullptr || layer >= rs->layers.size() || rs->layers[layer].conv == nullptr) {
     throw InvalidArgument("GPU: RWKV layer " + std::to_string(spec.layer) + " has no recurrent state in this step");
   }
-  const int64_t n = batch_->n_tokens, shift_f = 2 * spec.n_embd, wkv_f = spec.n_embd * spec.head_size;
+  const int64_t n = batch_->n_tokens, shift_f = spec.n_shift * spec.n_embd, wkv_f = spec.n_embd * spec.head_size;
   std::vector<int32_t> uniq, index(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) {
     auto it = std::find(uniq.begin(), uniq.end(), rs->slot[t]);
@@ -92,7 +93,7 @@ void CudaBackend::rwkv_time_mix(const backend::RwkvSpec& spec, backend::Act h, b
   const RwkvRows rows = rwkv_rows(spec, /*wkv=*/true, /*to_device=*/true);
   float* sx = scratch(kWide, n * 2 * e);
   float* y = sx + n * e;
-  rwkv_shift(h.data, n, e, rows.idx, rows.shift, 2 * e, sx, stream_);
+  rwkv_shift(h.data, n, e, rows.idx, rows.shift, spec.n_shift * e, sx, stream_);
   if (spec.version == 7) {
     rwkv7_mix_gpu(spec, h.data, sx, v_first.data, rows, y);
   } else {
@@ -117,6 +118,9 @@ void CudaBackend::rwkv6_mix_gpu(const backend::RwkvSpec& spec, const float* h, c
   rwkv_act(RwkvAct::Tanh, t, n * lora, stream_);
   float* dest[5] = {dw, k, v, r, g};
   const backend::Weight* proj[5] = {nullptr, &w.key, &w.value, &w.receptance, &w.gate};
+  const backend::Weight* bias[5] = {nullptr, &w.key_b, &w.value_b, &w.receptance_b, nullptr};
+  const bool qrwkv = spec.qrwkv();
+  const int64_t nh = spec.n_head(), n_kv = spec.n_kv_head();
   for (int j = 0; j < 5; ++j) {
     FERRITE_CUDA_CHECK(cudaMemcpy2DAsync(g1, static_cast<size_t>(extra) * sizeof(float), t + j * extra,
                                          static_cast<size_t>(lora) * sizeof(float),
@@ -124,19 +128,25 @@ void CudaBackend::rwkv6_mix_gpu(const backend::RwkvSpec& spec, const float* h, c
                                          cudaMemcpyDeviceToDevice, stream_));
     rwkv_product(w.w2[j], g1, n, m);
     rwkv_mix(h, sx, weights_.vec(w.lerp[j]), m, n, e, xx, stream_);
-    if (proj[j] != nullptr) {
-      rwkv_product(*proj[j], xx, n, dest[j]);
-    } else {
+    if (proj[j] == nullptr) {
       rwkv_product(w.decay_w1, xx, n, dt);
       rwkv_act(RwkvAct::Tanh, dt, n * dextra, stream_);
       rwkv_product(w.decay_w2, dt, n, dw);
       rwkv6_decay(dw, weights_.vec(w.decay), n, e, stream_);
+      continue;
     }
+    const bool grouped = (j == 1 || j == 2) && n_kv != nh;  // rwkv6qwen2's grouped k, v
+    float* into = grouped ? m : dest[j];
+    act_tmp_.set(xx, n, e);
+    lin_->run(weights_.matrix(*proj[j]), act_tmp_, into, false, bias[j] != nullptr ? weights_.vec(*bias[j]) : nullptr);
+    if (grouped) rwkv_repeat_heads(m, n, n_kv, nh / n_kv, hs, dest[j], stream_);
   }
-  rwkv_act(RwkvAct::Silu, g, n * e, stream_);
-  rwkv_wkv6(st.wkv, st.idx, r, k, v, dw, weights_.vec(w.first), {.n = n, .n_head = spec.n_head(), .hs = hs}, y,
-            stream_);
-  rwkv_group_norm(y, n, e, hs, spec.gn_eps, weights_.vec(w.ln), weights_.vec(w.ln_b), stream_);
+  rwkv_act(qrwkv ? RwkvAct::Sigmoid : RwkvAct::Silu, g, n * e, stream_);
+  if (qrwkv) rwkv_key_decay(k, dw, n * e, stream_);
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+  rwkv_wkv6(st.wkv, st.idx, r, k, v, dw, qrwkv ? nullptr : weights_.vec(w.first),
+            {.n = n, .n_head = nh, .hs = hs, .scale = scale}, y, stream_);
+  if (!qrwkv) rwkv_group_norm(y, n, e, hs, spec.gn_eps, weights_.vec(w.ln), weights_.vec(w.ln_b), stream_);
   rwkv_mul(y, g, n * e, stream_);
 }
 
@@ -194,7 +204,7 @@ void CudaBackend::rwkv_channel_mix(const backend::RwkvSpec& spec, backend::Act h
   const RwkvRows rows = rwkv_rows(spec, /*wkv=*/false, /*to_device=*/true);
   Carve c(rwkv_buf_, n * (3 * e + ff));
   float *sx = c.take(n * e), *xx = c.take(n * e), *r = c.take(n * e), *kf = c.take(n * ff);
-  rwkv_shift(h.data, n, e, rows.idx, rows.shift + e, 2 * e, sx, stream_);
+  rwkv_shift(h.data, n, e, rows.idx, rows.shift + e, spec.n_shift * e, sx, stream_);
   rwkv_rows(spec, /*wkv=*/false, /*to_device=*/false);
   rwkv_mix(h.data, sx, weights_.vec(w.cm_lerp_k), nullptr, n, e, xx, stream_);
   rwkv_product(w.cm_key, xx, n, kf);

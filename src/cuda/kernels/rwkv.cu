@@ -120,7 +120,8 @@ __global__ void group_norm_kernel(float* y, int64_t e, int64_t hs, float eps, co
 
 // Block h, thread j (a value column of S [key i][value j]); the token's r, k, w in shared memory.
 __global__ void wkv6_kernel(float* states, const int32_t* idx, const float* r, const float* k, const float* v,
-                            const float* w, const float* u, int64_t n, int64_t nh, int64_t hs, float* y) {
+                            const float* w, const float* u, int64_t n, int64_t nh, int64_t hs, float scale,
+                            float* y) {
   extern __shared__ float sh[];
   float *rs = sh, *ks = sh + hs, *ws = sh + 2 * hs;
   const int64_t h = blockIdx.x, j = threadIdx.x, e = nh * hs, o = h * hs;
@@ -133,11 +134,19 @@ __global__ void wkv6_kernel(float* states, const int32_t* idx, const float* r, c
     float* S = states + static_cast<int64_t>(idx[t]) * e * hs + h * hs * hs;
     const float vj = v[t * e + o + j];
     float acc = 0.0f;
-    for (int64_t i = 0; i < hs; ++i) {
-      const float kv = ks[i] * vj;
-      const float sij = S[i * hs + j];
-      acc += rs[i] * (sij + u[o + i] * kv);
-      S[i * hs + j] = ws[i] * sij + kv;
+    if (u != nullptr) {
+      for (int64_t i = 0; i < hs; ++i) {
+        const float kv = ks[i] * vj;
+        const float sij = S[i * hs + j];
+        acc += rs[i] * (sij + u[o + i] * kv);
+        S[i * hs + j] = ws[i] * sij + kv;
+      }
+    } else {  // the gated linear attention (rwkv6qwen2)
+      for (int64_t i = 0; i < hs; ++i) {
+        const float sij = S[i * hs + j] * ws[i] + ks[i] * vj;
+        S[i * hs + j] = sij;
+        acc += rs[i] * scale * sij;
+      }
     }
     y[t * e + o + j] = acc;
   }
@@ -171,6 +180,19 @@ __global__ void wkv7_kernel(float* states, const int32_t* idx, const float* r, c
     }
     y[q] = acc;
   }
+}
+
+__global__ void repeat_kernel(const float* src, int64_t n, int64_t n_kv, int64_t group, int64_t hs, float* dst) {
+  const int64_t heads = n_kv * group, total = n * heads * hs;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t c = i % hs, h = (i / hs) % heads, t = i / (hs * heads);
+  dst[i] = src[(t * n_kv + h / group) * hs + c];
+}
+
+__global__ void key_decay_kernel(float* k, const float* w, int64_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) k[i] -= k[i] * w[i];
 }
 
 dim3 head_grid(int64_t n, int64_t e, int64_t hs) {
@@ -244,7 +266,21 @@ void rwkv_wkv6(float* states, const int32_t* idx, const float* r, const float* k
   if (d.n <= 0) return;
   const auto shared = static_cast<size_t>(3 * d.hs) * sizeof(float);
   wkv6_kernel<<<static_cast<unsigned>(d.n_head), static_cast<unsigned>(d.hs), shared, s>>>(states, idx, r, k, v, w, u,
-                                                                                          d.n, d.n_head, d.hs, y);
+                                                                                          d.n, d.n_head, d.hs, d.scale,
+                                                                                          y);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void rwkv_repeat_heads(const float* src, int64_t n, int64_t n_kv, int64_t group, int64_t hs, float* dst,
+                       cudaStream_t s) {
+  if (n <= 0) return;
+  repeat_kernel<<<blocks(n * n_kv * group * hs), kThreads, 0, s>>>(src, n, n_kv, group, hs, dst);
+  FERRITE_CUDA_LAUNCHED();
+}
+
+void rwkv_key_decay(float* k, const float* w, int64_t count, cudaStream_t s) {
+  if (count <= 0) return;
+  key_decay_kernel<<<blocks(count), kThreads, 0, s>>>(k, w, count);
   FERRITE_CUDA_LAUNCHED();
 }
 

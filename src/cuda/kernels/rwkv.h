@@ -35,11 +35,18 @@ void rwkv7_bonus(float* y, const float* r, const float* k, const float* v, const
 void rwkv_group_norm(float* y, int64_t n, int64_t n_embd, int64_t hs, float eps, const float* ln, const float* ln_b,
                      cudaStream_t s);
 
+// Twins of cpu::rwkv_repeat_heads and rwkv_key_decay.
+void rwkv_repeat_heads(const float* src, int64_t n, int64_t n_kv, int64_t group, int64_t hs, float* dst,
+                       cudaStream_t s);
+void rwkv_key_decay(float* k, const float* w, int64_t count, cudaStream_t s);
+
 struct WkvDims {
   int64_t n = 0, n_head = 0, hs = 0;  // tokens, heads, head size (at most 1024)
+  float scale = 1.0f;                 // the gated linear attention's (u null)
 };
 // cpu::rwkv_wkv6_token for every token t in order with the state states + idx[t] * n_head * hs * hs;
 // r, k, v, w [n, n_head * hs], u [n_head * hs], y [n, n_head * hs]. One block per head, a thread per value.
+// u null: cpu::rwkv_gla_token with d.scale instead.
 void rwkv_wkv6(float* states, const int32_t* idx, const float* r, const float* k, const float* v, const float* w,
                const float* u, const WkvDims& d, float* y, cudaStream_t s);
 // cpu::rwkv_wkv7_token likewise; r, w, k, v, a, b [n, n_head * hs]. One block per head, a thread per state row.
