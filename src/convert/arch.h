@@ -191,5 +191,9 @@ std::vector<ExtraTensor> llama3_rope_freqs(Params& p);
 // Whether a "model.layers.N." name is of a layer at or past config.json's
 // num_hidden_layers (the multi-token-prediction layers): ArchDef::drop.
 bool drop_mtp_layers(const std::string& name, const Params& p);
+// Refuses a config whose no_rope_layers (1: RoPE, 0: none) or
+// no_rope_layer_interval is not "every step-th layer without RoPE" (the
+// pattern smollm3 and llama4 run).
+void require_no_rope_every(const Params& p, int64_t step);
 
 }  // namespace ferrite::convert

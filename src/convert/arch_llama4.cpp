@@ -42,16 +42,7 @@ void llama4_params(Params& p) {
     throw ModelError(where + ": use_qk_norm " + (qk_norm ? "true" : "false") + " with " + std::to_string(d.experts) +
                      " experts (ferrite norms q and k unless there are 128)");
   }
-  const Json& c = p.files().config;
-  if (c.contains("no_rope_layers") && c["no_rope_layers"].is_array()) {
-    const Json& v = c["no_rope_layers"];
-    for (size_t i = 0; i < v.size(); ++i) {
-      const bool rope = v[i].is_number_integer() && v[i].get<int64_t>() != 0;
-      if (rope != ((static_cast<int64_t>(i) + 1) % kNoRopeStep != 0)) {
-        throw ModelError(where + ": no_rope_layers is not every fourth layer without RoPE");
-      }
-    }
-  }
+  require_no_rope_every(p, kNoRopeStep);
 }
 
 }  // namespace

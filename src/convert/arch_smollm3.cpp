@@ -18,18 +18,7 @@ void smollm3_params(Params& p) {
   decoder_dims(p);
   base_params(p);
   p.u32("rope.dimension_count", p.dims.head_dim);
-  const Json& c = p.files().config;
-  if (c.contains("no_rope_layers") && c["no_rope_layers"].is_array()) {
-    const Json& v = c["no_rope_layers"];
-    for (size_t i = 0; i < v.size(); ++i) {
-      const bool rope = v[i].is_number_integer() && v[i].get<int64_t>() != 0;
-      if (rope != ((static_cast<int64_t>(i) + 1) % kNoRopeStep != 0)) {
-        throw ModelError(p.config_path() + ": no_rope_layers is not every fourth layer without RoPE");
-      }
-    }
-  } else if (p.opt_int({"no_rope_layer_interval"}).value_or(kNoRopeStep) != kNoRopeStep) {
-    throw ModelError(p.config_path() + ": no_rope_layer_interval other than 4 is not supported");
-  }
+  require_no_rope_every(p, kNoRopeStep);
 }
 
 }  // namespace

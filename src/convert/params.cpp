@@ -193,4 +193,21 @@ bool drop_mtp_layers(const std::string& name, const Params& p) {
   return layer >= p.dims.n_layer;
 }
 
+void require_no_rope_every(const Params& p, int64_t step) {
+  const Json& c = p.files().config;
+  if (c.contains("no_rope_layers") && c["no_rope_layers"].is_array()) {
+    const Json& v = c["no_rope_layers"];
+    for (size_t i = 0; i < v.size(); ++i) {
+      const bool rope = v[i].is_number_integer() && v[i].get<int64_t>() != 0;
+      if (rope != ((static_cast<int64_t>(i) + 1) % step != 0)) {
+        throw ModelError(p.config_path() + ": no_rope_layers is not every " + std::to_string(step) +
+                         "th layer without RoPE");
+      }
+    }
+  } else if (p.opt_int({"no_rope_layer_interval"}).value_or(step) != step) {
+    throw ModelError(p.config_path() + ": no_rope_layer_interval other than " + std::to_string(step) +
+                     " is not supported");
+  }
+}
+
 }  // namespace ferrite::convert
