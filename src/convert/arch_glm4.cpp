@@ -16,6 +16,7 @@
 #include <string>
 
 #include "convert/arch.h"
+#include "convert/decoder_rules.h"
 
 namespace ferrite::convert {
 namespace {
@@ -104,21 +105,10 @@ ArchDef glm4moe() {
            {"model.layers.{bid}.post_attention_layernorm.weight", "blk.{bid}.post_attention_norm.weight", {D::Embd}},
            {"model.layers.{bid}.mlp.gate_proj.weight", "blk.{bid}.ffn_gate.weight", {D::FF, D::Embd}},
            {"model.layers.{bid}.mlp.up_proj.weight", "blk.{bid}.ffn_up.weight", {D::FF, D::Embd}},
-           {"model.layers.{bid}.mlp.gate.weight", "blk.{bid}.ffn_gate_inp.weight", {D::Experts, D::Embd}},
-           {"model.layers.{bid}.mlp.gate.e_score_correction_bias", "blk.{bid}.exp_probs_b.bias", {D::Experts}},
-           {"model.layers.{bid}.mlp.experts.{xid}.gate_proj.weight", "blk.{bid}.ffn_gate_exps.weight",
-            {D::FFExp, D::Embd}},
-           {"model.layers.{bid}.mlp.experts.{xid}.up_proj.weight", "blk.{bid}.ffn_up_exps.weight", {D::FFExp, D::Embd}},
-           {"model.layers.{bid}.mlp.experts.{xid}.down_proj.weight", "blk.{bid}.ffn_down_exps.weight",
-            {D::Embd, D::FFExp}},
-           {"model.layers.{bid}.mlp.shared_experts.gate_proj.weight", "blk.{bid}.ffn_gate_shexp.weight",
-            {D::Any, D::Embd}},
-           {"model.layers.{bid}.mlp.shared_experts.up_proj.weight", "blk.{bid}.ffn_up_shexp.weight", {D::Any, D::Embd}},
-           {"model.layers.{bid}.mlp.shared_experts.down_proj.weight", "blk.{bid}.ffn_down_shexp.weight",
-            {D::Embd, D::Any}},
        }) {
     a.rules.push_back(r);
   }
+  for (const TensorRule& r : deepseek_moe_rules()) a.rules.push_back(r);
   a.layer_requires = {{"blk.{bid}.attn_norm.weight"},
                       {"blk.{bid}.attn_q.weight"},
                       {"blk.{bid}.attn_output.weight"},

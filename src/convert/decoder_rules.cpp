@@ -86,4 +86,18 @@ std::vector<std::vector<const char*>> decoder_layer_requires(const DecoderRuleOp
   return r;
 }
 
+std::vector<TensorRule> deepseek_moe_rules() {
+  using D = Dim;
+  return {
+      {"model.layers.{bid}.mlp.gate.weight", "blk.{bid}.ffn_gate_inp.weight", {D::Experts, D::Embd}},
+      {"model.layers.{bid}.mlp.gate.e_score_correction_bias", "blk.{bid}.exp_probs_b.bias", {D::Experts}},
+      {"model.layers.{bid}.mlp.experts.{xid}.gate_proj.weight", "blk.{bid}.ffn_gate_exps.weight", {D::FFExp, D::Embd}},
+      {"model.layers.{bid}.mlp.experts.{xid}.up_proj.weight", "blk.{bid}.ffn_up_exps.weight", {D::FFExp, D::Embd}},
+      {"model.layers.{bid}.mlp.experts.{xid}.down_proj.weight", "blk.{bid}.ffn_down_exps.weight", {D::Embd, D::FFExp}},
+      {"model.layers.{bid}.mlp.shared_experts.gate_proj.weight", "blk.{bid}.ffn_gate_shexp.weight", {D::Any, D::Embd}},
+      {"model.layers.{bid}.mlp.shared_experts.up_proj.weight", "blk.{bid}.ffn_up_shexp.weight", {D::Any, D::Embd}},
+      {"model.layers.{bid}.mlp.shared_experts.down_proj.weight", "blk.{bid}.ffn_down_shexp.weight", {D::Embd, D::Any}},
+  };
+}
+
 }  // namespace ferrite::convert

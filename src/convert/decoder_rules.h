@@ -16,6 +16,11 @@ enum class MoeLayout {
   QwenShared,     // the same plus mlp.shared_expert.* and mlp.shared_expert_gate
 };
 
+// DeepSeek-style experts (deepseek2, glm4moe): mlp.gate (+ its
+// e_score_correction_bias, the selection bias), mlp.experts.N.{gate,up,down}_proj
+// and mlp.shared_experts.*.
+std::vector<TensorRule> deepseek_moe_rules();
+
 struct DecoderRuleOptions {
   bool permute_qk = false;   // llama: Q/K rows reordered for adjacent-pair RoPE
   bool qk_norm = false;      // qwen3, gemma3: self_attn.q_norm / k_norm
