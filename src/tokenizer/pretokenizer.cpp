@@ -7,17 +7,19 @@
 #include "tokenizer/regex_rewrite.h"
 
 namespace ferrite::tokenizer {
-namespace {
+// Named, not anonymous: PreTokenizer::Impl (external linkage) holds these
+// (gcc's -Wsubobject-linkage in unity builds).
+namespace pretokenizer_detail {
 
 struct Compiled {
   pcre2_code* code = nullptr;
   bool jit = false;
 };
 
-}  // namespace
+}  // namespace pretokenizer_detail
 
 struct PreTokenizer::Impl {
-  std::vector<Compiled> res;
+  std::vector<pretokenizer_detail::Compiled> res;
   ~Impl() {
     for (auto& r : res) pcre2_code_free(r.code);
   }
@@ -40,7 +42,7 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) : impl_(std:
                        " of its rewritten form: " +
                        reinterpret_cast<const char*>(msg) + " (" + src + ")");
     }
-    Compiled c;
+    pretokenizer_detail::Compiled c;
     c.code = code;
     c.jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
     impl_->res.push_back(c);

@@ -15,7 +15,9 @@
 #include "tokenizer/unicode.h"
 
 namespace ferrite::tokenizer {
-namespace {
+// Named, not anonymous: UgmEncoder::Impl (external linkage) holds a Trie, and
+// gcc warns (-Wsubobject-linkage) when this file is part of a unity source.
+namespace ugm_detail {
 
 constexpr double kUnknownPenalty = 10.0;
 
@@ -49,12 +51,12 @@ struct Trie {
   }
 };
 
-}  // namespace
+}  // namespace ugm_detail
 
 struct UgmEncoder::Impl {
   const Vocab& v;
-  Trie tokens;
-  Trie user_defined;
+  ugm_detail::Trie tokens;
+  ugm_detail::Trie user_defined;
   double unknown_score = 0.0;
   const uint32_t* xcda = nullptr;
   size_t xcda_size = 0;
@@ -83,7 +85,7 @@ struct UgmEncoder::Impl {
       if (a & (kAttrNormal | kAttrUserDefined | kAttrUnused)) tokens.insert(v.text[static_cast<size_t>(id)], id);
       if (a & kAttrUserDefined) user_defined.insert(v.text[static_cast<size_t>(id)], id);
     }
-    unknown_score = static_cast<double>(min_score) - kUnknownPenalty;
+    unknown_score = static_cast<double>(min_score) - ugm_detail::kUnknownPenalty;
   }
 
   uint32_t node(size_t i) const {

@@ -230,7 +230,10 @@ TEST(Rwkv, DISABLED_Write) {
   }
   for (int p : {1, 2}) {
     std::string ids;
-    for (int32_t t : test::tiny_family_prompt(p)) ids += (ids.empty() ? "" : ",") + std::to_string(t);
+    for (int32_t t : test::tiny_family_prompt(p)) {
+      if (!ids.empty()) ids += ',';
+      ids += std::to_string(t);
+    }
     std::printf("p%d: %s\n", p, ids.c_str());
   }
 }
