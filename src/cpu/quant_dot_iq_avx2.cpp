@@ -1,11 +1,12 @@
 // AVX2 products of the IQ2 (XXS, XS, S), IQ3 (XXS, S) and IQ4_XS weights
 // with Q8_K activations (the reference: quant_dot_iq_ref.cpp). Each block
-// decodes into magnitudes, signs and scales (avx2::SignedScaled): the grid
-// entries of the 32 values of a vector gathered by scalar loads, the signs as
-// +1 / -1 bytes (from a 128-entry table of the 7-bit sign indices, or
-// spread from the explicit sign bytes), the odd scales 2 s + 1 (IQ4_XS:
-// ls - 32) one per 16 values; the integer sum is then vpsignb / vpmaddubsw /
-// vpmaddwd per vector (every pair sum below 2^15: magnitudes <= 127, |a| <= 127).
+// decodes into magnitudes, signs and scales one 32-value vector at a time
+// (avx2::SignedVecs): the grid entries of a vector gathered by scalar loads;
+// the signs as +1 / -1 bytes, spread from sign bytes that a block computes
+// once from its 7-bit sign indices (the eighth sign is the parity) or reads
+// (explicit sign bytes); the odd scales 2 s + 1 (IQ4_XS: ls - 32) one per 16
+// values; the integer sum is then vpsignb / vpmaddubsw / vpmaddwd per vector
+// (every pair sum below 2^15: magnitudes <= 127, |a| <= 127).
 #include <immintrin.h>
 
 #include <array>
@@ -23,6 +24,7 @@ namespace {
 
 using avx2::kVecs;
 using avx2::SignedScaled;
+using avx2::SignedVecs;
 using quant::BlockIQ2_S;
 using quant::BlockIQ2_XS;
 using quant::BlockIQ2_XXS;
@@ -31,172 +33,168 @@ using quant::BlockIQ3_XXS;
 using quant::BlockIQ4_XS;
 using quant::kQKK;
 
-constexpr int kSignIndices = 128;
-
-// The eight +1 / -1 bytes of each 7-bit sign index (bit j of the sign byte
-// set: byte j is -1).
-constexpr std::array<uint64_t, kSignIndices> make_sign_bytes() {
-  std::array<uint64_t, kSignIndices> t{};
-  for (uint32_t i = 0; i < kSignIndices; ++i) {
-    const uint8_t bits = quant::iq2_sign_byte(i);
-    uint64_t v = 0;
-    for (int j = 0; j < 8; ++j) v |= static_cast<uint64_t>((bits >> j) & 1u ? 0xFF : 0x01) << (8 * j);
-    t[i] = v;
-  }
-  return t;
-}
-constexpr std::array<uint64_t, kSignIndices> kSignBytes = make_sign_bytes();
-
-// Four 7-bit sign indices (bits 0..27 of `packed`) as 32 sign bytes.
-inline __m256i signs_from_indices(uint32_t packed) {
-  return avx2::gather64(kSignBytes.data(), packed & 0x7F, (packed >> 7) & 0x7F, (packed >> 14) & 0x7F,
-                        (packed >> 21) & 0x7F);
-}
-
-// Four explicit sign bytes (byte l for values 8l..8l+7, bit j set =
-// negative) as 32 sign bytes.
-inline __m256i signs_from_bits(const uint8_t* p) {
-  uint32_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _mm256_or_si256(avx2::bit_masks(bits), _mm256_set1_epi8(1));
-}
-
 inline int16_t odd(uint32_t s) { return static_cast<int16_t>(2 * s + 1); }
 
 // The largest grid magnitude of each type: the offset that makes every
 // signed value non-negative in a panel (avx2::SignedScaled::to_offset).
 constexpr int kIq2Max = 43, kIq3xxsMax = 62, kIq3sMax = 15;
 
-// The sixteen 4-bit scales of IQ2_XS/IQ2_S (low nibble of byte v: values
-// 32v..32v+15, high nibble: 32v+16..32v+31) as 2 s + 1, one per vector
-// (avx2::lane_scales's layout).
-inline void nibble_scales(const uint8_t* packed, __m256i (&sv)[kVecs]) {
-  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
-  avx2::pair_scales(_mm256_cvtepu8_epi16(_mm_or_si128(_mm_add_epi8(nib, nib), _mm_set1_epi8(1))), sv);
+// Per block: the 32 sign bytes (avx2::sign_bytes_with_parity) of its 7-bit
+// sign indices and, per vector, its scale pair (one int32 holding the int16
+// scale of values 32v..32v+15 in its low half and of the next 16 in its high
+// half; both halves equal for the types with one scale per 32).
+struct SignsAndScales {
+  alignas(32) uint8_t signs[32];
+  alignas(32) int32_t scales[kVecs];
+
+  void set_signs(__m256i index7) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(signs), avx2::sign_bytes_with_parity(index7));
+  }
+  // The 4-bit scale fields of `words` (bits 28..31 of each int32) as 2 s + 1.
+  void set_top_nibble_scales(__m256i words) {
+    const __m256i sc = _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(words, 28), 1), _mm256_set1_epi32(1));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(scales), _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+  }
+  // Eight scale bytes (low nibble: values 32v..32v+15, high nibble: the
+  // next 16) as 2 s + 1.
+  void set_nibble_scales(const uint8_t* packed) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
+    const __m128i odd_nib = _mm_or_si128(_mm_add_epi8(nib, nib), _mm_set1_epi8(1));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(scales), _mm256_cvtepu8_epi16(odd_nib));
+  }
+  // Vector v's 32 +1 / -1 sign bytes.
+  __m256i sign(int v) const { return avx2::signs_of_bytes(signs + 4 * v); }
+  // Vector v's scales, avx2::lane_scales's layout.
+  __m256i scale(int v) const {
+    const __m256i pair = _mm256_set1_epi32(scales[v]);
+    return _mm256_shuffle_epi8(pair, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                                      2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
+  }
+};
+
+// The four 7-bit sign indices of each int32 of `words` (bits 0-6, 7-13,
+// 14-20, 21-27) one per byte.
+inline __m256i seven_bit_fields(__m256i words) {
+  __m256i idx = _mm256_and_si256(words, _mm256_set1_epi32(0x7F));
+  idx = _mm256_or_si256(idx, _mm256_and_si256(_mm256_slli_epi32(words, 1), _mm256_set1_epi32(0x7F00)));
+  idx = _mm256_or_si256(idx, _mm256_and_si256(_mm256_slli_epi32(words, 2), _mm256_set1_epi32(0x7F0000)));
+  return _mm256_or_si256(idx, _mm256_and_si256(_mm256_slli_epi32(words, 3), _mm256_set1_epi32(0x7F000000)));
 }
 
-struct IQ2XXS : SignedScaled {
-  using Block = BlockIQ2_XXS;
+// IQ2_XXS: per vector, four grid index bytes then a word of four 7-bit sign
+// indices and the 4-bit scale.
+struct IQ2XXS : SignedVecs<IQ2XXS, BlockIQ2_XXS> {
   static constexpr float kScale = 0.125f;
   static constexpr int kOffset = kIq2Max;
-  void decode(const Block& w) {
-    const uint64_t* g = quant::kIq2xxsGrid.data();
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      uint32_t aux[2];
-      std::memcpy(aux, w.qs + 4 * v, sizeof aux);
-      u[v] = avx2::gather64(g, aux[0] & 0xFF, (aux[0] >> 8) & 0xFF, (aux[0] >> 16) & 0xFF, aux[0] >> 24);
-      s[v] = signs_from_indices(aux[1]);
-      sv[v] = _mm256_set1_epi16(odd(aux[1] >> 28));
-    }
-    d = _cvtsh_ss(w.d);
+  using Pre = SignsAndScales;
+  static void prepare(const Block& w, Pre& p) {
+    const __m256 lo = _mm256_castsi256_ps(avx2::load256(w.qs)), hi = _mm256_castsi256_ps(avx2::load256(w.qs + 16));
+    // The odd int32s (the sign-and-scale words): lanes [v0 v1 v4 v5 | v2 v3 v6 v7], then in order.
+    const __m256i mixed = _mm256_castps_si256(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m256i words = _mm256_permute4x64_epi64(mixed, _MM_SHUFFLE(3, 1, 2, 0));
+    p.set_signs(seven_bit_fields(words));
+    p.set_top_nibble_scales(words);
+  }
+  static void vec(const Block& w, const Pre& p, int v, __m256i& u, __m256i& s, __m256i& sv) {
+    const auto* q = reinterpret_cast<const uint8_t*>(w.qs) + 8 * v;
+    u = avx2::gather64(quant::kIq2xxsGrid.data(), q[0], q[1], q[2], q[3]);
+    s = p.sign(v);
+    sv = p.scale(v);
   }
 };
 
-struct IQ2XS : SignedScaled {
-  using Block = BlockIQ2_XS;
+// IQ2_XS: per 8 values a 9-bit grid index and a 7-bit sign index.
+struct IQ2XS : SignedVecs<IQ2XS, BlockIQ2_XS> {
   static constexpr float kScale = 0.125f;
   static constexpr int kOffset = kIq2Max;
-  void decode(const Block& w) {
-    const uint64_t* g = quant::kIq2xsGrid.data();
-    const uint64_t* sb = kSignBytes.data();
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      const uint16_t* q = w.qs + 4 * v;
-      u[v] = avx2::gather64(g, q[0] & 0x1FF, q[1] & 0x1FF, q[2] & 0x1FF, q[3] & 0x1FF);
-      s[v] = avx2::gather64(sb, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
-    }
-    nibble_scales(w.scales, sv);
-    d = _cvtsh_ss(w.d);
+  using Pre = SignsAndScales;
+  static void prepare(const Block& w, Pre& p) {
+    const __m256i lo = _mm256_srli_epi16(avx2::load256(w.qs), 9), hi = _mm256_srli_epi16(avx2::load256(w.qs + 16), 9);
+    p.set_signs(_mm256_permute4x64_epi64(_mm256_packus_epi16(lo, hi), _MM_SHUFFLE(3, 1, 2, 0)));
+    p.set_nibble_scales(w.scales);
+  }
+  static void vec(const Block& w, const Pre& p, int v, __m256i& u, __m256i& s, __m256i& sv) {
+    const uint16_t* q = w.qs + 4 * v;
+    u = avx2::gather64(quant::kIq2xsGrid.data(), q[0] & 0x1FF, q[1] & 0x1FF, q[2] & 0x1FF, q[3] & 0x1FF);
+    s = p.sign(v);
+    sv = p.scale(v);
   }
 };
 
-struct IQ2S : SignedScaled {
-  using Block = BlockIQ2_S;
+// IQ2_S: 10-bit grid indices (8 bits in qs, 2 in qh), explicit sign bytes.
+struct IQ2S : SignedVecs<IQ2S, BlockIQ2_S> {
   static constexpr float kScale = 0.125f;
   static constexpr int kOffset = kIq2Max;
-  void decode(const Block& w) {
-    const uint64_t* g = quant::kIq2sGrid.data();
-    const uint8_t* signs = w.qs + kQKK / 8;
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      const uint8_t* q = w.qs + 4 * v;
-      const uint32_t h = w.qh[v];
-      u[v] = avx2::gather64(g, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300), q[2] | ((h << 4) & 0x300),
-                            q[3] | ((h << 2) & 0x300));
-      s[v] = signs_from_bits(signs + 4 * v);
-    }
-    nibble_scales(w.scales, sv);
-    d = _cvtsh_ss(w.d);
+  using Pre = SignsAndScales;
+  static void prepare(const Block& w, Pre& p) { p.set_nibble_scales(w.scales); }
+  static void vec(const Block& w, const Pre& p, int v, __m256i& u, __m256i& s, __m256i& sv) {
+    const uint8_t* q = w.qs + 4 * v;
+    const uint32_t h = w.qh[v];
+    u = avx2::gather64(quant::kIq2sGrid.data(), q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
+                       q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+    s = avx2::signs_of_bytes(w.qs + kQKK / 8 + 4 * v);
+    sv = p.scale(v);
   }
 };
 
-struct IQ3XXS : SignedScaled {
-  using Block = BlockIQ3_XXS;
+// IQ3_XXS: eight grid index bytes per vector, then the eight sign-and-scale
+// words as IQ2_XXS's.
+struct IQ3XXS : SignedVecs<IQ3XXS, BlockIQ3_XXS> {
   static constexpr float kScale = 0.25f;
   static constexpr int kOffset = kIq3xxsMax;
-  void decode(const Block& w) {
+  using Pre = SignsAndScales;
+  static void prepare(const Block& w, Pre& p) {
+    const __m256i words = avx2::load256(w.qs + kQKK / 4);
+    p.set_signs(seven_bit_fields(words));
+    p.set_top_nibble_scales(words);
+  }
+  static void vec(const Block& w, const Pre& p, int v, __m256i& u, __m256i& s, __m256i& sv) {
     const auto& g = quant::kIq3xxsGrid;
-    const uint8_t* scales_and_signs = w.qs + kQKK / 4;
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      const uint8_t* q = w.qs + 8 * v;
-      uint32_t aux;
-      std::memcpy(&aux, scales_and_signs + 4 * v, sizeof aux);
-      u[v] = _mm256_setr_epi32(static_cast<int>(g[q[0]]), static_cast<int>(g[q[1]]), static_cast<int>(g[q[2]]),
-                               static_cast<int>(g[q[3]]), static_cast<int>(g[q[4]]), static_cast<int>(g[q[5]]),
-                               static_cast<int>(g[q[6]]), static_cast<int>(g[q[7]]));
-      s[v] = signs_from_indices(aux);
-      sv[v] = _mm256_set1_epi16(odd(aux >> 28));
-    }
-    d = _cvtsh_ss(w.d);
+    const uint8_t* q = w.qs + 8 * v;
+    u = _mm256_setr_epi32(static_cast<int>(g[q[0]]), static_cast<int>(g[q[1]]), static_cast<int>(g[q[2]]),
+                          static_cast<int>(g[q[3]]), static_cast<int>(g[q[4]]), static_cast<int>(g[q[5]]),
+                          static_cast<int>(g[q[6]]), static_cast<int>(g[q[7]]));
+    s = p.sign(v);
+    sv = p.scale(v);
   }
 };
 
-struct IQ3S : SignedScaled {
-  using Block = BlockIQ3_S;
+struct IQ3S : SignedVecs<IQ3S, BlockIQ3_S> {
   static constexpr float kScale = 1.0f;
   static constexpr int kOffset = kIq3sMax;
-  void decode(const Block& w) {
+  static void vec(const Block& w, const Pre&, int v, __m256i& u, __m256i& s, __m256i& sv) {
     const auto& g = quant::kIq3sGrid;
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
+    {
       const uint8_t* q = w.qs + 8 * v;
       const uint32_t h = w.qh[v];  // bit j: the ninth bit of index j
-      u[v] = _mm256_setr_epi32(
+      u = _mm256_setr_epi32(
           static_cast<int>(g[q[0] | ((h << 8) & 0x100)]), static_cast<int>(g[q[1] | ((h << 7) & 0x100)]),
           static_cast<int>(g[q[2] | ((h << 6) & 0x100)]), static_cast<int>(g[q[3] | ((h << 5) & 0x100)]),
           static_cast<int>(g[q[4] | ((h << 4) & 0x100)]), static_cast<int>(g[q[5] | ((h << 3) & 0x100)]),
           static_cast<int>(g[q[6] | ((h << 2) & 0x100)]), static_cast<int>(g[q[7] | ((h << 1) & 0x100)]));
-      s[v] = signs_from_bits(w.signs + 4 * v);
-      sv[v] = _mm256_set1_epi16(odd((w.scales[v / 2] >> (4 * (v % 2))) & 0xF));
+      s = avx2::signs_of_bytes(w.signs + 4 * v);
+      sv = _mm256_set1_epi16(odd((w.scales[v / 2] >> (4 * (v % 2))) & 0xF));
     }
-    d = _cvtsh_ss(w.d);
   }
 };
 
 // IQ4_XS: signed values from the 16-entry table (never 0, so they serve as
 // their own signs), 6-bit scales minus 32 per 32 values.
-struct IQ4XS : SignedScaled {
-  using Block = BlockIQ4_XS;
+struct IQ4XS : SignedVecs<IQ4XS, BlockIQ4_XS> {
   static constexpr float kScale = 1.0f;
-  void decode(const Block& w) {
+  static void vec(const Block& w, const Pre&, int v, __m256i& u, __m256i& s, __m256i& sv) {
     constexpr int kScaleBias = 32;
     const __m256i values = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlValues.data())));
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 16 * v));
-      const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
-      s[v] = _mm256_shuffle_epi8(values, idx);
-      u[v] = _mm256_abs_epi8(s[v]);
-      const int ls = ((w.scales_l[v / 2] >> (4 * (v % 2))) & 0xF) | (((w.scales_h >> (2 * v)) & 3) << 4);
-      sv[v] = _mm256_set1_epi16(static_cast<int16_t>(ls - kScaleBias));
-    }
-    d = _cvtsh_ss(w.d);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 16 * v));
+    const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+    s = _mm256_shuffle_epi8(values, idx);
+    u = _mm256_abs_epi8(s);
+    const int ls = ((w.scales_l[v / 2] >> (4 * (v % 2))) & 0xF) | (((w.scales_h >> (2 * v)) & 3) << 4);
+    sv = _mm256_set1_epi16(static_cast<int16_t>(ls - kScaleBias));
   }
 };
 

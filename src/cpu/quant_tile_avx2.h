@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "cpu/quant_dot.h"
 #include "quant/blocks.h"
@@ -144,6 +145,67 @@ struct SignedScaled {
   }
 };
 
+// A SignedScaled kernel built one vector at a time: Derived::prepare(w, pre)
+// decodes what is cheaper per block (Derived::Pre; by default nothing), then
+// Derived::vec(w, pre, v, u, s, sv) gives vector v's magnitudes, signs and
+// scales. tile_fixed_vecs never holds a decoded block (24 vectors, more than
+// the 16 registers): each vector goes straight into the token sums.
+template <typename Derived, typename BlockT>
+struct SignedVecs : SignedScaled {
+  using Block = BlockT;
+  struct Pre {};
+  static void prepare(const Block&, Pre&) {}
+  void decode(const Block& w) {
+    typename Derived::Pre pre;
+    Derived::prepare(w, pre);
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) Derived::vec(w, pre, v, u[v], s[v], sv[v]);
+    d = _cvtsh_ss(w.d);
+  }
+};
+
+template <typename Kernel>
+concept VectorDecoded = requires(const typename Kernel::Block& w, typename Kernel::Pre& p, __m256i& x) {
+  Kernel::prepare(w, p);
+  Kernel::vec(w, p, 0, x, x, x);
+};
+
+// tile_fixed for a VectorDecoded kernel: the same integer sums (exact, any
+// order) and the same block terms in the same order.
+template <typename Kernel, int NR, int NT>
+void tile_fixed_vecs(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
+  using Block = typename Kernel::Block;
+  float sum[NR][NT] = {};
+  for (int64_t b = 0; b < k / quant::kQKK; ++b) {
+    const quant::BlockQ8_K* ab[NT];
+    for (int t = 0; t < NT; ++t) ab[t] = reinterpret_cast<const quant::BlockQ8_K*>(act + t * arb) + b;
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const Block& blk = reinterpret_cast<const Block*>(w + r * wrb)[b];
+      typename Kernel::Pre pre;
+      Kernel::prepare(blk, pre);
+      __m256i acc[NT];
+      for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) {
+        __m256i u, s, sv;
+        Kernel::vec(blk, pre, v, u, s, sv);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) {
+          const __m256i a = _mm256_sign_epi8(load256(ab[t]->qs + 32 * v), s);
+          acc[t] = _mm256_add_epi32(acc[t], scaled_dot(u, a, sv));
+        }
+      }
+      const float dw = _cvtsh_ss(blk.d);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) sum[r][t] += block_term(dw, ab[t]->d, hsum_epi32(acc[t]));
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * ys + r] = sum[r][t] * Kernel::kScale;
+  }
+}
+
 // y[t * ys + r] = the dot of weight row r with activation row t.
 template <typename Kernel, int NR, int NT>
 void tile_fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
@@ -246,7 +308,11 @@ template <typename Kernel>
 struct SuperBlocks {
   template <int NR, int NT>
   static void fixed(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t k, float* y, int64_t ys) {
-    tile_fixed<Kernel, NR, NT>(w, wrb, act, arb, k, y, ys);
+    if constexpr (VectorDecoded<Kernel>) {
+      tile_fixed_vecs<Kernel, NR, NT>(w, wrb, act, arb, k, y, ys);
+    } else {
+      tile_fixed<Kernel, NR, NT>(w, wrb, act, arb, k, y, ys);
+    }
   }
   template <int NR>
   static void panel(const uint8_t* w, size_t wrb, const uint8_t* act, size_t arb, int64_t nt, int64_t k, float* y,
@@ -267,6 +333,27 @@ inline __m256i bit_masks(uint32_t bits) {
                                                               2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+// The IQ2/IQ3 sign bytes of 32 7-bit sign indices (one per byte): bit 7 set
+// when the index has an odd number of set bits (quant::iq2_sign_byte), so
+// that every group of eight has an even number of negative signs.
+inline __m256i sign_bytes_with_parity(__m256i index7) {
+  // 0x80 where a nibble has an odd number of set bits.
+  const __m256i odd = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0,  //
+                                       0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_shuffle_epi8(odd, _mm256_and_si256(index7, low4));
+  const __m256i hi = _mm256_shuffle_epi8(odd, _mm256_and_si256(_mm256_srli_epi16(index7, 4), low4));
+  return _mm256_or_si256(index7, _mm256_xor_si256(lo, hi));
+}
+
+// Four sign bytes (byte l for values 8l..8l+7, bit j set = value 8l + j
+// negative) at p as 32 +1 / -1 bytes.
+inline __m256i signs_of_bytes(const uint8_t* p) {
+  int32_t four;
+  std::memcpy(&four, p, sizeof four);
+  return _mm256_or_si256(bit_masks(static_cast<uint32_t>(four)), _mm256_set1_epi8(1));
 }
 
 }  // namespace ferrite::cpu::avx2
