@@ -44,6 +44,8 @@ void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedIq4XsScalesHOffset + half * kHalfRows * 2)));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    // Unrolled: each sub-block's shifts and offsets are constants.
+#pragma GCC unroll 8
     for (int ib = 0; ib < kSubBlocks; ++ib) {
       const __m256i sl = avx2::load8_u32(gb + kPackedIq4XsScalesLOffset + (ib / 2) * kPackRows + half * kHalfRows);
       const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * (ib % 2)), _mm256_set1_epi32(0x0F)),
@@ -54,6 +56,7 @@ void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_
       _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + kLine, _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + 2 * kLine, _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + 3 * kLine, _MM_HINT_T0);
+#pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         // Lane i % 4 of the sub-block: values 4i..4i+3 (low nibbles), then 16 + 4(i-4).. (high).
         const __m256i raw = load256(qs + (i % 4) * kLine);

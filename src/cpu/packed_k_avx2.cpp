@@ -100,6 +100,8 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
     s.load(gb, half);
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    // Unrolled: each sub-block's shifts and line offsets are constants.
+#pragma GCC unroll 8
     for (int sb = 0; sb < kSubBlocks; ++sb) {
       if (sb % 2 == 0) {
         const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * kLine;
@@ -107,6 +109,7 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
           _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + j * kLine, _MM_HINT_T0);
         }
       }
+#pragma GCC unroll 2
       for (int hs = 0; hs < 2; ++hs) {
         __m256i w[4];
         quarter_values<kFive>(gb, half, sb, hs, w);
