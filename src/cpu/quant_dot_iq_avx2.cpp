@@ -66,6 +66,9 @@ struct SignsAndScales {
   }
   // Vector v's 32 +1 / -1 sign bytes.
   __m256i sign(int v) const { return avx2::signs_of_bytes(signs + 4 * v); }
+  // Vector v's scale when both halves share it (set_top_nibble_scales): a
+  // broadcast load, no shuffle.
+  __m256i uniform_scale(int v) const { return _mm256_set1_epi32(scales[v]); }
   // Vector v's scales, avx2::lane_scales's layout.
   __m256i scale(int v) const {
     const __m256i pair = _mm256_set1_epi32(scales[v]);
@@ -101,7 +104,7 @@ struct IQ2XXS : SignedVecs<IQ2XXS, BlockIQ2_XXS> {
     const auto* q = reinterpret_cast<const uint8_t*>(w.qs) + 8 * v;
     u = avx2::gather64(quant::kIq2xxsGrid.data(), q[0], q[1], q[2], q[3]);
     s = p.sign(v);
-    sv = p.scale(v);
+    sv = p.uniform_scale(v);
   }
 };
 
@@ -157,7 +160,7 @@ struct IQ3XXS : SignedVecs<IQ3XXS, BlockIQ3_XXS> {
                           static_cast<int>(g[q[3]]), static_cast<int>(g[q[4]]), static_cast<int>(g[q[5]]),
                           static_cast<int>(g[q[6]]), static_cast<int>(g[q[7]]));
     s = p.sign(v);
-    sv = p.scale(v);
+    sv = p.uniform_scale(v);
   }
 };
 
