@@ -126,17 +126,36 @@ struct IQ2XS : SignedVecs<IQ2XS, BlockIQ2_XS> {
   }
 };
 
-// IQ2_S: 10-bit grid indices (8 bits in qs, 2 in qh), explicit sign bytes.
+// IQ2_S: 10-bit grid indices (8 bits in qs, bits 2j, 2j + 1 of qh[v] on top
+// for index 4v + j), explicit sign bytes. A block's 32 indices are built once,
+// 16 per vector step (qh bytes spread to their indices' words, moved up by a
+// multiply), instead of with three scalar operations each.
 struct IQ2S : SignedVecs<IQ2S, BlockIQ2_S> {
   static constexpr float kScale = 0.125f;
   static constexpr int kOffset = kIq2Max;
-  using Pre = SignsAndScales;
-  static void prepare(const Block& w, Pre& p) { p.set_nibble_scales(w.scales); }
+  struct Pre : SignsAndScales {
+    alignas(32) uint16_t idx[kQKK / 8];
+  };
+  static void prepare(const Block& w, Pre& p) {
+    p.set_nibble_scales(w.scales);
+    // Word 4k + j takes qh byte k shifted left by 8 - 2j: its bits 2j, 2j + 1 land on 8, 9.
+    const __m256i shift = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
+    const __m256i spread = _mm256_setr_epi8(0, -1, 0, -1, 0, -1, 0, -1, 1, -1, 1, -1, 1, -1, 1, -1,  //
+                                            2, -1, 2, -1, 2, -1, 2, -1, 3, -1, 3, -1, 3, -1, 3, -1);
+    const __m256i top2 = _mm256_set1_epi16(0x300);
+#pragma GCC unroll 2
+    for (int i = 0; i < kQKK / 8; i += 16) {
+      const __m256i low8 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + i)));
+      int32_t four;
+      std::memcpy(&four, w.qh + i / 4, sizeof four);
+      const __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32(four), spread);
+      const __m256i high = _mm256_and_si256(_mm256_mullo_epi16(h, shift), top2);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(p.idx + i), _mm256_or_si256(low8, high));
+    }
+  }
   static void vec(const Block& w, const Pre& p, int v, __m256i& u, __m256i& s, __m256i& sv) {
-    const uint8_t* q = w.qs + 4 * v;
-    const uint32_t h = w.qh[v];
-    u = avx2::gather64(quant::kIq2sGrid.data(), q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
-                       q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+    const uint16_t* i = p.idx + 4 * v;
+    u = avx2::gather64(quant::kIq2sGrid.data(), i[0], i[1], i[2], i[3]);
     s = avx2::signs_of_bytes(w.qs + kQKK / 8 + 4 * v);
     sv = p.scale(v);
   }
