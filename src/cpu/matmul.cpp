@@ -97,28 +97,35 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
   return sum;
 }
 
-// The 16-row groups of a packed matrix split between threads; per group,
-// tokens in chunks of kTokenTile: AMX tiles of 16 tokens where `amx` is set,
-// the rest in tiles of up to kPackTokens.
+// Items per thread of a product: chunks of contiguous rows small enough that
+// the threads even out (ThreadPool::run_items), large enough that taking one
+// costs nothing beside its rows.
+constexpr int64_t kItemsPerThread = 8;
+
+// The 16-row groups of a packed matrix in chunks, per token tile of
+// kTokenTile (items token-tile major), taken by the threads in turn
+// (ThreadPool::run_items); per group, AMX tiles of 16 tokens where `amx` is
+// set, the rest in tiles of up to kPackTokens.
 template <typename Acts, typename Kernel>
 void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, ThreadPool& pool, Kernel kernel,
                        Kernel amx, int64_t call_tokens = kPackTokens) {
   const int64_t n_groups = w.n / kPackRows;
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
-  pool.run([&](int ith, int nth) {
-    const Range groups = split_range(n_groups, ith, nth);
-    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
-      const int64_t t1 = std::min(t0 + kTokenTile, m);
-      for (int64_t g = groups.begin; g < groups.end; ++g) {
-        int64_t t = t0;
-        if (amx != nullptr) {
-          const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
-          if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
-          t += n_amx;
-        }
-        for (; t < t1; t += call_tokens) {
-          kernel(w.packed + g * group_bytes, a, t, std::min(call_tokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
-        }
+  const int64_t chunk = std::max<int64_t>(1, n_groups / (pool.size() * kItemsPerThread));
+  const int64_t n_chunks = (n_groups + chunk - 1) / chunk;
+  const int64_t n_tiles = (m + kTokenTile - 1) / kTokenTile;
+  pool.run_items(n_tiles * n_chunks, [&](int, int64_t item) {
+    const int64_t t0 = item / n_chunks * kTokenTile, t1 = std::min(t0 + kTokenTile, m);
+    const int64_t g0 = item % n_chunks * chunk, g1 = std::min(g0 + chunk, n_groups);
+    for (int64_t g = g0; g < g1; ++g) {
+      int64_t t = t0;
+      if (amx != nullptr) {
+        const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
+        if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
+        t += n_amx;
+      }
+      for (; t < t1; t += call_tokens) {
+        kernel(w.packed + g * group_bytes, a, t, std::min(call_tokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
       }
     }
   }, m * w.n * w.k);
@@ -318,12 +325,17 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     if (static_cast<int>(scratch.rows.size()) < pool.size()) scratch.rows.resize(static_cast<size_t>(pool.size()));
   }
 
-  // 2. Rows of W split between threads; tokens in blocks.
-  pool.run([&](int ith, int nth) {
-    const Range rows = split_range(w.n, ith, nth);
-    if (rows.begin >= rows.end) return;
-    for (int64_t t0 = 0; t0 < m; t0 += kTokenTile) {
-      const int64_t t1 = std::min(t0 + kTokenTile, m);
+  // 2. Rows of W in chunks (multiples of kRowTile) per token tile, taken by
+  // the threads in turn (ThreadPool::run_items).
+  const int64_t per_item = std::max<int64_t>(kRowTile, w.n / (pool.size() * kItemsPerThread));
+  const int64_t row_chunk = (per_item + kRowTile - 1) / kRowTile * kRowTile;
+  const int64_t n_chunks = (w.n + row_chunk - 1) / row_chunk;
+  const int64_t n_tiles = (m + kTokenTile - 1) / kTokenTile;
+  pool.run_items(n_tiles * n_chunks, [&](int ith, int64_t item) {
+    const int64_t r0 = item % n_chunks * row_chunk;
+    const Range rows{r0, std::min(r0 + row_chunk, w.n)};
+    {
+      const int64_t t0 = item / n_chunks * kTokenTile, t1 = std::min(t0 + kTokenTile, m);
       switch (op) {
         case Operand::F32:
           if (order == DotOrder::Tiled) {

@@ -46,6 +46,22 @@ class ThreadPool {
     }
   }
 
+  // Calls fn(ith, item) for each item in [0, n_items), the threads taking the
+  // next item from a shared counter: a thread held up (another process on
+  // its core, a slower core) leaves the rest of its share to the others,
+  // where a fixed split makes every thread wait for it. `work` as in run().
+  // Results do not depend on which thread runs an item.
+  template <typename F>
+  void run_items(int64_t n_items, F&& fn, int64_t work) {
+    std::atomic<int64_t> next{0};
+    run([&](int ith, int) {
+      for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
+           i = next.fetch_add(1, std::memory_order_relaxed)) {
+        fn(ith, i);
+      }
+    }, work);
+  }
+
   // ~20 µs of single-core work.
   static constexpr int64_t kMinParallelWork = int64_t{1} << 16;
 
