@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "gguf/metadata.h"
 #include "model/arch_factories.h"
+#include "model/bind_layer.h"
 #include "model/blocks.h"
 #include "model/longrope.h"
 #include "model/mla_absorb.h"

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/ops.h"
 #include "backend/weight.h"
 #include "gguf/file.h"
 #include "model/weights.h"
