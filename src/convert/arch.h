@@ -67,6 +67,12 @@ enum TensorFlags : uint32_t {
   kSplitGateUp = 1u << 11,
   kFirstHalf = 1u << 12,   // (set by the planner) the first half of the rows of each outer block
   kSecondHalf = 1u << 13,  // the second half
+  // gpt-oss, with kSplitGateUp: gate and up alternate (gate rows 0, 2, 4, ...;
+  // up rows 1, 3, 5, ...) instead of following one another.
+  kInterleaved = 1u << 14,
+  // With kSplitGateUp: the split is of the last dimension (gpt-oss's stacked
+  // biases [E, 2 ff]) instead of the rows.
+  kSplitLastDim = 1u << 15,
 };
 
 struct TensorRule {
@@ -185,6 +191,7 @@ std::vector<ArchDef> gpt_line_archs();
 std::vector<ArchDef> deepseek2_archs();
 std::vector<ArchDef> smollm3_archs();
 std::vector<ArchDef> llama4_archs();
+std::vector<ArchDef> gpt_oss_archs();
 // Llama 3.1's rope_freqs from rope_scaling "llama3" (none otherwise).
 std::vector<ExtraTensor> llama3_rope_freqs(Params& p);
 
