@@ -126,6 +126,8 @@ struct ExtraTensor {
   std::vector<int64_t> shape;  // outermost first
 };
 
+struct PlannedTensor;  // tensor_plan.h
+
 struct ArchDef {
   const char* gguf_arch;
   std::vector<const char*> hf_classes;
@@ -151,6 +153,9 @@ struct ArchDef {
   // Renames a GGUF name by config.json (granitemoehybrid: the shared MLP is
   // the dense FFN without experts); may be null.
   std::function<std::string(const std::string& gguf, const Params&)> gguf_rename;
+  // Changes the planned tensors by config.json once every tensor is planned
+  // (t5: the output head scaled by hidden_size^-0.5); may be null.
+  std::function<void(std::vector<PlannedTensor>&, const Params&)> finish;
 };
 
 // Looks up config.json's "architectures" class. nullptr when unsupported.
@@ -192,6 +197,7 @@ std::vector<ArchDef> deepseek2_archs();
 std::vector<ArchDef> smollm3_archs();
 std::vector<ArchDef> llama4_archs();
 std::vector<ArchDef> gpt_oss_archs();
+std::vector<ArchDef> t5_archs();
 // Llama 3.1's rope_freqs from rope_scaling "llama3" (none otherwise).
 std::vector<ExtraTensor> llama3_rope_freqs(Params& p);
 

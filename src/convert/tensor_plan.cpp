@@ -285,6 +285,8 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
     planned.push_back(std::move(p));
   }
 
+  if (arch.finish) arch.finish(planned, params);
+
   // Order: whole-model tensors first, layers in order, output tensors last.
   auto rank = [](const PlannedTensor& p) {
     const int64_t bid = bid_of(p.name);
@@ -370,6 +372,9 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
       mat_cols = 1;
     }
     if (half) take_half(buf, mat_rows, mat_cols, (t.flags & kSecondHalf) != 0, (t.flags & kInterleaved) != 0);
+    if (t.scale != 1.0f) {
+      for (float& v : buf) v *= t.scale;
+    }
     std::copy(buf.begin(), buf.end(), out.begin() + static_cast<std::ptrdiff_t>(e * buf.size()));
   }
   return out;
