@@ -420,9 +420,11 @@ def tiny_configs_issue27(vocab_bpe, gqa):
          dict(gqa, head_dim=8, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=4,
               layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False)),
         # Issue 27's second part: encoder-decoder, sequence classification. T5 as t5-small (ReLU,
-        # tied embeddings: transformers scales the decoder output by d_model^-0.5) and as flan-t5
-        # (gated tanh-GELU, its own lm_head); 16 buckets so that both the encoder's (8 a side) and
-        # the decoder's (16) logarithmic buckets are reached by the prompts.
+        # tied embeddings: transformers scales the decoder output by d_model^-0.5) and with flan-t5's
+        # gated tanh-GELU (transformers 5.17 turns tie_word_embeddings=False into
+        # scale_decoder_outputs false and still ties the head: the token table, unscaled); 16
+        # buckets so that both the encoder's (8 a side) and the decoder's (16) logarithmic buckets
+        # are reached by the prompts.
         ("t5", "T5Config", "T5ForConditionalGeneration", "ugm", None,
          dict(t5, feed_forward_proj="relu", tie_word_embeddings=True)),
         ("t5-gated", "T5Config", "T5ForConditionalGeneration", "ugm", None,

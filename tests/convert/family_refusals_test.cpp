@@ -1,4 +1,4 @@
-// What the gpt-oss and t5 converters refuse (variants the
+// What the gpt-oss, t5 and BERT-reranker converters refuse (variants the
 // engine would run wrongly) and what they note: a copy of the tiny
 // transformers checkpoint (fixtures/tiny/<arch>) with config.json changed one
 // way at a time must fail with an error naming the key, never convert.
@@ -81,6 +81,11 @@ TEST(FamilyRefusals, T5) {
   expect_refused("t5-gated", [](Json& c) { c["feed_forward_proj"] = "gated-silu"; c["dense_act_fn"] = "silu"; },
                  "gated-silu");
   expect_refused("t5", [](Json& c) { c["d_kv"] = 4; }, "head_dim");
+}
+
+TEST(FamilyRefusals, BertReranker) {
+  EXPECT_EQ(convert_edited("bert-reranker", [](Json&) {}).error, "");
+  expect_refused("bert-reranker", [](Json& c) { c["id2label"] = {{"0", "NO"}, {"1", "YES"}}; }, "2 labels");
 }
 
 }  // namespace
