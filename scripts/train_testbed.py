@@ -136,6 +136,21 @@ def train_spm(text, vocab_size, workdir):
     return prefix + ".model"
 
 
+def train_unigram(text, vocab_size, workdir):
+    """A SentencePiece Unigram model in T5's id layout (pad 0, eos 1, unk 2, no BOS), identity normalizer
+    (no precompiled character map: the file stays a few kB)."""
+    import sentencepiece as spm
+    path = os.path.join(workdir, "ugm-input.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    prefix = os.path.join(workdir, "ugm")
+    spm.SentencePieceTrainer.train(
+        input=path, model_prefix=prefix, vocab_size=vocab_size, model_type="unigram",
+        character_coverage=0.9995, normalization_rule_name="identity", add_dummy_prefix=True,
+        pad_id=0, eos_id=1, unk_id=2, bos_id=-1, num_threads=8, max_sentence_length=1 << 16)
+    return prefix + ".model"
+
+
 def save_bpe_files(tok, out_dir, max_len):
     tok.save(os.path.join(out_dir, "tokenizer.json"))
     write_json(os.path.join(out_dir, "tokenizer_config.json"), {
@@ -340,6 +355,9 @@ def tiny_configs_issue27(vocab_bpe, gqa):
     multipliers = dict(embedding_multiplier=6.0, residual_multiplier=0.35, attention_multiplier=0.25,
                        logits_scaling=4.0)
     moe = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+    t5 = dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+              relative_attention_num_buckets=16, relative_attention_max_distance=128, decoder_start_token_id=0,
+              pad_token_id=0, eos_token_id=1)
     return [
         ("granite", "GraniteConfig", "GraniteForCausalLM", "bpe", vocab_bpe,
          dict(gqa, tie_word_embeddings=False, **multipliers)),
@@ -401,6 +419,21 @@ def tiny_configs_issue27(vocab_bpe, gqa):
         ("gpt_oss", "GptOssConfig", "GptOssForCausalLM", "bpe", vocab_bpe,
          dict(gqa, head_dim=8, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=4,
               layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False)),
+        # Issue 27's second part: encoder-decoder, sequence classification. T5 as t5-small (ReLU,
+        # tied embeddings: transformers scales the decoder output by d_model^-0.5) and with flan-t5's
+        # gated tanh-GELU (transformers 5.17 turns tie_word_embeddings=False into
+        # scale_decoder_outputs false and still ties the head: the token table, unscaled); 16
+        # buckets so that both the encoder's (8 a side) and the decoder's (16) logarithmic buckets
+        # are reached by the prompts.
+        ("t5", "T5Config", "T5ForConditionalGeneration", "ugm", None,
+         dict(t5, feed_forward_proj="relu", tie_word_embeddings=True)),
+        ("t5-gated", "T5Config", "T5ForConditionalGeneration", "ugm", None,
+         dict(t5, feed_forward_proj="gated-gelu", tie_word_embeddings=False)),
+        # A cross-encoder (ms-marco-MiniLM's class). initializer_range 0.2 (transformers' own init,
+        # ten times the default) makes the scores of order one and distinct per document.
+        ("bert-reranker", "BertConfig", "BertForSequenceClassification", "wpm-pair", None,
+         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+              max_position_embeddings=64, type_vocab_size=2, num_labels=1, initializer_range=0.2)),
         ("llama4", "Llama4TextConfig", "Llama4ForCausalLM", "bpe", vocab_bpe,
          dict(gqa, head_dim=8, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=1,
               intermediate_size=32, intermediate_size_mlp=64, attention_chunk_size=4, interleave_moe_layer_step=1,
@@ -409,11 +442,98 @@ def tiny_configs_issue27(vocab_bpe, gqa):
     ]
 
 
+def random_model(cfg_cls, model_cls, cfg_kwargs, seed):
+    """transformers' own seeded init, every parameter then perturbed (see make_tiny)."""
+    import transformers
+    cfg = getattr(transformers, cfg_cls)(**cfg_kwargs)
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls)(cfg).float().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    return model
+
+
+def finish_tiny(out_dir, name, model_cls, ref):
+    files = sorted(os.listdir(out_dir))
+    write_json(os.path.join(out_dir, "reference.json"), dict(
+        {"architecture": name, "class": model_cls}, **ref,
+        computed_by="transformers, CPU, float32, eager attention", versions=versions()))
+    return {"config": json.load(open(os.path.join(out_dir, "config.json"))), "files": files,
+            "tensors": safetensors_manifest(os.path.join(out_dir, "model.safetensors"))}
+
+
+def make_tiny_t5(out_dir, spec, ugm_model, seed):
+    """An encoder-decoder: the decoder's logits for an encoder input and a decoder prefix."""
+    import sentencepiece as spm
+    import transformers
+    name, cfg_cls, model_cls, _, _, kwargs = spec
+    shutil.copy(ugm_model, os.path.join(out_dir, "tokenizer.model"))
+    sp = spm.SentencePieceProcessor(model_file=ugm_model)
+    write_json(os.path.join(out_dir, "tokenizer_config.json"), {
+        "tokenizer_class": "T5Tokenizer", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
+        "extra_ids": 0})
+    model = random_model(cfg_cls, model_cls, dict(kwargs, vocab_size=sp.get_piece_size()), seed)
+    model.save_pretrained(out_dir)
+    enc = sp.encode(PROMPTS[0]) + [1]  # T5's tokenizer appends </s>
+    dec = [0] + sp.encode(PROMPTS[1])[:15]  # from decoder_start_token_id
+    model = getattr(transformers, model_cls).from_pretrained(out_dir, attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        rows = model(input_ids=torch.tensor([enc]), decoder_input_ids=torch.tensor([dec])).logits[0].float()
+    write_f32(os.path.join(out_dir, "logits.f32"), rows)
+    return finish_tiny(out_dir, name, model_cls, {
+        "encoder_tokens": enc, "encoder_text": PROMPTS[0], "tokens": dec, "text": PROMPTS[1],
+        "rows": int(rows.shape[0]), "cols": int(rows.shape[1]), "output": "decoder logits"})
+
+
+RERANK_QUERY = "who looked at Pierre?"
+RERANK_DOCS = ["Prince Andrew looked at Pierre and said nothing.", "The quick brown fox jumps over the lazy dog",
+               "Pierre said nothing."]
+
+
+def make_tiny_reranker(out_dir, spec, tok, seed):
+    """A cross-encoder: one score per (query, document) pair, with the tokenizer's segment ids and with
+    every token of type 0 (what llama.cpp's bert graph feeds), and for llama-server's pair layout
+    [CLS] query [SEP] [SEP] document [SEP] (BOS, EOS, SEP; types 0)."""
+    import transformers
+    name, cfg_cls, model_cls, _, _, kwargs = spec
+    tok.save(os.path.join(out_dir, "tokenizer.json"))
+    write_json(os.path.join(out_dir, "tokenizer_config.json"), {
+        "tokenizer_class": "BertTokenizer", "do_lower_case": True, "unk_token": "[UNK]",
+        "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"})
+    model = random_model(cfg_cls, model_cls, dict(kwargs, vocab_size=tok.get_vocab_size(), pad_token_id=0), seed)
+    model.save_pretrained(out_dir)
+    model = getattr(transformers, model_cls).from_pretrained(out_dir, attn_implementation="eager").float().eval()
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    pairs = []
+    with torch.no_grad():
+        score = lambda ids, types: float(model(input_ids=torch.tensor([ids]),  # noqa: E731
+                                               token_type_ids=torch.tensor([types])).logits[0, 0])
+        for doc in RERANK_DOCS:
+            q = tok.encode(RERANK_QUERY, add_special_tokens=False).ids
+            d = tok.encode(doc, add_special_tokens=False).ids
+            ids = [cls] + q + [sep] + d + [sep]  # BertTokenizer's pair, segment 1 from the document on
+            types = [0] * (len(q) + 2) + [1] * (len(d) + 1)
+            server = [cls] + q + [sep, sep] + d + [sep]
+            pairs.append({"document": doc, "tokens": ids, "token_types": types,
+                          "score": score(ids, types), "score_types_0": score(ids, [0] * len(ids)),
+                          "server_tokens": server, "server_score": score(server, [0] * len(server))})
+    write_f32(os.path.join(out_dir, "logits.f32"),
+              torch.tensor([[p["score"], p["score_types_0"], p["server_score"]] for p in pairs]))
+    return finish_tiny(out_dir, name, model_cls, {
+        "query": RERANK_QUERY, "pairs": pairs, "rows": len(pairs), "cols": 3,
+        "output": "score (logits[0, 0]) per pair: with segment ids, all types 0, llama-server's layout"})
+
+
 def make_tiny(root, spec, toks, seed):
     import transformers
     name, cfg_cls, model_cls, kind, vocab, kwargs = spec
     out_dir = os.path.join(root, name)
     os.makedirs(out_dir, exist_ok=True)
+    if kind == "ugm":
+        return make_tiny_t5(out_dir, spec, toks["ugm"], seed)
+    if kind == "wpm-pair":
+        return make_tiny_reranker(out_dir, spec, toks["wpm"], seed)
     tok = toks[kind]
     ids_kw = {}
     if kind == "bpe":
@@ -535,6 +655,7 @@ def main():
         workdir = os.path.join(args.out, "spm-work")
         os.makedirs(workdir, exist_ok=True)
         toks["spm"] = train_spm(tiny_text, 400, workdir)
+        toks["ugm"] = train_unigram(tiny_text, 400, workdir)
         import sentencepiece as spm
         vocab_spm = spm.SentencePieceProcessor(model_file=toks["spm"]).get_piece_size()
         manifests = {}

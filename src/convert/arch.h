@@ -67,6 +67,12 @@ enum TensorFlags : uint32_t {
   kSplitGateUp = 1u << 11,
   kFirstHalf = 1u << 12,   // (set by the planner) the first half of the rows of each outer block
   kSecondHalf = 1u << 13,  // the second half
+  // gpt-oss, with kSplitGateUp: gate and up alternate (gate rows 0, 2, 4, ...;
+  // up rows 1, 3, 5, ...) instead of following one another.
+  kInterleaved = 1u << 14,
+  // With kSplitGateUp: the split is of the last dimension (gpt-oss's stacked
+  // biases [E, 2 ff]) instead of the rows.
+  kSplitLastDim = 1u << 15,
 };
 
 struct TensorRule {
@@ -120,6 +126,8 @@ struct ExtraTensor {
   std::vector<int64_t> shape;  // outermost first
 };
 
+struct PlannedTensor;  // tensor_plan.h
+
 struct ArchDef {
   const char* gguf_arch;
   std::vector<const char*> hf_classes;
@@ -145,6 +153,9 @@ struct ArchDef {
   // Renames a GGUF name by config.json (granitemoehybrid: the shared MLP is
   // the dense FFN without experts); may be null.
   std::function<std::string(const std::string& gguf, const Params&)> gguf_rename;
+  // Changes the planned tensors by config.json once every tensor is planned
+  // (t5: the output head scaled by hidden_size^-0.5); may be null.
+  std::function<void(std::vector<PlannedTensor>&, const Params&)> finish;
 };
 
 // Looks up config.json's "architectures" class. nullptr when unsupported.
@@ -185,6 +196,8 @@ std::vector<ArchDef> gpt_line_archs();
 std::vector<ArchDef> deepseek2_archs();
 std::vector<ArchDef> smollm3_archs();
 std::vector<ArchDef> llama4_archs();
+std::vector<ArchDef> gpt_oss_archs();
+std::vector<ArchDef> t5_archs();
 // Llama 3.1's rope_freqs from rope_scaling "llama3" (none otherwise).
 std::vector<ExtraTensor> llama3_rope_freqs(Params& p);
 

@@ -2,7 +2,15 @@
 // layers. The "bert." prefix and old gamma/beta names are normalised; the
 // pooler and the masked-LM head are dropped. A sentence-transformers folder's
 // pooling (modules.json) becomes bert.pooling_type.
+// BertForSequenceClassification with one label (cross-encoder rerankers,
+// ms-marco-MiniLM): pooling_type 4 (rank) and the head as llama.cpp names it,
+// the pooler's dense layer -> cls (tanh follows it) and the classifier ->
+// cls.output, whose single output is the score. The engine feeds every
+// token as type 0 (as llama.cpp); a cross-encoder trained with segment ids
+// (type_vocab_size 2) scores differently in transformers, where the document
+// is type 1 (tests/convert/fixtures_test.cpp measures how much).
 #include <filesystem>
+#include <string>
 
 #include "convert/arch.h"
 #include "core/error.h"
@@ -36,6 +44,20 @@ void bert_params(Params& p) {
     }
     break;
   }
+}
+
+// BertForSequenceClassification: one label only (a score); rank pooling.
+void bert_classifier_params(Params& p) {
+  bert_params(p);
+  const Json& c = p.files().config;
+  int64_t labels = 2;  // transformers' default num_labels
+  if (c.contains("id2label") && c["id2label"].is_object()) labels = static_cast<int64_t>(c["id2label"].size());
+  if (auto n = p.opt_int({"num_labels"})) labels = *n;
+  if (labels != 1) {
+    throw ModelError(p.config_path() + ": a sequence classifier with " + std::to_string(labels) +
+                     " labels; only single-label models (rerankers: one score) convert");
+  }
+  p.u32("pooling_type", 4);
 }
 
 std::string bert_rename(const std::string& name) {
@@ -87,7 +109,18 @@ std::vector<ArchDef> bert_archs() {
                       {"blk.{bid}.ffn_down.weight"},        {"blk.{bid}.layer_output_norm.weight"}};
   a.requires_ = {"token_embd.weight", "position_embd.weight", "token_types.weight", "token_embd_norm.weight"};
   a.drop_prefixes = {"cls.predictions.", "cls.seq_relationship."};
-  return {a};
+
+  ArchDef rank = a;
+  rank.hf_classes = {"BertForSequenceClassification"};
+  rank.params = bert_classifier_params;
+  for (TensorRule& r : rank.rules) {
+    if (std::string(r.hf) == "pooler.dense.weight") r.gguf = "cls.weight";
+    if (std::string(r.hf) == "pooler.dense.bias") r.gguf = "cls.bias";
+  }
+  rank.rules.push_back({"classifier.weight", "cls.output.weight", {D::One, D::Embd}});
+  rank.rules.push_back({"classifier.bias", "cls.output.bias", {D::One}});
+  rank.requires_.insert(rank.requires_.end(), {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"});
+  return {a, rank};
 }
 
 }  // namespace ferrite::convert

@@ -12,13 +12,13 @@
 namespace ferrite::convert {
 namespace {
 
-constexpr int64_t kNoRopeStep = 4;
+constexpr int64_t kSmolNoRopeStep = 4;
 
 void smollm3_params(Params& p) {
   decoder_dims(p);
   base_params(p);
   p.u32("rope.dimension_count", p.dims.head_dim);
-  require_no_rope_every(p, kNoRopeStep);
+  require_no_rope_every(p, kSmolNoRopeStep);
 }
 
 }  // namespace

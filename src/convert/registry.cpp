@@ -12,7 +12,7 @@ const std::vector<ArchDef>& all_archs() {
                         falcon_archs, bert_archs, mamba2_archs, granite_hybrid_archs, granite_archs, olmo_archs,
                         cohere_archs, glm4_archs, ernie_archs, hunyuan_archs, layer_norm_decoder_archs,
                         gpt_line_archs, deepseek2_archs, smollm3_archs,
-                        llama4_archs}) {
+                        llama4_archs, gpt_oss_archs, t5_archs}) {
       for (ArchDef& a : family()) out.push_back(std::move(a));
     }
     return out;

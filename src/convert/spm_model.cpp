@@ -123,6 +123,10 @@ SpmModel SpmModel::parse(const uint8_t* data, uint64_t size, const std::string& 
       while (!n.done()) {
         const uint64_t k = n.varint();
         const uint32_t f = static_cast<uint32_t>(k >> 3), w = static_cast<uint32_t>(k & 7);
+        if (f == 2 && w == kBytes) {
+          m.precompiled_charsmap = n.sub("precompiled_charsmap").rest();
+          continue;
+        }
         if (w != kVarint) {
           n.skip(w);
           continue;

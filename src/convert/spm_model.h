@@ -9,7 +9,8 @@
 //   SentencePiece:   1 piece (string), 2 score (float), 3 type (enum, default NORMAL)
 //   TrainerSpec:     3 model_type (UNIGRAM 1, BPE 2, WORD 3, CHAR 4), 35 byte_fallback,
 //                    40 unk_id, 41 bos_id, 42 eos_id, 43 pad_id
-//   NormalizerSpec:  3 add_dummy_prefix (default true), 4 remove_extra_whitespaces (default true)
+//   NormalizerSpec:  2 precompiled_charsmap (bytes), 3 add_dummy_prefix (default true),
+//                    4 remove_extra_whitespaces (default true)
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,7 @@ struct SpmModel {
   int32_t unk_id = 0, bos_id = 1, eos_id = 2, pad_id = -1;
   bool add_dummy_prefix = true;
   bool remove_extra_whitespaces = true;
+  std::string precompiled_charsmap;  // the normalizer's compiled rules (Unigram models); may be empty
 
   // Parses a ModelProto image; `name` appears in errors. Throws FormatError.
   static SpmModel parse(const uint8_t* data, uint64_t size, const std::string& name);

@@ -99,15 +99,19 @@ void reshape_ssm(std::vector<int64_t>& shape, uint32_t flags, const Dims& dims, 
   }
 }
 
-// kFirstHalf / kSecondHalf: of each outer block of rows [2 h, cols], rows [0, h) or [h, 2 h).
+// kFirstHalf / kSecondHalf: of each outer block of rows [2 h, cols], rows [0, h) or [h, 2 h);
+// interleaved (kInterleaved), the even rows or the odd ones.
 // rows x cols: the matrices of buf as the transforms before left them.
-void take_half(std::vector<float>& buf, int64_t rows, int64_t cols, bool second) {
+void take_half(std::vector<float>& buf, int64_t rows, int64_t cols, bool second, bool interleaved) {
   const int64_t h = rows / 2;
   const int64_t outer = static_cast<int64_t>(buf.size()) / (rows * cols);
   std::vector<float> out(static_cast<size_t>(outer * h * cols));
   for (int64_t o = 0; o < outer; ++o) {
-    const auto from = buf.begin() + static_cast<std::ptrdiff_t>((o * rows + (second ? h : 0)) * cols);
-    std::copy(from, from + h * cols, out.begin() + static_cast<std::ptrdiff_t>(o * h * cols));
+    for (int64_t r = 0; r < h; ++r) {
+      const int64_t src = o * rows + (interleaved ? 2 * r + (second ? 1 : 0) : r + (second ? h : 0));
+      const auto from = buf.begin() + static_cast<std::ptrdiff_t>(src * cols);
+      std::copy(from, from + cols, out.begin() + static_cast<std::ptrdiff_t>((o * h + r) * cols));
+    }
   }
   buf.swap(out);
 }
@@ -224,10 +228,13 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
     }
     if (rule.flags & kSplitGateUp) {
       const size_t at = gguf.find("ffn_gate");
-      if (shape.size() < 2 || shape[shape.size() - 2] % 2 != 0 || at == std::string::npos) {
+      const bool last = (rule.flags & kSplitLastDim) != 0;
+      const size_t back = last ? 1 : 2;
+      const size_t dim = shape.size() >= back ? shape.size() - back : 0;
+      if (shape.size() < back || shape[dim] % 2 != 0 || at == std::string::npos) {
         throw ModelError(t->file + ": tensor " + t->name + " does not split into gate and up halves");
       }
-      shape[shape.size() - 2] /= 2;
+      shape[dim] /= 2;
       std::string up = gguf;
       up.replace(at, 8, "ffn_up");
       for (const auto& [name, half] : {std::pair{gguf, kFirstHalf}, std::pair{up, kSecondHalf}}) {
@@ -277,6 +284,8 @@ std::vector<PlannedTensor> plan_tensors(const ArchDef& arch, const Checkpoint& c
     if (index.contains(p.name)) continue;  // the checkpoint already has it
     planned.push_back(std::move(p));
   }
+
+  if (arch.finish) arch.finish(planned, params);
 
   // Order: whole-model tensors first, layers in order, output tensors last.
   auto rank = [](const PlannedTensor& p) {
@@ -358,7 +367,14 @@ std::vector<float> tensor_data(const PlannedTensor& t, const Dims& dims) {
       for (int64_t k = 0; k < kv; ++k) order.emplace_back(k, g + 1);
       reorder_blocks(buf, hd, cols, order, g + 2);
     }
-    if (half) take_half(buf, mat_rows, mat_cols, (t.flags & kSecondHalf) != 0);
+    if (half && (t.flags & kSplitLastDim)) {
+      mat_rows = first.shape.empty() ? 1 : first.shape.back();
+      mat_cols = 1;
+    }
+    if (half) take_half(buf, mat_rows, mat_cols, (t.flags & kSecondHalf) != 0, (t.flags & kInterleaved) != 0);
+    if (t.scale != 1.0f) {
+      for (float& v : buf) v *= t.scale;
+    }
     std::copy(buf.begin(), buf.end(), out.begin() + static_cast<std::ptrdiff_t>(e * buf.size()));
   }
   return out;

@@ -23,6 +23,7 @@ struct PlannedTensor {
   std::vector<float> generated;         // data made by the converter (no sources)
   std::vector<int64_t> shape;           // final, outermost first
   uint32_t flags = 0;                   // TensorFlags to apply to each source
+  float scale = 1.0f;                   // multiplies the data after the transforms (ArchDef::finish)
   TensorType type = TensorType::F32;
 
   // GGUF's ne: the shape innermost first.

@@ -7,6 +7,9 @@
 //                        a fixed text's encoding (bpe_pre_table.h)
 //   vocab_bert           tokenizer.json WordPiece (or vocab.txt) -> model
 //                        "bert", tokens in phantom-space form
+//   vocab_t5             tokenizer.model Unigram -> model "t5" (its
+//                        normalizer's flags and precompiled_charsmap), or
+//                        a BPE tokenizer.model as vocab_sentencepiece
 // Each adds the special tokens and flags of tokenizer_config.json and
 // config.json, and the chat template.
 #pragma once
@@ -46,6 +49,7 @@ enum class GgufTokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserD
 VocabKeys vocab_sentencepiece(const HfFiles& f, int64_t vocab_size, bool phi3_added_tokens = false);
 VocabKeys vocab_gpt2(const HfFiles& f, int64_t vocab_size, const VocabOptions& opt);
 VocabKeys vocab_bert(const HfFiles& f, int64_t vocab_size, const VocabOptions& opt);
+VocabKeys vocab_t5(const HfFiles& f, int64_t vocab_size, const VocabOptions& opt);
 
 // llama.cpp's test for added tokens that ought to be control tokens
 // ("<|...|>", "<unused...>", "<pad>", ...).

@@ -230,6 +230,51 @@ TEST(BertVocab, WordPieceConvertedLikeLlamaCpp) {
   expect_inp_out("bert-bge", tokenizer::Tokenizer::from_gguf(*conv.file));
 }
 
+// T5's tokenizer.model: a Unigram model (trainer_spec model_type 1) becomes
+// tokenizer.ggml.model "t5" with its normalizer's flags and
+// precompiled_charsmap bytes as they are in the file (UINT8 array, read back
+// through a GGUF image), no BOS and an EOS; a BPE one (Pile-T5) stays "llama".
+TEST(T5Vocab, UnigramModelKeepsItsNormalizer) {
+  std::string charsmap;
+  for (int i = 0; i < 300; ++i) charsmap.push_back(static_cast<char>((i * 37 + 11) & 0xff));
+  std::string model;
+  for (const test::SpmPieceSpec& p : std::vector<test::SpmPieceSpec>{
+           {"<pad>", 0, 3}, {"</s>", 0, 3}, {"<unk>", 0, 2}, {"\xe2\x96\x81" "a", -1.5f, 1}, {"b", -2.5f, 1}}) {
+    std::string m = test::pb_bytes(1, p.piece) + test::pb_float(2, p.score);
+    if (p.type != 1) m += test::pb_uint(3, static_cast<uint64_t>(p.type));
+    model += test::pb_bytes(1, m);
+  }
+  model += test::pb_bytes(2, test::pb_uint(3, 1) + test::pb_uint(40, 2) + test::pb_uint(42, 1) + test::pb_uint(43, 0));
+  model += test::pb_bytes(3, test::pb_bytes(1, "nmt_nfkc") + test::pb_bytes(2, charsmap) + test::pb_uint(3, 1) +
+                                 test::pb_uint(4, 0));
+  test::TempDir dir;
+  test::write_json(dir.file("config.json"), {{"architectures", {"T5ForConditionalGeneration"}}, {"vocab_size", 8}});
+  test::write_bytes(dir.file("tokenizer.model"), model);
+  const convert::VocabKeys v = convert::vocab_t5(convert::HfFiles::open(dir.path().string()), 8, {});
+  const Converted conv = as_gguf(v);
+  const gguf::Metadata md(*conv.file);
+  EXPECT_EQ(md.get_string("tokenizer.ggml.model"), "t5");
+  EXPECT_EQ(md.string_array("tokenizer.ggml.tokens").size(), 8u);  // padded to vocab_size
+  EXPECT_EQ(md.string_array("tokenizer.ggml.tokens")[3], "\xe2\x96\x81" "a");
+  EXPECT_EQ(md.opt_bool("tokenizer.ggml.add_space_prefix"), true);
+  EXPECT_EQ(md.opt_bool("tokenizer.ggml.remove_extra_whitespaces"), false);
+  EXPECT_EQ(md.opt_bool("tokenizer.ggml.add_bos_token"), false);
+  EXPECT_EQ(md.opt_bool("tokenizer.ggml.add_eos_token"), true);
+  const gguf::Value* cm = conv.file->find("tokenizer.ggml.precompiled_charsmap");
+  ASSERT_NE(cm, nullptr);
+  std::string got;
+  for (const auto& item : cm->items()) got.push_back(static_cast<char>(item.as_int()));
+  EXPECT_EQ(got, charsmap);
+
+  test::TempDir bpe;
+  test::write_json(bpe.file("config.json"), {{"architectures", {"T5ForConditionalGeneration"}}});
+  std::vector<test::SpmPieceSpec> pieces = {{"<unk>", 0, 2}, {"<s>", 0, 3}, {"</s>", 0, 3}, {"a", -1, 1}};
+  test::write_bytes(bpe.file("tokenizer.model"), test::spm_model_bytes(pieces));
+  const convert::VocabKeys b = convert::vocab_t5(convert::HfFiles::open(bpe.path().string()), -1, {});
+  EXPECT_EQ(b.find("tokenizer.ggml.model")->as_string(), "llama");
+  EXPECT_EQ(b.find("tokenizer.ggml.precompiled_charsmap"), nullptr);
+}
+
 class SpmVocab : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SpmVocab, TokenizerModelConvertedLikeLlamaCpp) {
