@@ -279,7 +279,10 @@ INSTANTIATE_TEST_SUITE_P(
                       TinyCase{"phi", kTolerance}, TinyCase{"gptj", kTolerance}, TinyCase{"gpt_bigcode", kTolerance},
                       TinyCase{"bloom", kTolerance}, TinyCase{"mpt", kTolerance}, TinyCase{"glm4", kTolerance},
                       TinyCase{"smollm3", kTolerance}, TinyCase{"deepseek_v2", kTolerance},
-                      TinyCase{"deepseek_v3", kTolerance}, TinyCase{"llama4", kTolerance}));
+                      TinyCase{"deepseek_v3", kTolerance}, TinyCase{"llama4", kTolerance},
+                      // sparsemixer routing (router_jitter_noise 0.25), LayerNorms, a window of 4;
+                      // LongRoPE with Phi-3.5-MoE's mscale (tests/convert/phimoe_test.cpp)
+                      TinyCase{"phimoe", 2.8e-4}, TinyCase{"phimoe-longrope", 2.8e-4}));
 
 }  // namespace
 }  // namespace ferrite
