@@ -350,6 +350,17 @@ def tiny_configs(vocab_bpe, vocab_spm, vocab_wpm):
     ] + tiny_configs_issue27(vocab_bpe, gqa)
 
 
+def phimoe_longrope(original):
+    """PhimoeConfig's rope arguments (transformers 5: rope_parameters; 4: rope_scaling)."""
+    import inspect
+    import transformers
+    rope = dict(short_factor=[1.0, 1.25, 1.5, 2.0], long_factor=[1.5, 2.0, 3.0, 4.0], short_mscale=1.3,
+                long_mscale=1.3, original_max_position_embeddings=original)
+    if "rope_parameters" in inspect.signature(transformers.PhimoeConfig.__init__).parameters:
+        return dict(rope_parameters=dict(rope, rope_type="longrope", rope_theta=1e6))
+    return dict(rope_scaling=dict(rope, type="longrope"))
+
+
 def tiny_configs_issue27(vocab_bpe, gqa):
     """The families of issue 27 that transformers has (same tuple layout)."""
     multipliers = dict(embedding_multiplier=6.0, residual_multiplier=0.35, attention_multiplier=0.25,
@@ -410,8 +421,16 @@ def tiny_configs_issue27(vocab_bpe, gqa):
               v_head_dim=8, n_routed_experts=4, n_shared_experts=1, first_k_dense_replace=1, n_group=1,
               topk_group=1, routed_scaling_factor=2.0, max_position_embeddings=64, tie_word_embeddings=False,
               topk_method="greedy", **moe)),
+        # Phi-3.5-MoE's biases; router_jitter_noise 0.25 (the model's: 0.01) so that sparsemixer's
+        # mask keeps some experts beside the best and the softmax over them shows; a 4-token window.
         ("phimoe", "PhimoeConfig", "PhimoeForCausalLM", "bpe", vocab_bpe,
-         dict(gqa, num_local_experts=4, num_experts_per_tok=2, sliding_window=None)),
+         dict(gqa, num_local_experts=4, num_experts_per_tok=2, sliding_window=4, attention_bias=True,
+              lm_head_bias=True, router_jitter_noise=0.25)),
+        # LongRoPE with Phi-3.5-MoE's own magnitude (short_mscale = long_mscale, not LongRoPE's formula);
+        # the original context 256 is ferrite's test context, so that both sides use the short factors.
+        ("phimoe-longrope", "PhimoeConfig", "PhimoeForCausalLM", "bpe", vocab_bpe,
+         dict(gqa, num_local_experts=4, num_experts_per_tok=2, sliding_window=None, attention_bias=True,
+              lm_head_bias=True, max_position_embeddings=1024, **phimoe_longrope(256))),
         ("dbrx", "DbrxConfig", "DbrxForCausalLM", "bpe", vocab_bpe,
          dict(d_model=32, n_heads=4, n_layers=2, max_seq_len=64,
               attn_config=dict(kv_n_heads=2, clip_qkv=8.0), ffn_config=dict(moe_num_experts=4, moe_top_k=2,

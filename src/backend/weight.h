@@ -51,8 +51,10 @@ struct FfnWeights {
 
 // How a router turns its logits into probabilities.
 // SoftmaxWeight (gpt-oss): the top-k chosen on the logits, their weights the
-// softmax over the k chosen logits only.
-enum class MoeGating : uint8_t { Softmax, Sigmoid, SoftmaxWeight };
+// softmax over the k chosen logits only. SparseMixer (phimoe): k rounds of
+// the best remaining logit, weighed by the softmax over the remaining
+// experts within a relative gap of 2 MoeWeights::jitter (cpu/sparsemixer.h).
+enum class MoeGating : uint8_t { Softmax, Sigmoid, SoftmaxWeight, SparseMixer };
 
 // A mixture-of-experts feed-forward: router, stacked experts, optional
 // shared expert with its optional sigmoid gate.
@@ -61,6 +63,7 @@ struct MoeWeights {
   Weight gate_exps, up_exps, down_exps;  // [n_embd, n_ff, n_expert], [n_ff, n_embd, n_expert]
   bool norm_weights = true;              // renormalise the selected experts' probabilities
   MoeGating gating = MoeGating::Softmax;
+  float jitter = 0.0f;                   // SparseMixer: the router jitter that sets the mask's gap
   Weight probs_bias;                     // [n_expert] added to the probabilities for the choice only (optional)
   float weights_scale = 1.0f;            // factor of the (renormalised) weights
   Weight shexp_gate_inp;                 // shared expert's sigmoid gate [n_embd] (optional)

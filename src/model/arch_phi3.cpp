@@ -3,18 +3,27 @@
 // frequency factors (rope_factors_short/long). Attention uses the
 // sliding-window mask when the file declares a window.
 //
-// phimoe (Phi-3.5-MoE) is the same graph in llama.cpp (c392e50's build_phi3),
-// with what its files add: RMSNorms with a bias (norm(x) * w + b: llama.cpp's
-// definition, where the published model has LayerNorms), separate Q/K/V with
-// biases, an output-projection bias, an output bias, and experts in every
-// layer (softmax router, top-k probabilities renormalised; Phi-3.5-MoE: 16,
-// top 2). llama.cpp reads no sliding window for phimoe: attention is global
-// whatever attention.sliding_window says.
+// phimoe (Phi-3.5-MoE) as transformers' PhimoeForCausalLM defines it: the
+// same graph with LayerNorms (weight and bias; epsilon
+// attention.layer_norm_epsilon, else the attention.layer_norm_rms_epsilon
+// that llama.cpp's converter writes), separate Q/K/V with biases, an
+// output-projection bias, an output bias, and experts in every layer routed
+// by "sparsemixer" (backend::MoeGating::SparseMixer, cpu/sparsemixer.h;
+// Phi-3.5-MoE: 16 experts, 2 used) with the router jitter of the key
+// phimoe.router_jitter_noise, ferrite's own (llama.cpp's converter writes
+// none; absent: Phi-3.5-MoE's 0.01). The window of attention.sliding_window
+// applies to every layer, as transformers' mask does.
+// llama.cpp c392e50 runs phimoe with RMSNorms and a renormalised softmax
+// top 2 instead and ignores the window: its logits for the tiny phimoe file
+// of tests/model are 3.3 from the definition's (tests/model/phimoe_test.cpp);
+// ferrite's, on a converted transformers checkpoint, 1.4e-4 from
+// transformers' (tests/convert fixtures tiny/phimoe).
 //
 // LongRoPE (model/longrope.h): the long factors when the cache holds more
 // cells than rope.scaling.original_context_length, else the short ones; the
 // magnitude scale rope.scaling.attn_factor (or, with long factors and no
 // such key, the LongRoPE definition from the contexts) applies to both.
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -28,12 +37,24 @@
 namespace ferrite::model {
 namespace {
 
+// Phi-3.5-MoE's router_jitter_noise (transformers' PhimoeConfig default).
+constexpr float kPhimoeJitter = 0.01f;
+
 class Phi3 : public Architecture {
  public:
-  Phi3(const gguf::File& file, HParams& hp) {
+  Phi3(const gguf::File& file, HParams& hp, bool phimoe) : norm_(phimoe ? NormKind::Layer : NormKind::Rms) {
     const WeightBinder b(file);
     const gguf::Metadata md(file);
     const int64_t n_embd = hp.n_embd;
+    float jitter = 0.0f;
+    if (phimoe) {
+      hp.norm_eps = md.opt_float(md.arch_key("attention.layer_norm_epsilon")).value_or(hp.norm_rms_eps);
+      jitter = md.opt_float(md.arch_key("router_jitter_noise")).value_or(kPhimoeJitter);
+      if (!std::isfinite(jitter) || jitter < 0.0f) {
+        throw ModelError(file.path() + ": " + md.arch_key("router_jitter_noise") + " is " + std::to_string(jitter) +
+                         " (a finite value >= 0)");
+      }
+    }
     hp.rope.neox = true;
     hp.swa_layers.assign(static_cast<size_t>(hp.n_layer), hp.n_swa > 0);  // a window applies to every layer
     const int64_t n_pairs = hp.rope.n_rot / 2;
@@ -58,7 +79,11 @@ class Phi3 : public Architecture {
       L.attn = bind_attention(b, hp, il, QkvLayout::Either);
       L.ffn_norm = bind_norm(b, name("ffn_norm"), n_embd);
       if (has_experts(b, il)) {
-        L.moe = bind_experts(b, hp, il, /*norm_weights=*/true);
+        L.moe = bind_experts(b, hp, il, /*norm_weights=*/!phimoe);
+        if (phimoe) {
+          L.moe.gating = backend::MoeGating::SparseMixer;
+          L.moe.jitter = jitter;
+        }
       } else {
         if (hp.n_ff <= 0) throw ModelError(file.path() + ": phi3 needs feed_forward_length");
         L.ffn.up = b.require(name("ffn_up.weight"), {n_embd, 2 * hp.n_ff});
@@ -82,17 +107,17 @@ class Phi3 : public Architecture {
       backend::Ops& o = s.ops();
       const Layer& L = layers_[static_cast<size_t>(il)];
       const Act h = o.buffer(Buf::H, n, n_embd);
-      o.norm(NormKind::Rms, x, L.attn_norm, h, qkv_input(L.attn));
+      o.norm(norm_, x, L.attn_norm, h, qkv_input(L.attn));
       o.attention(attention_spec(hp_, il, L.attn, rope, sliding), h, x, /*accumulate=*/true);
       if (L.moe.gate_inp) {
-        o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.moe.gate_exps);
+        o.norm(norm_, x, L.ffn_norm, h, &L.moe.gate_exps);
         o.moe(L.moe, h, x, true);
       } else {
-        o.norm(NormKind::Rms, x, L.ffn_norm, h, &L.ffn.up);
+        o.norm(norm_, x, L.ffn_norm, h, &L.ffn.up);
         o.feed_forward({&L.ffn, FfnKind::FusedSwiGlu}, h, x, true);
       }
     }
-    output_head(s, hp_, NormKind::Rms, output_norm_, output_, output_b_, x, logits);
+    output_head(s, hp_, norm_, output_norm_, output_, output_b_, x, logits);
   }
 
  private:
@@ -103,6 +128,7 @@ class Phi3 : public Architecture {
     MoeWeights moe;  // expert layers (moe.gate_inp set; phimoe)
   };
 
+  NormKind norm_;  // phi3: RMSNorm; phimoe: LayerNorm
   HParams hp_;
   Tensor tok_embd_, output_, output_b_, rope_factors_, rope_long_;  // rope_factors_: short (or rope_freqs)
   Norm output_norm_;
@@ -112,12 +138,11 @@ class Phi3 : public Architecture {
 }  // namespace
 
 std::unique_ptr<Architecture> make_phi3(const gguf::File& file, HParams& hp) {
-  return std::make_unique<Phi3>(file, hp);
+  return std::make_unique<Phi3>(file, hp, /*phimoe=*/false);
 }
 
 std::unique_ptr<Architecture> make_phimoe(const gguf::File& file, HParams& hp) {
-  hp.n_swa = 0;  // as llama.cpp, which never reads phimoe's attention.sliding_window
-  return std::make_unique<Phi3>(file, hp);
+  return std::make_unique<Phi3>(file, hp, /*phimoe=*/true);
 }
 
 }  // namespace ferrite::model

@@ -303,6 +303,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // (|mean| 4.5) through llama.cpp's f16 GELU table, which ferrite keeps:
                       // 8.2e-3 with the f32 cache (3e-4 of the largest logit), 1.16e-2 with the
                       // f16 one; the table replaced by the f32 formula gave 1.24e-5 and 9.8e-3
+                      // sparsemixer routing (router_jitter_noise 0.25), LayerNorms, a window of 4;
+                      // LongRoPE with Phi-3.5-MoE's mscale (tests/convert/phimoe_test.cpp)
+                      TinyCase{"phimoe", 2.8e-4}, TinyCase{"phimoe-longrope", 2.8e-4},
                       TinyCase{"t5-gated", 2e-2, 1.2e-2}));
 
 // t5's converted Unigram tokenizer (model "t5", no BOS, </s> appended)

@@ -1,6 +1,6 @@
 // The families of issue 27 without a model in the shared data (olmo2,
 // command-r, cohere2, exaone, internlm2, minicpm, granitemoe, olmoe, xverse,
-// orion, baichuan, stablelm, olmo, nemotron, plamo, phimoe, dbrx, qwen2vl;
+// orion, baichuan, stablelm, olmo, nemotron, plamo, dbrx, qwen2vl;
 // tiny_families()) against
 // llama.cpp c392e50 on tiny random F32 models (tiny_families.h): the test
 // writes the same file llama.cpp evaluated and compares every position's
@@ -13,6 +13,16 @@
 // with it neutralised (tiny_families.h, quirk = false) miss the golden
 // (olmo: embeddings shifted by a constant still meet it, as only its
 // mean-free LayerNorms allow).
+//
+// phimoe is not checked here: llama.cpp c392e50 runs Phi-3.5-MoE with
+// RMSNorms, a renormalised softmax top 2 and no sliding window where
+// transformers' PhimoeForCausalLM has LayerNorms, sparsemixer routing and
+// the window. Its goldens for the tiny phimoe file (golden/phimoe.p*.json)
+// are 3.32 (p1) and 2.85 (p2) from the double-precision reference of the
+// definition, which meets them within 1.2e-4 under llama.cpp's definition
+// (tests/model/phimoe_test.cpp, where ferrite is within 2.6e-4 of the
+// reference; the converted transformers checkpoint, tests/convert: within
+// 1.4e-4 of transformers with an f16 cache, 1.8e-7 with f32).
 //
 // Regenerating the goldens (llama.cpp built outside the repository):
 //   build/tests/test_model --gtest_also_run_disabled_tests

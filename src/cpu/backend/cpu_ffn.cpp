@@ -10,6 +10,7 @@
 #include "cpu/gelu_f16.h"
 #include "cpu/matmul.h"
 #include "cpu/relu_sqr.h"
+#include "cpu/sparsemixer.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -91,6 +92,11 @@ void CpuBackend::moe(const backend::MoeWeights& w, backend::Act h_act, backend::
   std::vector<float> key(static_cast<size_t>(n_expert));
   for (int64_t t = 0; t < n; ++t) {
     float* p = probs + t * n_expert;
+    if (w.gating == backend::MoeGating::SparseMixer) {
+      sparsemixer_route(p, n_expert, k_used, w.jitter, chosen.data() + t * k_used, weight.data() + t * k_used);
+      for (int64_t j = 0; j < k_used; ++j) weight[t * k_used + j] *= w.weights_scale;
+      continue;
+    }
     if (w.gating == backend::MoeGating::Sigmoid) {
       for (int64_t e = 0; e < n_expert; ++e) p[e] = sigmoid(p[e]);
     } else if (w.gating == backend::MoeGating::SoftmaxWeight) {

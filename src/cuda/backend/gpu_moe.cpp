@@ -58,6 +58,8 @@ const GpuMoe::Layer& GpuMoe::layer(const backend::MoeWeights& w) {
   L.route.bias = weights_.vec(w.probs_bias);
   L.route.scale = w.weights_scale;
   L.route.softmax_weight = w.gating == backend::MoeGating::SoftmaxWeight;
+  L.route.sparsemixer = w.gating == backend::MoeGating::SparseMixer;
+  L.route.jitter = w.jitter;
   L.router_b = weights_.vec(w.gate_inp_b);
   L.gate_b = weights_.vec(w.gate_exps_b);
   L.up_b = weights_.vec(w.up_exps_b);

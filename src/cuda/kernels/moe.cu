@@ -1,5 +1,5 @@
 // Mixture-of-experts kernels (moe_ops.h): the router's softmax and top-k
-// (one warp per token), the weighted sum of the experts' outputs with the
+// (one warp per token; or phimoe's sparsemixer, twin of cpu/sparsemixer.h), the weighted sum of the experts' outputs with the
 // gated shared expert (one thread per output element), and the expert
 // products of F32/F16 weights with the expert read on the device (one warp
 // per weight row). The quantized expert products are gemv_quant_experts
@@ -31,6 +31,25 @@ __device__ __forceinline__ bool better(float key_a, int e_a, float key_b, int e_
   return key_a > key_b || (key_a == key_b && e_a < e_b);
 }
 
+// cpu::sparsemixer_route's weight of one round (every lane gets it): 1 /
+// the sum of exp(s_e - m) over the experts not taken (the round's best
+// included) within the relative gap threshold of m, the round's largest
+// logit (NaN key: -inf; none finite: 0).
+__device__ __forceinline__ float sparsemixer_weight(const float (&p)[kPerLane], unsigned taken, int lane, int n_expert, float m,
+                                    float threshold) {
+  if (m == -INFINITY) return 0.0f;
+  double sum = 0.0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + kWarp * i;
+    if (e >= n_expert || ((taken >> i) & 1u) || isnan(p[i])) continue;
+    const float gap = (m - p[i]) / fmaxf(fabsf(p[i]), m);
+    if (!(gap > threshold)) sum += exp(static_cast<double>(p[i] - m));
+  }
+  sum = warp_sum(sum);
+  return static_cast<float>(1.0 / sum);
+}
+
 // logits [n, n_expert] -> ids, weights [n, k_used]; one warp per token,
 // expert e held by lane e % 32 in slot e / 32.
 __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_expert, int k_used, bool renorm,
@@ -51,8 +70,8 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
     if (p[i] > mx) mx = p[i];
   }
   mx = warp_max(mx);  // fmaxf: NaN skipped
-  if (opt.softmax_weight) {
-    // the choice on the logits; the softmax over the chosen ones below
+  if (opt.softmax_weight || opt.sparsemixer) {
+    // the choice on the logits; the weights below
   } else if (opt.sigmoid) {
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) p[i] = 1.0f / (1.0f + expf(-p[i]));
@@ -102,6 +121,7 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
         best = oe;
       }
     }
+    if (opt.sparsemixer) val = sparsemixer_weight(p, taken, lane, n_expert, key, 2.0f * opt.jitter);
     if (best % kWarp == lane) taken |= 1u << (best / kWarp);
     if (lane == 0) {
       ids[t * k_used + j] = best;
@@ -109,6 +129,7 @@ __global__ void route_kernel(const float* __restrict__ logits, int64_t n, int n_
       chosen_sum += val;
     }
   }
+  if (opt.sparsemixer) chosen_sum = 1.0f;  // never renormalised
   if (lane == 0 && opt.softmax_weight) {
     // cpu::softmax_inplace over the k chosen logits (fewer than 16: libm's exp, through double here).
     float* w = weights + t * k_used;
