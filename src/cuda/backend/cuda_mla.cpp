@@ -86,9 +86,10 @@ void CudaBackend::mla_attention(const backend::MlaSpec& spec, backend::Act h, ba
   if (spec.rope != backend::kNoRope) {
     const float* cos_t = rope_cos(spec.rope);
     const float* sin_t = rope_sin(spec.rope);
-    const int n_rot = ropes_[static_cast<size_t>(spec.rope)].n_rot;
-    cuda::rope(qa, cos_t, sin_t, n, H, row, n_rot, false, stream_);
-    cuda::rope(k, cos_t, sin_t, n, 1, row, n_rot, false, stream_);
+    // The pairs of the model's RoPE (deepseek2: adjacent; minicpm3: NeoX), as cpu_mla.cpp's rope_apply.
+    const backend::RopeConfig& rc = ropes_[static_cast<size_t>(spec.rope)];
+    cuda::rope(qa, cos_t, sin_t, n, H, row, rc.n_rot, rc.neox, stream_);
+    cuda::rope(k, cos_t, sin_t, n, 1, row, rc.n_rot, rc.neox, stream_);
   }
   if (k_ref_.type != TensorType::F16 || v_ref_.type != TensorType::F16) {
     KvCacheRef kr = k_ref_, vr = v_ref_;
