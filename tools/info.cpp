@@ -32,8 +32,8 @@ struct InfoOptions {
   std::string cache_type_k = "f16", cache_type_v = "f16";
 };
 
-// The KV cache a CPU context of these options allocates (kv_cache.h): its
-// cells, and with sliding-window layers their window. Empty for a file that
+// The KV cache a context of these options allocates (kv_cache.h), its CPU
+// and GPU layers together: its cells, and with sliding-window layers their window. Empty for a file that
 // is not a decoder ferrite runs.
 struct CacheFigure {
   bool known = false;
@@ -185,7 +185,8 @@ int run_info(const InfoOptions& opt) {
   }
   const CacheFigure cf = cache_figure(file, opt);
   if (cf.known) {
-    std::printf("kv cache:      %.2f MiB at context %lld (%s/%s, CPU)", mib(cf.bytes), static_cast<long long>(cf.n_ctx),
+    std::printf("kv cache:      %.2f MiB at context %lld (%s/%s, CPU and GPU layers)", mib(cf.bytes),
+                static_cast<long long>(cf.n_ctx),
                 opt.cache_type_k.c_str(), opt.cache_type_v.c_str());
     if (cf.window > 0) {
       std::printf(": %lld of %lld layers slide, their window cache holds %lld cells (whole cache %.2f MiB)",

@@ -135,7 +135,10 @@ int gpu_layers(const ModelOptions& o, const model::Model& m, TensorType type_k, 
     return 0;
   }
   if (o.fit) {
-    const runtime::GpuFit f = runtime::fit_gpu_layers(m, o.n_ctx, type_k, type_v);
+    // The sliding-window layers' cache as a context of one sequence keeps it.
+    const int64_t window = runtime::window_cells(m.hparams(), {.n_ctx = o.n_ctx, .n_batch = o.n_batch,
+                                                               .swa_full = o.swa_full});
+    const runtime::GpuFit f = runtime::fit_gpu_layers(m, o.n_ctx, type_k, type_v, window);
     std::fprintf(stderr, "%s\n", f.report.c_str());
     n = f.n_layers;
   }

@@ -87,6 +87,23 @@ class Backend : public Ops {
   virtual void copy_cached_cells(std::span<const int32_t> /*from*/, std::span<const int32_t> /*to*/) {
     throw InvalidArgument("this backend keeps no KV cache");
   }
+  // The same in the sliding-window layers' own cells (a window cache,
+  // runtime/kv_cache.h; KvView::swa), in list order: a cell copied to may be
+  // copied from later in the list (the window moving a sequence's cells).
+  virtual void copy_window_cells(std::span<const int32_t> /*from*/, std::span<const int32_t> /*to*/) {
+    throw InvalidArgument("this backend keeps no sliding-window KV cache");
+  }
+  // Saving and restoring a sequence (runtime/context_state.h): the K rows of
+  // `cells` of layer `layer` (the window's cells for a sliding layer of a
+  // window cache) to / from k, one after another, and their V rows (not
+  // transposed) to / from v, in the bytes of the cache's types. Between steps only.
+  virtual void read_cached_rows(int64_t layer, std::span<const int32_t> /*cells*/, uint8_t* /*k*/, uint8_t* /*v*/) {
+    throw InvalidArgument("layer " + std::to_string(layer) + " keeps no KV cache on this backend");
+  }
+  virtual void write_cached_rows(int64_t layer, std::span<const int32_t> /*cells*/, const uint8_t* /*k*/,
+                                 const uint8_t* /*v*/) {
+    throw InvalidArgument("layer " + std::to_string(layer) + " keeps no KV cache on this backend");
+  }
 };
 
 }  // namespace ferrite::backend

@@ -25,6 +25,10 @@ struct OffloadParams {
   // (the CPU layers of a partial offload keep the runtime's cache, of the same types).
   TensorType type_k = TensorType::F16, type_v = TensorType::F16;
   backend::Switches switches;
+  // A window cache (runtime/kv_cache.h): the layers marked in window_layers
+  // ([n_layer]; the sliding-window ones) keep window_cells cells instead (0: none).
+  int64_t window_cells = 0;
+  std::vector<bool> window_layers;
 };
 
 // Number of CUDA devices visible (0 when there is no driver or GPU).
@@ -58,9 +62,11 @@ struct FitReport {
   // Bytes needed with the last n layers on the device.
   uint64_t needed(int n) const;
 };
-// The cache bytes per layer are those of n_cells rows of type_k and type_v.
+// The cache bytes per layer are those of n_cells rows of type_k and type_v
+// (window_cells rows in the layers marked in window_layers, when > 0).
 FitReport fit_report(const gguf::File& file, const backend::ModelDims& dims, int64_t n_cells, int device = 0,
-                     TensorType type_k = TensorType::F16, TensorType type_v = TensorType::F16);
+                     TensorType type_k = TensorType::F16, TensorType type_v = TensorType::F16,
+                     int64_t window_cells = 0, const std::vector<bool>& window_layers = {});
 
 // The CUDA backend of an offload of `file`'s model: checks that its layers
 // fit (ModelError with the numbers when they do not), allocates their KV

@@ -34,14 +34,6 @@ int64_t cpu_cache_layers(const model::HParams& hp, int n_gpu_layers) {
   return std::max<int64_t>(0, hp.n_layer - n_gpu_layers);
 }
 
-// Cells of the sliding-window layers' own cache (KvCache::window_size), or 0:
-// those layers keep the whole context (--swa-full, GPU layers, no window).
-int64_t window_cells(const model::HParams& hp, const ContextParams& p) {
-  if (p.swa_full || p.n_gpu_layers != 0 || !hp.has_swa_layers()) return 0;
-  if (p.n_seq_max < 1) throw InvalidArgument("n_seq_max must be positive");
-  return KvCache::window_size(hp.n_swa, p.n_seq_max, p.n_batch, context_size(hp, p.n_ctx));
-}
-
 constexpr float kHidden = -std::numeric_limits<float>::infinity();
 
 // The cells each token of the pass reads in `cache`: its sequence's span,
@@ -67,6 +59,14 @@ constexpr int64_t kKvPad = 32;
 
 }  // namespace
 
+int64_t window_cells(const model::HParams& hp, const ContextParams& p) {
+  if (p.swa_full || !hp.has_swa_layers()) return 0;
+  if (p.n_seq_max < 1) throw InvalidArgument("n_seq_max must be positive");
+  const int64_t n_ctx = context_size(hp, p.n_ctx);
+  const int64_t w = KvCache::window_size(hp.n_swa, p.n_seq_max, p.n_batch, n_ctx);
+  return w < n_ctx ? w : 0;
+}
+
 Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
     : model_(std::move(model)),
       params_(params),
@@ -85,9 +85,14 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
   lora_.set_adapters(params_.lora, params_.lora_scales);
   if (params_.n_gpu_layers != 0) {
     // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
+    // Its sliding layers keep the window's cells; its cells move as the runtime's do.
+    KvCache* win = cache_.window();
     Offload off = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type,
-                               params_.cache_type_v, params_.switches);
+                               params_.cache_type_v, params_.switches, win != nullptr ? win->size() : 0);
     gpu_ = std::move(off.backend);
+    cache_.set_movers(
+        [this](std::span<const int32_t> from, std::span<const int32_t> to) { gpu_->copy_cached_cells(from, to); },
+        [this](std::span<const int32_t> from, std::span<const int32_t> to) { gpu_->copy_window_cells(from, to); });
     placement_ = std::make_unique<model::Placement>(*cpu_, *gpu_, off.first_layer);
     warm_up();
   } else {
@@ -127,6 +132,16 @@ void Context::warm_up() {
   kv.mask = mask.data();
   kv.mask_swa = model_->hparams().n_swa > 0 ? mask.data() : nullptr;
   kv.mask_chunk = model_->hparams().n_chunk > 0 ? mask.data() : nullptr;  // position 0 sees its cell in any chunking
+  // A window cache: the sliding layers' step into the window's cell 0 (free likewise).
+  model::KvView window;
+  if (cache_.window() != nullptr) {
+    window = cache_.window()->view();
+    window.slots = &slot;
+    window.n_kv = std::min(cache_.window()->size(), kKvPad);
+    window.mask = mask.data();
+    window.mask_swa = mask.data();
+    kv.swa = &window;
+  }
   // SSM layers run on state slot 0, which a sequence zeroes when it takes it.
   model::RecurrentView states;
   if (cache_.recurrent() != nullptr) {

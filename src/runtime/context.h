@@ -22,6 +22,7 @@
 #include "model/step.h"
 #include "model/workspace.h"
 #include "runtime/batch.h"
+#include "runtime/context_state.h"
 #include "runtime/kv_cache.h"
 #include "runtime/lora_state.h"
 
@@ -45,12 +46,18 @@ struct ContextParams {
   // in a smaller cache (kv_cache.h; llama.cpp's sizing, n_swa * n_seq_max +
   // n_batch cells rounded up to 256), true the whole context as for the other
   // layers (llama.cpp's --swa-full: what context shift and re-using a prefix
-  // after the window moved need). GPU layers always keep the whole cache.
+  // after the window moved need). GPU layers keep the window on the GPU.
   bool swa_full = false;
   int n_seq_max = 1;       // sequences the window is sized for (the server's slots)
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
+
+// Cells of the sliding-window layers' own cache (KvCache::window_size) of a
+// context with these parameters, or 0: those layers keep the whole context
+// (--swa-full, no sliding layers, a window as large as the context).
+// InvalidArgument for n_seq_max < 1.
+int64_t window_cells(const model::HParams& hp, const ContextParams& p);
 
 class Context {
  public:
@@ -150,6 +157,8 @@ class Context {
   std::vector<int32_t> load_sequence_bytes(int seq, std::string_view bytes);
 
  private:
+  // The GPU's K/V rows for saving and restoring (context_state.cpp; empty without GPU layers).
+  OffloadedRows offloaded_rows();
   void decode_pass(const Batch& batch, int64_t begin, int64_t end);
   // A first step on a GPU offload, at creation (context.cpp).
   void warm_up();

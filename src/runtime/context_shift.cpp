@@ -2,7 +2,7 @@
 // for KvCache::shift; layers offloaded to the GPU rotate their keys there
 // (backend::Backend::rotate_cached_keys) with the same row code.
 // Context::copy_range: KvCache::copy_cells, the GPU's layers through
-// backend::Backend::copy_cached_cells.
+// backend::Backend::copy_cached_cells (copy_window_cells: a window's).
 #include <vector>
 
 #include "core/error.h"
@@ -28,13 +28,16 @@ void Context::shift_sequence(int seq, int32_t p0, int32_t p1, int32_t delta) {
 
 int64_t Context::copy_range(int src, int dst, int32_t p0, int32_t p1) {
   if (model_->arch().is_encoder()) throw InvalidArgument("encoder models have no cache to copy");
-  KvCache::CellCopier offloaded;
+  KvCache::CellCopier offloaded, offloaded_window;
   if (gpu_) {
     offloaded = [this](std::span<const int32_t> from, std::span<const int32_t> to) {
       gpu_->copy_cached_cells(from, to);
     };
+    offloaded_window = [this](std::span<const int32_t> from, std::span<const int32_t> to) {
+      gpu_->copy_window_cells(from, to);
+    };
   }
-  return cache_.copy_cells(src, dst, p0, p1, offloaded);
+  return cache_.copy_cells(src, dst, p0, p1, offloaded, offloaded_window);
 }
 
 }  // namespace ferrite::runtime

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -56,7 +58,7 @@ uint64_t expected_size(const Header& h, uint32_t nw, const KvCache& c) {
       size += static_cast<uint64_t>(c.recurrent()->conv_floats() + c.recurrent()->ssm_floats()) * sizeof(float);
       continue;
     }
-    const bool in_window = windowed && c.window() != nullptr && c.window()->stores(il);
+    const bool in_window = windowed && c.window() != nullptr && c.window()->keeps(il);
     size += uint64_t{in_window ? nw : h[kNCells]} * (k_bytes(c) + v_bytes(c));
   }
   return size;
@@ -100,9 +102,58 @@ std::vector<int32_t> read_positions(Reader& in, int64_t n, const std::string& pa
   return pos;
 }
 
+// Layers whose rows another backend keeps need `off` (checked before
+// anything is written or read).
+void check_offloaded(const KvCache& cache, bool reading, const OffloadedRows& off) {
+  const KvCache* win = cache.window();
+  for (int64_t il = 0; il < cache.n_layer(); ++il) {
+    if (is_state_layer(cache, il)) continue;
+    const KvCache& c = win != nullptr && win->keeps(il) ? *win : cache;
+    if (!c.stores(il) && !(reading ? static_cast<bool>(off.write) : static_cast<bool>(off.read))) {
+      throw InvalidArgument("layer " + std::to_string(il) + " keeps its K/V on another backend, which " +
+                            (reading ? "restoring" : "saving") + " a sequence has no way to reach");
+    }
+  }
+}
+
+// One layer's K rows then V rows of the file's cells, kept by another
+// backend: read there, written as they are.
+void write_offloaded_rows(const std::function<void(const void*, size_t)>& write, const KvCache& c, int64_t il,
+                          const std::vector<int32_t>& cells, const OffloadedRows& off) {
+  const uint64_t kb = k_bytes(c), vb = v_bytes(c);
+  std::vector<uint8_t> k(cells.size() * kb), v(cells.size() * vb);
+  if (!cells.empty()) off.read(il, cells, k.data(), v.data());
+  write(k.data(), k.size());
+  write(v.data(), v.size());
+}
+
+// The same into another backend's cells at dest (-1: read and left out).
+void read_offloaded_rows(Reader& in, const KvCache& c, int64_t il, const std::vector<int32_t>& dest,
+                         const OffloadedRows& off) {
+  const uint64_t kb = k_bytes(c), vb = v_bytes(c);
+  std::vector<uint8_t> k(dest.size() * kb), v(dest.size() * vb);
+  in.read(k.data(), k.size(), "K");
+  in.read(v.data(), v.size(), "V");
+  // The rows that go somewhere, packed.
+  std::vector<int32_t> cells;
+  size_t n = 0;
+  for (size_t i = 0; i < dest.size(); ++i) {
+    if (dest[i] < 0) continue;
+    std::memmove(k.data() + n * kb, k.data() + i * kb, kb);
+    std::memmove(v.data() + n * vb, v.data() + i * vb, vb);
+    cells.push_back(dest[i]);
+    ++n;
+  }
+  if (!cells.empty()) off.write(il, cells, k.data(), v.data());
+}
+
 // One layer's K rows then V rows of the file's cells into `c` at dest
 // (-1: read and left out).
-void read_rows(Reader& in, KvCache& c, int64_t il, const std::vector<int32_t>& dest) {
+void read_rows(Reader& in, KvCache& c, int64_t il, const std::vector<int32_t>& dest, const OffloadedRows& off) {
+  if (!c.stores(il)) {
+    read_offloaded_rows(in, c, il, dest, off);
+    return;
+  }
   const auto nk = static_cast<uint64_t>(c.n_embd_kv());
   const uint64_t kb = c.type_k() == TensorType::F16 ? nk * sizeof(uint16_t) : static_cast<uint64_t>(c.k_row_bytes());
   const uint64_t vb = c.type_v() == TensorType::F16 ? nk * sizeof(uint16_t) : static_cast<uint64_t>(c.v_row_bytes());
@@ -136,8 +187,9 @@ const std::string kMemoryName = "sequence state";
 }  // namespace
 
 void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream& out,
-                          std::span<const int32_t> tokens) {
+                          std::span<const int32_t> tokens, const OffloadedRows& off) {
   check_seq(seq);
+  check_offloaded(cache, false, off);
   KvCache* win = cache.window();
   const std::vector<int32_t> cells = seq_cells(cache, seq);
   const std::vector<int32_t> wcells = win != nullptr ? seq_cells(*win, seq) : std::vector<int32_t>{};
@@ -151,7 +203,7 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
            static_cast<uint32_t>(cache.type_k()), static_cast<uint32_t>(cache.type_v()),
            static_cast<uint32_t>(n_vocab), static_cast<uint32_t>(tokens.size()), static_cast<uint32_t>(cells.size())};
 
-  auto write = [&out](const void* p, size_t n) {
+  const std::function<void(const void*, size_t)> write = [&out](const void* p, size_t n) {
     out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
   };
   write(h.data(), sizeof(h));
@@ -172,9 +224,13 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
       write(slot < 0 ? zeros.data() : rs->ssm_row(il, slot), static_cast<size_t>(rs->ssm_floats()) * sizeof(float));
       continue;
     }
-    const bool in_window = win != nullptr && win->stores(il);
+    const bool in_window = win != nullptr && win->keeps(il);
     KvCache& c = in_window ? *win : cache;
     const std::vector<int32_t>& list = in_window ? wcells : cells;
+    if (!c.stores(il)) {
+      write_offloaded_rows(write, c, il, list, off);
+      continue;
+    }
     for (int32_t cell : list) {
       if (c.type_k() == TensorType::F16) {
         write(c.k_row(il, cell), static_cast<size_t>(nk) * sizeof(uint16_t));
@@ -195,28 +251,30 @@ void write_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::ostream
 }
 
 void save_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,
-                         std::span<const int32_t> tokens) {
+                         std::span<const int32_t> tokens, const OffloadedRows& off) {
   check_seq(seq);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw IoError(path, "cannot open for writing");
-  write_sequence_state(cache, n_vocab, seq, out, tokens);
+  write_sequence_state(cache, n_vocab, seq, out, tokens, off);
   out.flush();
   if (!out) throw IoError(path, "write failed");
 }
 
-std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path) {
+std::vector<int32_t> load_sequence_state(KvCache& cache, int64_t n_vocab, int seq, const std::string& path,
+                                         const OffloadedRows& off) {
   check_seq(seq);
   std::ifstream file(path, std::ios::binary);
   if (!file) throw IoError(path, "cannot open for reading");
   std::error_code ec;
   const uint64_t file_size = std::filesystem::file_size(path, ec);
   if (ec) throw IoError(path, "cannot read size: " + ec.message());
-  return read_sequence_state(cache, n_vocab, seq, file, file_size, path);
+  return read_sequence_state(cache, n_vocab, seq, file, file_size, path, off);
 }
 
 std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int seq, std::istream& stream,
-                                         uint64_t file_size, const std::string& path) {
+                                         uint64_t file_size, const std::string& path, const OffloadedRows& off) {
   check_seq(seq);
+  check_offloaded(cache, true, off);
   Reader in(stream, path);
   Header h{};
   in.read(h.data(), sizeof(h), "header");
@@ -313,15 +371,15 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
     int state_slot = -1;
     if (cache.recurrent() != nullptr) state_slot = cache.recurrent()->assign(seqs.data(), 1).at(0);
     for (int64_t il = 0; il < cache.n_layer(); ++il) {
-      const bool in_window = win != nullptr && win->stores(il);
+      const bool in_window = win != nullptr && win->keeps(il);
       if (is_state_layer(cache, il)) {
         RecurrentState& rs = *cache.recurrent();
         in.read(rs.conv_row(il, state_slot), static_cast<uint64_t>(rs.conv_floats()) * sizeof(float), "conv state");
         in.read(rs.ssm_row(il, state_slot), static_cast<uint64_t>(rs.ssm_floats()) * sizeof(float), "ssm state");
       } else if (!in_window) {
-        read_rows(in, cache, il, slots);
+        read_rows(in, cache, il, slots, off);
       } else {
-        read_rows(in, *win, il, windowed ? wslots : file_to_window);
+        read_rows(in, *win, il, windowed ? wslots : file_to_window, off);
       }
     }
     // Each position at the cell offset an evaluation from a region start
@@ -335,30 +393,36 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
   return tokens;
 }
 
-// Context's entry points (context.h).
+// Context's entry points (context.h): the GPU's layers through its backend.
+
+OffloadedRows Context::offloaded_rows() {
+  if (!gpu_) return {};
+  return {[this](int64_t layer, std::span<const int32_t> cells, uint8_t* k, uint8_t* v) {
+            gpu_->read_cached_rows(layer, cells, k, v);
+          },
+          [this](int64_t layer, std::span<const int32_t> cells, const uint8_t* k, const uint8_t* v) {
+            gpu_->write_cached_rows(layer, cells, k, v);
+          }};
+}
 
 void Context::save_sequence(int seq, const std::string& path, std::span<const int32_t> tokens) {
-  if (gpu_) throw InvalidArgument("saving a sequence is not supported with GPU offload");
-  save_sequence_state(cache_, n_vocab(), seq, path, tokens);
+  save_sequence_state(cache_, n_vocab(), seq, path, tokens, offloaded_rows());
 }
 
 std::vector<int32_t> Context::load_sequence(int seq, const std::string& path) {
-  if (gpu_) throw InvalidArgument("loading a sequence is not supported with GPU offload");
-  return load_sequence_state(cache_, n_vocab(), seq, path);
+  return load_sequence_state(cache_, n_vocab(), seq, path, offloaded_rows());
 }
 
 std::string Context::save_sequence_bytes(int seq, std::span<const int32_t> tokens) {
-  if (gpu_) throw InvalidArgument("saving a sequence is not supported with GPU offload");
   std::ostringstream out(std::ios::binary);
-  write_sequence_state(cache_, n_vocab(), seq, out, tokens);
+  write_sequence_state(cache_, n_vocab(), seq, out, tokens, offloaded_rows());
   return std::move(out).str();
 }
 
 std::vector<int32_t> Context::load_sequence_bytes(int seq, std::string_view bytes) {
-  if (gpu_) throw InvalidArgument("loading a sequence is not supported with GPU offload");
   ViewBuffer buffer(bytes);
   std::istream in(&buffer);
-  return read_sequence_state(cache_, n_vocab(), seq, in, bytes.size(), kMemoryName);
+  return read_sequence_state(cache_, n_vocab(), seq, in, bytes.size(), kMemoryName, offloaded_rows());
 }
 
 }  // namespace ferrite::runtime

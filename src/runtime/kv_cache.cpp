@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "model/kv_quant.h"
@@ -41,27 +42,42 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
     }
   }
   cells_.resize(static_cast<size_t>(n_cells));
-  const bool windowed = window_cells > 0 && window_cells < n_cells && n_storage_layers < 0 && hp.has_swa_layers();
-  if (windowed) window_.reset(new KvCache(WindowTag{}, hp, window_cells, type_k, type_v));
+  const bool windowed = window_cells > 0 && window_cells < n_cells && hp.has_swa_layers();
   const int64_t n_stored = n_storage_layers < 0 ? n_layer_ : std::min(n_storage_layers, n_layer_);
+  if (windowed) window_.reset(new KvCache(WindowTag{}, hp, window_cells, type_k, type_v, n_stored));
   std::vector<bool> stored(static_cast<size_t>(n_layer_));
   offloaded_.assign(static_cast<size_t>(n_layer_), false);
   for (int64_t il = 0; il < n_layer_; ++il) {
-    stored[static_cast<size_t>(il)] = (windowed ? !hp.is_swa(il) : il < n_stored) && !hp.is_recurrent(il);
-    offloaded_[static_cast<size_t>(il)] = !windowed && il >= n_stored && !hp.is_recurrent(il);
+    // The sliding layers of a window cache are the window's (stored or offloaded there).
+    const bool here = !hp.is_recurrent(il) && !(windowed && hp.is_swa(il));
+    stored[static_cast<size_t>(il)] = here && il < n_stored;
+    offloaded_[static_cast<size_t>(il)] = here && il >= n_stored;
   }
   allocate_storage(stored);
   if (hp.has_recurrent_layers()) recurrent_ = std::make_unique<RecurrentState>(hp, n_state_slots);
 }
 
-KvCache::KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v)
+KvCache::KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
+                 int64_t n_stored)
     : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim),
       n_swa_(hp.n_swa) {
   cells_.resize(static_cast<size_t>(n_cells));
   std::vector<bool> stored(static_cast<size_t>(n_layer_));
-  for (int64_t il = 0; il < n_layer_; ++il) stored[static_cast<size_t>(il)] = hp.is_swa(il);
   offloaded_.assign(static_cast<size_t>(n_layer_), false);
+  for (int64_t il = 0; il < n_layer_; ++il) {
+    stored[static_cast<size_t>(il)] = hp.is_swa(il) && il < n_stored;
+    offloaded_[static_cast<size_t>(il)] = hp.is_swa(il) && il >= n_stored;
+  }
   allocate_storage(stored);
+}
+
+bool KvCache::any_offloaded() const {
+  return std::find(offloaded_.begin(), offloaded_.end(), true) != offloaded_.end();
+}
+
+void KvCache::set_movers(CellCopier mover, CellCopier window_mover) {
+  mover_ = std::move(mover);
+  if (window_) window_->mover_ = std::move(window_mover);
 }
 
 void KvCache::allocate_storage(const std::vector<bool>& stored) {

@@ -91,8 +91,10 @@ class KvCache {
   // n_storage_layers: layers whose K/V this cache stores (the first ones; -1:
   // all). The others (offloaded to the GPU, which keeps its own cache) get
   // no memory here and null pointers in view(); the cells are still tracked.
-  // window_cells > 0 and below n_cells, with sliding-window layers and all
-  // layers stored here: those layers get a window of window_cells cells.
+  // window_cells > 0 and below n_cells, with sliding-window layers: those
+  // layers get a window of window_cells cells (the offloaded ones too: the
+  // GPU keeps their K/V in as many cells, which the window decides and
+  // moves through set_window_mover).
   // A model with SSM layers (HParams::is_recurrent) keeps no K/V for them
   // but a recurrent state (recurrent()) for up to n_state_slots sequences at
   // once; its sequences then continue only at their next position, and
@@ -101,6 +103,9 @@ class KvCache {
   KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k = TensorType::F16,
           TensorType type_v = TensorType::F16, int64_t n_storage_layers = -1, int64_t window_cells = 0,
           int n_state_slots = 1);
+
+  // Copies K/V of cells kept elsewhere (a GPU backend's): from[i] to to[i].
+  using CellCopier = std::function<void(std::span<const int32_t> from, std::span<const int32_t> to)>;
 
   // The SSM layers' state, or null (no such layers).
   RecurrentState* recurrent() { return recurrent_.get(); }
@@ -113,6 +118,8 @@ class KvCache {
   const KvCache* window() const { return window_.get(); }
   // Whether this cache stores layer il (its memory is here).
   bool stores(int64_t il) const;
+  // Whether its cells are layer il's, stored here or kept by another backend.
+  bool keeps(int64_t il) const { return stores(il) || (il >= 0 && il < n_layer_ && offloaded_[static_cast<size_t>(il)]); }
   // Bytes of K/V memory this cache holds (its window's included).
   int64_t bytes() const;
   // What bytes() of a cache of n_cells (all layers stored here) would be,
@@ -120,6 +127,14 @@ class KvCache {
   // allocating it (`ferrite info`).
   static int64_t planned_bytes(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
                                int64_t window_cells);
+  // Layers kept by another backend: the cells move there too (the window's
+  // before a pass, KvCache::allocate; both sets after a restore,
+  // align_sequence) through mover(from, to) (window_mover for the window's),
+  // cell from[i] to to[i] in list order (a cell moved to may be moved from
+  // later in the list). Without a mover no cell of such a cache moves (the
+  // tokens take free cells out of order: the same values, summed in another
+  // order).
+  void set_movers(CellCopier mover, CellCopier window_mover);
   // Slots of the window for the tokens of the last allocate() (empty without window).
   const std::vector<int32_t>& window_slots() const { return window_slots_; }
   // Whether a token of `seq` at position `pos` sees every cell it should
@@ -184,8 +199,10 @@ class KvCache {
   // other). Returns the number of cells copied. Throws InvalidArgument when
   // dst already holds one of those positions, when the cache has too few
   // free cells, or with layers elsewhere and no `offloaded`. kv_cache_copy.cpp.
-  using CellCopier = std::function<void(std::span<const int32_t> from, std::span<const int32_t> to)>;
-  int64_t copy_cells(int src, int dst, int32_t p0, int32_t p1, const CellCopier& offloaded = {});
+  // The window's cells of the range (those it still holds) are copied too,
+  // its layers kept elsewhere through `offloaded_window`.
+  int64_t copy_cells(int src, int dst, int32_t p0, int32_t p1, const CellCopier& offloaded = {},
+                     const CellCopier& offloaded_window = {});
   void clear();
   // Highest position of `seq`, or -1 when it has none.
   int32_t max_pos(int seq) const;
@@ -232,7 +249,10 @@ class KvCache {
  private:
   struct WindowTag {};
   // A window: stores the sliding-window layers only and drops what they no longer see.
-  KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v);
+  // Its layers are the sliding ones; those from n_stored on are kept elsewhere.
+  KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
+          int64_t n_stored);
+  bool any_offloaded() const;
   void allocate_storage(const std::vector<bool>& stored);
   void validate(const int32_t* seq, const int32_t* pos, int64_t n) const;
   // kv_cache_recurrent.cpp: each sequence of the batch continues at its next
@@ -276,6 +296,7 @@ class KvCache {
   std::vector<std::vector<uint8_t>> kq_, vq_;  // other types: [n_layer][n_cells * row bytes]
   std::vector<bool> offloaded_;                 // [n_layer] layers kept by another backend
   std::unique_ptr<KvCache> window_;             // the sliding-window layers' cells, or null
+  CellCopier mover_;                            // moves its offloaded layers' cells (set_movers)
   std::unique_ptr<RecurrentState> recurrent_;   // the SSM layers' state, or null
   std::vector<int32_t> recurrent_slots_;
   std::vector<int32_t> window_slots_;

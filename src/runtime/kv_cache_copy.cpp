@@ -15,7 +15,8 @@
 
 namespace ferrite::runtime {
 
-int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const CellCopier& offloaded) {
+int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const CellCopier& offloaded,
+                            const CellCopier& offloaded_window) {
   if (src < 0 || src >= kMaxSequences || dst < 0 || dst >= kMaxSequences) {
     throw InvalidArgument("sequence id out of range");
   }
@@ -83,7 +84,7 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
     // The window's cells of the range (those it still holds); what the
     // source dropped in the range the destination lacks too.
     try {
-      window_->copy_cells(src, dst, p0, p1);
+      window_->copy_cells(src, dst, p0, p1, offloaded_window);
     } catch (...) {
       remove(dst, p0, p1);
       throw;

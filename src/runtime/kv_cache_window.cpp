@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "runtime/kv_cache.h"
@@ -72,6 +73,8 @@ void KvCache::make_room(int seq, int64_t n_new, int64_t offset) {
   bool room = offset < 0 && hi + n_new <= size();
   for (int64_t c = hi; room && c < hi + n_new; ++c) room = is_free(c);
   if (room || (offset >= 0 && lo % kRegionAlign == offset)) return;
+  // Layers kept elsewhere move there too, or nothing moves (below).
+  if (any_offloaded() && !mover_) return;
   const int64_t need = hi - lo + n_new;
   for (int64_t d = offset >= 0 ? offset : lo % kRegionAlign; d + need <= size(); d += kRegionAlign) {
     if (d == lo) continue;
@@ -80,11 +83,16 @@ void KvCache::make_room(int seq, int64_t n_new, int64_t offset) {
     if (!fits) continue;
     const int64_t delta = d - lo;
     // Moving down: ascending (each target is below its source); up: descending.
+    std::vector<int32_t> from, to;
     for (int64_t k = 0; k < hi - lo; ++k) {
       const int64_t c = delta < 0 ? lo + k : hi - 1 - k;
       const Cell& cell = cells_[static_cast<size_t>(c)];
-      if (cell.pos >= 0 && cell.has(seq)) move_cell(c, c + delta);
+      if (cell.pos < 0 || !cell.has(seq)) continue;
+      move_cell(c, c + delta);
+      from.push_back(static_cast<int32_t>(c));
+      to.push_back(static_cast<int32_t>(c + delta));
     }
+    if (any_offloaded() && !from.empty()) mover_(from, to);  // in the same order
     return;
   }
   // No ordered room: the tokens take free cells wherever they are (the same

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "runtime/context.h"
@@ -20,8 +21,21 @@ bool gpu_offload_available() {
 #endif
 }
 
+#ifdef FERRITE_HAVE_CUDA
+namespace {
+
+// The sliding-window layers of `hp` (those a window cache keeps in its own cells).
+std::vector<bool> window_layers(const model::HParams& hp) {
+  std::vector<bool> w(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) w[static_cast<size_t>(il)] = hp.is_swa(il);
+  return w;
+}
+
+}  // namespace
+#endif
+
 Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, TensorType type_k, TensorType type_v,
-                     const backend::Switches& sw) {
+                     const backend::Switches& sw, int64_t window_cells) {
   const int64_t n_layer = m.hparams().n_layer;
   if (n_gpu_layers < kAllLayers || n_gpu_layers == 0) {
     throw InvalidArgument("GPU offload: -ngl " + std::to_string(n_gpu_layers) + " is not a number of layers to offload");
@@ -35,8 +49,13 @@ Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, T
   p.type_k = type_k;
   p.type_v = type_v;
   p.switches = sw;
+  if (window_cells > 0) {
+    p.window_cells = window_cells;
+    p.window_layers = window_layers(m.hparams());
+  }
   return Offload{cuda::make_backend(m.file(), p), p.first_layer};
 #else
+  (void)window_cells;
   (void)n_cells;
   (void)n_gpu;
   (void)type_k;
@@ -46,25 +65,32 @@ Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, T
 #endif
 }
 
-GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, TensorType type_v) {
+GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, TensorType type_v,
+                      int64_t window_cells) {
 #ifdef FERRITE_HAVE_CUDA
   if (n_ctx < 0) throw InvalidArgument("context size must not be negative");
   const model::HParams& hp = m.hparams();
   // The Context's rule for its cache size.
   const int64_t cells =
       n_ctx > 0 ? n_ctx : (hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx);
-  const cuda::FitReport r = cuda::fit_report(m.file(), m.dims(), cells, 0, type_k, type_v);
+  const bool windowed = window_cells > 0 && window_cells < cells && hp.has_swa_layers();
+  const cuda::FitReport r = cuda::fit_report(m.file(), m.dims(), cells, 0, type_k, type_v,
+                                             windowed ? window_cells : 0,
+                                             windowed ? window_layers(hp) : std::vector<bool>{});
   auto mib = [](uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / (1024.0 * 1024.0)))); };
   GpuFit fit;
   fit.n_layers = r.max_layers;
   const uint64_t per_layer = r.layer_bytes.empty() ? 0 : r.layer_bytes.back();
   fit.report = "fit: " + std::to_string(r.max_layers) + " of " + std::to_string(hp.n_layer) + " layers (" +
-               mib(per_layer) + " MiB per layer with " + std::to_string(cells) + " cache cells, output " +
+               mib(per_layer) + " MiB per layer with " + std::to_string(cells) + " cache cells" +
+               (windowed ? ", " + std::to_string(window_cells) + " in sliding-window layers" : std::string()) +
+               ", output " +
                mib(r.output_bytes) + " MiB, embeddings " + mib(r.embd_bytes) + " MiB, scratch " +
                mib(r.scratch_bytes) + " MiB) need " + mib(r.needed(r.max_layers)) + " MiB; " + mib(r.free_bytes) +
                " MiB free of " + mib(r.total_bytes) + " MiB";
   return fit;
 #else
+  (void)window_cells;
   (void)m;
   (void)n_ctx;
   (void)type_k;

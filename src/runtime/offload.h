@@ -27,12 +27,15 @@ struct Offload {
 };
 
 // The GPU backend for `m` with a cache of n_cells cells (K and V of types
-// type_k, type_v) for its last n_gpu_layers layers (kAllLayers: all), or
+// type_k, type_v) for its last n_gpu_layers layers (kAllLayers: all), the
+// sliding-window layers (HParams::is_swa) with window_cells cells instead
+// when window_cells > 0 (the window of a KvCache, runtime/kv_cache.h), or
 // throws InvalidArgument when this build has no CUDA backend, the count is
 // not one of layers or the GPU has no cache of those types (ModelError, with
 // the numbers, when it does not fit).
 Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, TensorType type_k = TensorType::F16,
-                     TensorType type_v = TensorType::F16, const backend::Switches& sw = backend::env_switches());
+                     TensorType type_v = TensorType::F16, const backend::Switches& sw = backend::env_switches(),
+                     int64_t window_cells = 0);
 
 struct GpuFit {
   int n_layers = 0;    // the largest -ngl that fits (0: none)
@@ -40,11 +43,12 @@ struct GpuFit {
 };
 
 // What --fit picks: the largest number of layers whose weights, KV cache of
-// n_ctx cells (0: the context's default; K and V of types type_k, type_v)
+// n_ctx cells (0: the context's default; K and V of types type_k, type_v;
+// window_cells for the sliding-window layers when > 0, runtime::window_cells)
 // and scratch fit in the free memory of the device. Throws InvalidArgument
 // without a CUDA build or device.
 GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k = TensorType::F16,
-                      TensorType type_v = TensorType::F16);
+                      TensorType type_v = TensorType::F16, int64_t window_cells = 0);
 
 // The GPU's limits for reports (`ferrite bench`: its fraction of the limit):
 // memory bandwidth and the peak of the arithmetic the GPU's prefill runs on

@@ -263,6 +263,55 @@ TEST_F(KvWindowRules, NoShiftAndSequencesEvaluateAgain) {
   EXPECT_NO_THROW(full.shift_sequence(0, 100, -1, -50));
 }
 
+// Layers kept by another backend (a GPU's, -ngl): the window of a cache
+// that stores only the first layers here still decides the cells, and its
+// moves reach the other backend through the mover, in an order that,
+// applied cell by cell to a mirror of the window (what the GPU's copies
+// do), leaves each cell holding the position the window says it holds.
+// Without a mover the window moves nothing (the mirror needs no moves).
+TEST_F(KvWindowRules, OffloadedWindowLayersMoveThroughTheMover) {
+  const model::HParams& hp = model_->hparams();
+  for (bool with_mover : {true, false}) {
+    runtime::KvCache cache(hp, kCtx, TensorType::F16, TensorType::F16, /*n_storage_layers=*/3, /*window_cells=*/256);
+    runtime::KvCache* win = cache.window();
+    ASSERT_NE(win, nullptr);
+    EXPECT_TRUE(win->stores(0));   // a sliding layer here
+    EXPECT_FALSE(win->stores(3));  // a sliding layer elsewhere
+    EXPECT_FALSE(cache.stores(4));
+    EXPECT_FALSE(cache.stores(5));  // the global layer, elsewhere
+    std::vector<int32_t> mirror(static_cast<size_t>(win->size()), -1);
+    int64_t moves = 0;
+    if (with_mover) {
+      cache.set_movers({}, [&](std::span<const int32_t> from, std::span<const int32_t> to) {
+        ASSERT_EQ(from.size(), to.size());
+        for (size_t i = 0; i < from.size(); ++i) mirror[static_cast<size_t>(to[i])] = mirror[static_cast<size_t>(from[i])];
+        moves += static_cast<int64_t>(from.size());
+      });
+    }
+    // Two sequences of 400 positions, 16 tokens each a batch.
+    for (int32_t p0 = 0; p0 < 400; p0 += 16) {
+      std::vector<int32_t> seq, pos;
+      for (int s = 0; s < 2; ++s) {
+        for (int32_t p = p0; p < p0 + 16; ++p) {
+          seq.push_back(s);
+          pos.push_back(p);
+        }
+      }
+      cache.allocate(seq.data(), pos.data(), static_cast<int64_t>(seq.size()));
+      const std::vector<int32_t>& slots = cache.window_slots();
+      for (size_t t = 0; t < slots.size(); ++t) mirror[static_cast<size_t>(slots[t])] = pos[t];
+      for (int64_t c = 0; c < win->size(); ++c) {
+        if (win->cell(c).pos >= 0) {
+          ASSERT_EQ(mirror[static_cast<size_t>(c)], win->cell(c).pos) << "cell " << c;
+        }
+      }
+    }
+    if (with_mover) {
+      EXPECT_GT(moves, 0) << "the window never moved a cell";
+    }
+  }
+}
+
 TEST(KvWindowSize, LlamaCppRuleAndTheGemma3Figure) {
   // llama.cpp (llama-kv-cache-iswa.cpp, 2025-2026): the SWA cache has
   // min(n_ctx, n_swa * n_seq + n_ubatch) cells rounded up to 256.

@@ -12,13 +12,6 @@
 namespace ferrite::cuda {
 namespace {
 
-template <typename T>
-T* carve(uint8_t*& p, int64_t n) {
-  T* out = reinterpret_cast<T*>(p);
-  p += (static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T) + 15) / 16 * 16;
-  return out;
-}
-
 size_t f32_bytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 
 bool same_rope(const backend::RopeConfig& a, const backend::RopeConfig& b) {
@@ -30,7 +23,8 @@ bool same_rope(const backend::RopeConfig& a, const backend::RopeConfig& b) {
 }  // namespace
 
 CudaBackend::CudaBackend(const CudaBackendParams& p)
-    : dims_(p.dims), sw_(p.switches), n_cells_(p.n_cells), first_layer_(p.first_layer) {
+    : dims_(p.dims), sw_(p.switches), n_cells_(p.n_cells), first_layer_(p.first_layer),
+      n_window_cells_(p.window_cells) {
   if (n_cells_ <= 0) throw InvalidArgument("GPU offload: the context size must be positive");
   if (first_layer_ < 0 || first_layer_ >= dims_.n_layer) {
     throw InvalidArgument("GPU offload: first GPU layer " + std::to_string(first_layer_) + " of " +
@@ -46,12 +40,18 @@ CudaBackend::CudaBackend(const CudaBackendParams& p)
   v_ref_.type = p.type_v;
   k_ref_.row_bytes = kv_cache_row_bytes(p.type_k, dims_.n_embd_kv());  // throws for a width not of whole blocks
   v_ref_.row_bytes = kv_cache_row_bytes(p.type_v, dims_.n_embd_kv());
+  if (n_window_cells_ < 0 || (n_window_cells_ > 0 && p.window_layers.size() != static_cast<size_t>(dims_.n_layer))) {
+    throw InvalidArgument("GPU offload: a window cache needs its cells and a flag per layer");
+  }
   const size_t n_layers = static_cast<size_t>(dims_.n_layer - first_layer_);
   k_cache_.resize(n_layers);
   v_cache_.resize(n_layers);
-  const size_t k_layer = static_cast<size_t>(n_cells_ * k_ref_.row_bytes);  // [n_cells, K row bytes]
-  const size_t v_layer = static_cast<size_t>(n_cells_ * v_ref_.row_bytes);  // [n_cells, V row bytes]
+  in_window_.assign(n_layers, false);
   for (size_t i = 0; i < n_layers; ++i) {
+    in_window_[i] = n_window_cells_ > 0 && p.window_layers[static_cast<size_t>(first_layer_) + i];
+    const int64_t cells = in_window_[i] ? n_window_cells_ : n_cells_;
+    const size_t k_layer = static_cast<size_t>(cells * k_ref_.row_bytes);  // [cells, K row bytes]
+    const size_t v_layer = static_cast<size_t>(cells * v_ref_.row_bytes);  // [cells, V row bytes]
     k_cache_[i].resize(k_layer);
     v_cache_[i].resize(v_layer);
     // Cells never written are masked, but keep them finite (0 * NaN would poison sums; zero blocks are zeros).
@@ -75,58 +75,6 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-void CudaBackend::rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
-                                     const std::function<void(uint8_t* row)>& rotate) {
-  if (layer < first_layer_ || layer >= dims_.n_layer) {
-    throw InvalidArgument("layer " + std::to_string(layer) + " keeps its keys on the CPU");
-  }
-  FERRITE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // no step in flight reads the rows
-  uint8_t* base = k_cache_[static_cast<size_t>(layer - first_layer_)].as<uint8_t>();
-  const size_t row = static_cast<size_t>(k_ref_.row_bytes);
-  std::vector<uint8_t> host;
-  // Each run of consecutive cells in one copy each way.
-  for (size_t i = 0; i < cells.size();) {
-    size_t j = i + 1;
-    while (j < cells.size() && cells[j] == cells[j - 1] + 1) ++j;
-    const size_t n = j - i;
-    if (cells[i] < 0 || static_cast<int64_t>(cells[i]) + static_cast<int64_t>(n) > n_cells_) {
-      throw InvalidArgument("context shift: cell " + std::to_string(cells[i]) + " outside the GPU cache");
-    }
-    uint8_t* dev = base + static_cast<size_t>(cells[i]) * row;
-    host.resize(n * row);
-    FERRITE_CUDA_CHECK(cudaMemcpy(host.data(), dev, n * row, cudaMemcpyDeviceToHost));
-    for (size_t r = 0; r < n; ++r) rotate(host.data() + r * row);
-    FERRITE_CUDA_CHECK(cudaMemcpy(dev, host.data(), n * row, cudaMemcpyHostToDevice));
-    i = j;
-  }
-}
-
-void CudaBackend::copy_cached_cells(std::span<const int32_t> from, std::span<const int32_t> to) {
-  if (from.size() != to.size()) throw InvalidArgument("copy_cached_cells: " + std::to_string(from.size()) +
-                                                      " source cells for " + std::to_string(to.size()));
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i] < 0 || from[i] >= n_cells_ || to[i] < 0 || to[i] >= n_cells_) {
-      throw InvalidArgument("copy_cached_cells: cell outside the GPU cache");
-    }
-  }
-  // Runs of consecutive cells on both sides in one copy per layer and side.
-  for (size_t i = 0; i < from.size();) {
-    size_t j = i + 1;
-    while (j < from.size() && from[j] == from[j - 1] + 1 && to[j] == to[j - 1] + 1) ++j;
-    const size_t n = j - i;
-    for (size_t l = 0; l < k_cache_.size(); ++l) {
-      for (auto [buf, row] : {std::pair{&k_cache_[l], k_ref_.row_bytes}, std::pair{&v_cache_[l], v_ref_.row_bytes}}) {
-        uint8_t* base = buf->as<uint8_t>();
-        const auto r = static_cast<size_t>(row);
-        FERRITE_CUDA_CHECK(cudaMemcpyAsync(base + static_cast<size_t>(to[i]) * r, base + static_cast<size_t>(from[i]) * r,
-                                           n * r, cudaMemcpyDeviceToDevice, stream_));
-      }
-    }
-    i = j;
-  }
-  FERRITE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-}
-
 // ---- the step ----------------------------------------------------------------
 
 void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::KvView& kv) {
@@ -140,139 +88,37 @@ void CudaBackend::begin_step(const backend::ForwardBatch& batch, const backend::
   host_synced_ = false;
   mode_ = Mode::Direct;
   for (Activation& a : acts_) a.changed();
+  for (ViewStep& v : views_) v = ViewStep{};
   if (batch.n_tokens <= 0) return;
-  if (kv.swa != nullptr) {
-    // The runtime keeps the whole cache with GPU layers (runtime/context.cpp).
-    throw InvalidArgument("GPU offload: the GPU backend has no sliding-window KV cache (it keeps the whole cache)");
-  }
-  check_view(batch, kv);
+  check_tokens(batch);
   const bool cache = kv.mask != nullptr;
+  if (kv.swa != nullptr && n_window_cells_ == 0) {
+    throw InvalidArgument("GPU backend: a sliding-window cache view, but the backend keeps the whole cache");
+  }
   rows_as_steps_ = batch.rows_as_steps && batch.n_tokens > 1 && !exact_products();
   lin_->set_rows_as_steps(rows_as_steps_);
-  split_groups_.clear();
-  step_len_.clear();
-  AttentionPlan plan;
-  if (cache && rows_as_steps_) {
-    plan = plan_rows_as_steps(batch, kv);  // sets n_split_ (and max_len_)
-  } else {
-    if (cache) plan = plan_attention(kv.kv_begin, kv.kv_len, batch.n_tokens);
-  }
-  n_q_tiles_ = static_cast<int64_t>(plan.q_tiles.size() / 2);
-  n_decode_ = static_cast<int64_t>(plan.decode_tokens.size());
-  // Long ranges of few decode tokens: the decode attention splits them over the cells.
-  if (!(cache && rows_as_steps_)) n_split_ = cache ? attention_decode_splits(n_decode_, dims_.n_head, max_len_) : 1;
-  scratch(kSplit, attention_decode_scratch_floats(n_decode_, dims_.n_head, dims_.head_dim, n_split_));
-  stage(batch, kv, plan);
-  stage_lora(batch);
-  choose_mode(batch, kv);
-}
-
-void CudaBackend::check_view(const backend::ForwardBatch& batch, const backend::KvView& kv) {
-  const int64_t n = batch.n_tokens, n_kv = kv.n_kv;
-  for (int64_t t = 0; t < n; ++t) {
-    if (batch.tokens[t] < 0 || batch.tokens[t] >= dims_.n_vocab) {
-      throw InvalidArgument("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary (0.." +
-                            std::to_string(dims_.n_vocab - 1) + ")");
-    }
-  }
-  // The cache view (decoders): each token's cells, the view's ranges or all of [0, n_kv).
-  const bool cache = kv.mask != nullptr;
-  if (cache && kv.n_cells != n_cells_) {
-    throw InvalidArgument("GPU backend: the cache size differs from the one allocated");
-  }
-  const bool ranges = kv.kv_begin != nullptr;
-  mask_stride_ = ranges ? kv.mask_stride : n_kv;
-  max_len_ = 0;
-  for (int64_t t = 0; cache && t < n; ++t) {
-    const int64_t b = ranges ? kv.kv_begin[t] : 0, len = ranges ? kv.kv_len[t] : n_kv;
-    if (b < 0 || len < 0 || b + len > n_kv || len > mask_stride_) {
-      throw InvalidArgument("GPU backend: token " + std::to_string(t) + " reads cells outside the cache view");
-    }
-    max_len_ = std::max(max_len_, len);
-  }
-}
-
-void CudaBackend::stage(const backend::ForwardBatch& batch, const backend::KvView& kv, const AttentionPlan& plan) {
-  const int64_t n = batch.n_tokens, n_out = batch.n_out, n_kv = kv.n_kv;
-  const bool cache = kv.mask != nullptr, ranges = kv.kv_begin != nullptr;
-  // Host inputs, staged in one upload: ids, cells, ranges, the attention
-  // plan, RoPE tables, masks (last: the others keep their addresses as they
-  // grow, which the decode graphs rely on).
-  const int64_t mask_floats = cache ? n * mask_stride_ : 0;
-  const int64_t swa_floats = cache && kv.mask_swa != nullptr ? mask_floats : 0;
-  const int64_t chunk_floats = cache && kv.mask_chunk != nullptr ? mask_floats : 0;
-  // The RoPE tables of the previous step's configurations come along
-  // (prepare_rope then finds them staged: one copy per step).
-  int64_t rope_floats = 0;
-  for (const backend::RopeConfig& c : known_ropes_) rope_floats += 2 * n * (c.n_rot / 2) + 4;
-  const size_t staged_bytes = 16 * (15 + known_ropes_.size()) + static_cast<size_t>(11 * n + n_out + 1) * sizeof(int32_t) +
-                              static_cast<size_t>(mask_floats + swa_floats + chunk_floats + rope_floats + 3) * sizeof(float);
-  host_staged_.reserve(staged_bytes);
-  staged_.reserve(staged_bytes);
-  uint8_t* hp = host_staged_.as<uint8_t>();
-  int32_t* h_tokens = carve<int32_t>(hp, n);
-  int32_t* h_pos = carve<int32_t>(hp, n);
-  int32_t* h_zeros = carve<int32_t>(hp, n);
-  int32_t* h_seq = carve<int32_t>(hp, n);
-  int32_t* h_slots = carve<int32_t>(hp, n);
-  int32_t* h_rows = carve<int32_t>(hp, n_out);
-  int32_t* h_begin = carve<int32_t>(hp, n);
-  int32_t* h_len = carve<int32_t>(hp, n);
-  int32_t* h_tiles = carve<int32_t>(hp, 2 * n);
-  int32_t* h_listed = carve<int32_t>(hp, n);
-  for (const backend::RopeConfig& c : known_ropes_) {
-    float* t = carve<float>(hp, 2 * n * (c.n_rot / 2));
-    cpu::rope_table(c, batch.pos, n, t, t + n * (c.n_rot / 2));
-  }
-  float* h_mask = carve<float>(hp, mask_floats);
-  float* h_mask_swa = carve<float>(hp, swa_floats);
-  float* h_mask_chunk = carve<float>(hp, chunk_floats);
-  std::memcpy(h_tokens, batch.tokens, static_cast<size_t>(n) * sizeof(int32_t));
-  std::memcpy(h_pos, batch.pos, static_cast<size_t>(n) * sizeof(int32_t));
-  std::fill_n(h_zeros, n, 0);
-  if (batch.seq != nullptr) std::memcpy(h_seq, batch.seq, static_cast<size_t>(n) * sizeof(int32_t));
-  if (n_out > 0) std::memcpy(h_rows, batch.out_rows, static_cast<size_t>(n_out) * sizeof(int32_t));
   if (cache) {
-    std::memcpy(h_slots, kv.slots, static_cast<size_t>(n) * sizeof(int32_t));
-    for (int64_t t = 0; t < n; ++t) {
-      h_begin[t] = ranges ? kv.kv_begin[t] : 0;
-      h_len[t] = !step_len_.empty() ? step_len_[static_cast<size_t>(t)] : ranges ? kv.kv_len[t] : static_cast<int32_t>(n_kv);
-    }
-    std::memcpy(h_mask, kv.mask, static_cast<size_t>(mask_floats) * sizeof(float));
-    if (swa_floats > 0) std::memcpy(h_mask_swa, kv.mask_swa, static_cast<size_t>(swa_floats) * sizeof(float));
-    if (chunk_floats > 0) std::memcpy(h_mask_chunk, kv.mask_chunk, static_cast<size_t>(chunk_floats) * sizeof(float));
-    std::copy(plan.q_tiles.begin(), plan.q_tiles.end(), h_tiles);
-    std::copy(plan.decode_tokens.begin(), plan.decode_tokens.end(), h_listed);
+    plan_view(batch, kv, n_cells_, views_[kMainView]);
+    if (kv.swa != nullptr) plan_view(batch, *kv.swa, n_window_cells_, views_[kWindowView]);
   }
-  const size_t used = static_cast<size_t>(hp - host_staged_.as<uint8_t>());
-  FERRITE_CUDA_CHECK(cudaMemcpyAsync(staged_.as(), host_staged_.as(), used, cudaMemcpyHostToDevice, stream_));
-  uint8_t* dp = staged_.as<uint8_t>();
-  in_.tokens = carve<int32_t>(dp, n);
-  in_.pos = carve<int32_t>(dp, n);
-  in_.zeros = carve<int32_t>(dp, n);
-  in_.seq = carve<int32_t>(dp, n);
-  if (batch.seq == nullptr) in_.seq = nullptr;
-  in_.slots = carve<int32_t>(dp, n);
-  in_.rows = carve<int32_t>(dp, n_out);
-  in_.begin = carve<int32_t>(dp, n);
-  in_.len = carve<int32_t>(dp, n);
-  in_.tiles = carve<int32_t>(dp, 2 * n);
-  in_.listed = carve<int32_t>(dp, n);
-  rope_tables_.clear();
-  for (const backend::RopeConfig& c : known_ropes_) rope_tables_.push_back(carve<float>(dp, 2 * n * (c.n_rot / 2)));
-  n_staged_ropes_ = static_cast<int>(rope_tables_.size());
-  in_.mask = carve<float>(dp, mask_floats);
-  in_.mask_swa = carve<float>(dp, swa_floats);
-  if (kv.mask_swa == nullptr) in_.mask_swa = nullptr;
-  in_.mask_chunk = carve<float>(dp, chunk_floats);
-  if (kv.mask_chunk == nullptr) in_.mask_chunk = nullptr;
+  int64_t split_floats = 0;
+  for (const ViewStep& v : views_) {
+    split_floats = std::max(split_floats, attention_decode_scratch_floats(v.n_decode, dims_.n_head, dims_.head_dim,
+                                                                          v.n_split));
+  }
+  scratch(kSplit, split_floats);
+  stage(batch);
+  stage_lora(batch);
+  choose_mode(batch);
 }
 
-void CudaBackend::choose_mode(const backend::ForwardBatch& batch, const backend::KvView& kv) {
+void CudaBackend::choose_mode(const backend::ForwardBatch& batch) {
   // One-token steps: replayed from the graph of their shape, captured the
   // second time a shape runs (the first allocates what it needs and tells
   // whether it synchronises with the host).
-  key_ = {batch.n_tokens, batch.n_out, kv.n_kv, max_len_, mask_stride_};
+  const ViewStep& m = views_[kMainView];
+  const ViewStep& w = views_[kWindowView];
+  key_ = {batch.n_tokens, batch.n_out, m.n_kv, m.max_len, m.mask_stride, w.n_kv, w.max_len, w.mask_stride};
   // Steps with LoRA terms run directly (their scales are per step).
   // Steps of an encoder-decoder upload the encoder's output in the step (cross_attention).
   if (sw_.cuda_graphs && batch.n_tokens == 1 && !force_direct_ && batch.lora == nullptr && batch.enc == nullptr &&

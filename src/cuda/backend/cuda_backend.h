@@ -17,10 +17,14 @@
 // The KV cache of its layers [first_layer, n_layer) lives on the device (K
 // and V [n_cells, row bytes] f16 or rows of 32-value blocks; V not
 // transposed); the runtime's cache decides cells and masks, which
-// begin_step stages with the tokens.
+// begin_step stages with the tokens. With a window cache (runtime/kv_cache.h)
+// the sliding-window layers keep [window_cells, row bytes] instead: the
+// window's cells, which KvView::swa gives (slots, ranges, mask; staged as a
+// second view), and which the runtime moves through copy_window_cells.
 //
-// Files: cuda_backend.cpp (step life, staging, graphs, buffers, the
-// element-wise and row operations), cuda_blocks.cpp (attention, the
+// Files: cuda_backend.cpp (step life, graphs, buffers, the element-wise and
+// row operations), staging.cpp (a step's inputs and attention plans),
+// cache_cells.cpp (the cache's cells between steps), cuda_blocks.cpp (attention, the
 // feed-forward variants, the experts, the encoders' attention),
 // cuda_mla.cpp (multi-head latent attention), cuda_ssm.cpp (the Mamba-2 mixer), cuda_rwkv.cpp (RWKV's mixes),
 // weights.h (device copies of the weights), gpu_moe.h, linear.h,
@@ -54,6 +58,14 @@ struct CudaBackendParams {
   int64_t first_layer = 0;  // the layers [first_layer, n_layer) have their cache here
   TensorType type_k = TensorType::F16, type_v = TensorType::F16;
   backend::Switches switches;
+  int64_t window_cells = 0;          // > 0: the layers marked in window_layers keep this many cells
+  std::vector<bool> window_layers;   // [n_layer]
+};
+
+// Host or device pointers of one cache view's staged inputs (staging.cpp).
+struct StagedView {
+  int32_t *slots, *begin, *len, *tiles, *listed;
+  float *mask, *mask_swa, *mask_chunk;
 };
 
 class CudaBackend final : public backend::Backend {
@@ -104,25 +116,62 @@ class CudaBackend final : public backend::Backend {
   void rotate_cached_keys(int64_t layer, std::span<const int32_t> cells,
                           const std::function<void(uint8_t* row)>& rotate) override;
   void copy_cached_cells(std::span<const int32_t> from, std::span<const int32_t> to) override;
+  void copy_window_cells(std::span<const int32_t> from, std::span<const int32_t> to) override;
+  void read_cached_rows(int64_t layer, std::span<const int32_t> cells, uint8_t* k, uint8_t* v) override;
+  void write_cached_rows(int64_t layer, std::span<const int32_t> cells, const uint8_t* k, const uint8_t* v) override;
 
   // Bytes of weights uploaded so far (they are uploaded at their first use).
   uint64_t weight_bytes() const { return weights_.bytes(); }
 
  private:
   enum class Mode { Direct, Capture, Replay };
-  // begin_step's parts: the tokens and cell ranges checked (max_len_,
-  // mask_stride_), the host inputs staged in one copy, the step's mode.
-  void check_view(const backend::ForwardBatch& batch, const backend::KvView& kv);
-  void stage(const backend::ForwardBatch& batch, const backend::KvView& kv, const AttentionPlan& plan);
-  void choose_mode(const backend::ForwardBatch& batch, const backend::KvView& kv);
+  // One cache view of a step: the whole cache's (kMainView) or a window
+  // cache's (kWindowView, KvView::swa): its cells, ranges, masks (device
+  // pointers into staged_) and attention plan.
+  struct ViewStep {
+    const backend::KvView* kv = nullptr;  // null: not in this step
+    const int32_t* slots = nullptr;
+    const int32_t* begin = nullptr;
+    const int32_t* len = nullptr;
+    const int32_t* tiles = nullptr;
+    const int32_t* listed = nullptr;
+    const float* mask = nullptr;
+    const float* mask_swa = nullptr;
+    const float* mask_chunk = nullptr;
+    int64_t n_kv = 0, n_q_tiles = 0, n_decode = 0, n_split = 1, max_len = 0, mask_stride = 0;
+    AttentionPlan plan;                                     // host copy until staged
+    std::vector<int32_t> step_len;                          // [n_tokens] rows as steps: each token's range length
+    std::vector<int32_t> step_shift;                        // [n_tokens] rows as steps, window: cells its range starts later
+    std::vector<std::pair<int64_t, int64_t>> split_groups;  // rows as steps: runs of decode_tokens (count, n_split)
+  };
+  enum ViewId : int { kMainView, kWindowView, kViews };
+  // begin_step's parts: the tokens checked; a view's cell ranges checked
+  // (max_len, mask_stride) and its attention planned; the host inputs
+  // staged in one copy; the step's mode.
+  void check_tokens(const backend::ForwardBatch& batch);
+  void plan_view(const backend::ForwardBatch& batch, const backend::KvView& kv, int64_t n_cells, ViewStep& v);
+  void stage(const backend::ForwardBatch& batch);
+  // A view's cells, ranges, masks (mask_floats: mask, sliding, chunked; 0:
+  // none) and plan into the host side of the staged inputs.
+  void stage_view(const ViewStep& vs, int64_t n, bool window, const int64_t (&mask_floats)[3], const StagedView& hv);
+  void choose_mode(const backend::ForwardBatch& batch);
   // Rows as one-token steps (ForwardBatch::rows_as_steps; rows_as_steps.cpp):
   // every token to the decode attention, each over the cells its one-token
-  // step reads (step_len_) with that step's split count; tokens of one split
-  // count consecutive in decode_tokens (split_groups_). Sets n_split_ (the
-  // largest) and max_len_.
-  AttentionPlan plan_rows_as_steps(const backend::ForwardBatch& batch, const backend::KvView& kv);
+  // step reads (step_len) with that step's split count; tokens of one split
+  // count consecutive in decode_tokens (split_groups). Sets the view's
+  // n_split (the largest) and max_len.
+  AttentionPlan plan_rows_as_steps(const backend::ForwardBatch& batch, const backend::KvView& kv, ViewStep& v);
   // cuda::attention, or one decode launch per split group as one-token steps would.
-  void run_attention(AttentionParams ap);
+  void run_attention(AttentionParams ap, const ViewStep& v);
+  // The view a layer's attention reads and writes (the window's for its
+  // sliding layers with a window cache); InvalidArgument for a layer
+  // without a cache here or a window layer in a step without the window.
+  const ViewStep& view_of(const backend::AttentionSpec& spec) const;
+  // Copies cell from[i] to to[i], in list order, in the layers of the main
+  // cache (window false) or of the window (copy_cached_cells / copy_window_cells).
+  void copy_cells(bool window, std::span<const int32_t> from, std::span<const int32_t> to);
+  // read_cached_rows / write_cached_rows: runs of consecutive cells of a layer's K and V, one copy each.
+  void transfer_rows(int64_t layer, std::span<const int32_t> cells, uint8_t* k, uint8_t* v, bool to_device);
   // Called first by every operation that launches kernels: false in replay
   // mode (the graph does it); begins the capture at the step's first kernel.
   bool kernels();
@@ -140,7 +189,7 @@ class CudaBackend final : public backend::Backend {
   const float* rel_table(const float* rel_b, int64_t n_buckets, bool bidirectional);
   // Scratch of `bytes` (grown on demand; by index).
   float* scratch(int i, int64_t floats);
-  // The attention parameters of a layer (cache, masks, plan) for q -> out.
+  // The attention parameters of a layer (cache, masks, plan of view_of(spec)) for q -> out.
   AttentionParams attention_params(const backend::AttentionSpec& spec, float* q, float* out);
   // A RoPE table of the step (c null: no rotation).
   struct RopeRef {
@@ -149,11 +198,12 @@ class CudaBackend final : public backend::Backend {
     const float* sin_t = nullptr;
   };
   // q, k, v [n, ...] of the normed input; true when the product also
-  // rotated q, k and stored k, v (one token, gemv_quant_rope).
+  // rotated q, k and stored k, v into cells `slots` (one token, gemv_quant_rope).
   bool project_qkv(const backend::AttentionWeights& w, const RopeRef& r, backend::Act h, float* q, float* k,
-                   float* v, uint16_t* kc, uint16_t* vc);
-  // RoPE of q and k, then k and v into the layer's cache cells.
-  void rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc, uint16_t* vc);
+                   float* v, uint16_t* kc, uint16_t* vc, const int32_t* slots);
+  // RoPE of q and k, then k and v into the layer's cache cells `slots`.
+  void rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc, uint16_t* vc,
+                      const int32_t* slots);
   void dense_ffn(const backend::FfnSpec& spec, backend::Act h, float* y, bool accumulate);
   // y (+)= a · W^T + bias in the CPU backend's order of the additions, with
   // the LoRA terms of `lw` (the weight w was made from).
@@ -169,11 +219,13 @@ class CudaBackend final : public backend::Backend {
   backend::ModelDims dims_;
   backend::Switches sw_;
   int64_t n_cells_ = 0, first_layer_ = 0;
+  int64_t n_window_cells_ = 0;       // > 0: a window cache
+  std::vector<bool> in_window_;      // per layer from first_layer: keeps the window's cells
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<LinearRunner> lin_;
   WeightStore weights_;
   std::unique_ptr<GpuMoe> moe_;
-  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer from first_layer: [n_cells, row bytes]
+  std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer from first_layer: [n_cells or window cells, row bytes]
   KvCacheRef k_ref_, v_ref_;                       // types and row bytes (data: per layer)
 
   // Per step.
@@ -184,7 +236,7 @@ class CudaBackend final : public backend::Backend {
   bool kernel_ops_ = false;     // the step issued a kernel operation (in any mode)
   bool host_synced_ = false;    // this step synchronised with the host or copied after its first kernel
   bool force_direct_ = false;   // the next step runs directly (end_step returned false)
-  std::array<int64_t, 5> key_{};
+  std::array<int64_t, 8> key_{};
   struct Output {
     backend::Buf buf;
     float* host;
@@ -197,27 +249,17 @@ class CudaBackend final : public backend::Backend {
   int n_staged_ropes_ = 0;
   std::vector<const float*> rope_tables_;         // device tables by id: cos [n, n_rot/2], then sin
 
-  // Staged inputs (device pointers into staged_).
+  // Staged inputs (device pointers into staged_; the cache views' in views_).
   struct Staged {
     const int32_t* tokens = nullptr;
     const int32_t* pos = nullptr;
     const int32_t* zeros = nullptr;
     const int32_t* seq = nullptr;
-    const int32_t* slots = nullptr;
     const int32_t* rows = nullptr;
-    const int32_t* begin = nullptr;
-    const int32_t* len = nullptr;
-    const int32_t* tiles = nullptr;
-    const int32_t* listed = nullptr;
-    const float* mask = nullptr;
-    const float* mask_swa = nullptr;
-    const float* mask_chunk = nullptr;
   };
   Staged in_;
-  int64_t n_q_tiles_ = 0, n_decode_ = 0, n_split_ = 1, max_len_ = 0, mask_stride_ = 0;
+  ViewStep views_[kViews];
   bool rows_as_steps_ = false;
-  std::vector<int32_t> step_len_;                            // [n_tokens] rows as steps: each token's range length
-  std::vector<std::pair<int64_t, int64_t>> split_groups_;    // rows as steps: runs of decode_tokens (count, n_split)
   PinnedBuffer host_staged_, host_out_, host_cross_;
   DeviceBuffer staged_;
   std::vector<std::unique_ptr<PinnedBuffer>> rope_host_;
@@ -251,7 +293,8 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer rwkv_buf_;
   DeviceBuffer lora_scales_;  // the step's user scales: per adapter [n_tokens], then per adapter [n_out]
 
-  // CUDA graphs of one-token steps, one per key (n_tokens, n_out, n_kv, cells read, mask stride).
+  // CUDA graphs of one-token steps, one per key (n_tokens, n_out, and per
+  // view n_kv, cells read, mask stride).
   struct Graph {
     cudaGraphExec_t exec = nullptr;
     uint64_t generation = 0;
@@ -259,7 +302,7 @@ class CudaBackend final : public backend::Backend {
     bool capturable = false;   // that run did not synchronise with the host
     std::vector<std::pair<int, int64_t>> outputs;  // the captured step's outputs (buffer, floats)
   };
-  std::map<std::array<int64_t, 5>, Graph> graphs_;
+  std::map<std::array<int64_t, 8>, Graph> graphs_;
   uint64_t capture_generation_ = 0;
 };
 

@@ -22,28 +22,52 @@ bool q8_0_input(TensorType t) { return t == TensorType::Q4_0 || t == TensorType:
 
 }  // namespace
 
-AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec, float* q, float* out) {
+const CudaBackend::ViewStep& CudaBackend::view_of(const backend::AttentionSpec& spec) const {
   const int64_t li = spec.layer - first_layer_;
   if (li < 0 || li >= static_cast<int64_t>(k_cache_.size())) {
     throw InvalidArgument("GPU backend: layer " + std::to_string(spec.layer) + " has no cache on the GPU");
   }
-  AttentionParams ap;
-  ap.mask = spec.sliding && in_.mask_swa != nullptr ? in_.mask_swa : in_.mask;
-  if (spec.chunked) {
-    if (in_.mask_chunk == nullptr) throw InvalidArgument("GPU backend: chunked attention without the chunk mask");
-    ap.mask = in_.mask_chunk;
+  if (!in_window_[static_cast<size_t>(li)]) {
+    // With a window cache the sliding mask is the window's (the whole cache's view has none).
+    if (spec.sliding && views_[kWindowView].kv != nullptr) {
+      throw Error("GPU backend: layer " + std::to_string(spec.layer) +
+                  " attends with the sliding window but keeps the whole cache's cells");
+    }
+    return views_[kMainView];
   }
-  ap.n_kv = kv_->n_kv;
-  ap.kv_begin = in_.begin;
-  ap.kv_len = in_.len;
-  ap.mask_stride = mask_stride_;
-  ap.max_len = max_len_;
-  ap.q_tiles = in_.tiles;
-  ap.n_q_tiles = n_q_tiles_;
-  ap.decode_tokens = in_.listed;
-  ap.n_decode_tokens = n_decode_;
-  ap.n_split = n_split_;
-  ap.split_scratch = n_split_ > 1 ? scratch_[kSplit].as<float>() : nullptr;
+  // A window layer: the window's cells, slots, ranges and (sliding) mask.
+  if (!spec.sliding || spec.chunked) {
+    throw Error("GPU backend: layer " + std::to_string(spec.layer) +
+                " keeps a sliding window's cells but attends without the sliding window");
+  }
+  if (views_[kWindowView].kv == nullptr) {
+    throw InvalidArgument("GPU backend: layer " + std::to_string(spec.layer) +
+                          " keeps a sliding window's cells, and the step has no window view (KvView::swa)");
+  }
+  return views_[kWindowView];
+}
+
+AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec, float* q, float* out) {
+  const ViewStep& v = view_of(spec);
+  const int64_t li = spec.layer - first_layer_;
+  if (v.kv == nullptr) throw InvalidArgument("GPU backend: attention over the cache in a step without its view");
+  AttentionParams ap;
+  ap.mask = spec.sliding && v.mask_swa != nullptr ? v.mask_swa : v.mask;
+  if (spec.chunked) {
+    if (v.mask_chunk == nullptr) throw InvalidArgument("GPU backend: chunked attention without the chunk mask");
+    ap.mask = v.mask_chunk;
+  }
+  ap.n_kv = v.n_kv;
+  ap.kv_begin = v.begin;
+  ap.kv_len = v.len;
+  ap.mask_stride = v.mask_stride;
+  ap.max_len = v.max_len;
+  ap.q_tiles = v.tiles;
+  ap.n_q_tiles = v.n_q_tiles;
+  ap.decode_tokens = v.listed;
+  ap.n_decode_tokens = v.n_decode;
+  ap.n_split = v.n_split;
+  ap.split_scratch = v.n_split > 1 ? scratch_[kSplit].as<float>() : nullptr;
   ap.n_tokens = batch_->n_tokens;
   ap.n_head = dims_.n_head;
   ap.n_head_kv = dims_.n_head_kv;
@@ -64,7 +88,7 @@ AttentionParams CudaBackend::attention_params(const backend::AttentionSpec& spec
 }
 
 bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef& r, backend::Act h, float* q,
-                              float* k, float* v, uint16_t* kc, uint16_t* vc) {
+                              float* k, float* v, uint16_t* kc, uint16_t* vc, const int32_t* slots) {
   const int64_t n = h.rows;
   const int64_t n_q = dims_.n_embd_q(), n_ekv = dims_.n_embd_kv();
   Activation& a = act(h);
@@ -108,7 +132,7 @@ bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef&
       rk.n_kv = n_ekv;
       rk.head_dim = dims_.head_dim;
       rk.half = r.c->n_rot / 2;
-      rk.slot = in_.slots;
+      rk.slot = slots;
       rk.k_cache = kc;
       rk.v_cache = vc;
       fused = lin.takes_rope(st.all, n, rk);
@@ -131,13 +155,13 @@ bool CudaBackend::project_qkv(const backend::AttentionWeights& w, const RopeRef&
 }
 
 void CudaBackend::rope_and_store(const RopeRef& r, int64_t n, float* q, float* k, float* v, uint16_t* kc,
-                                 uint16_t* vc) {
+                                 uint16_t* vc, const int32_t* slots) {
   const int64_t hd = dims_.head_dim, n_ekv = dims_.n_embd_kv();
   const bool typed_cache = k_ref_.type != TensorType::F16 || v_ref_.type != TensorType::F16;
   if (n == 1 && sw_.cuda_fuse && !exact_products() && !typed_cache) {
     // q | k: one row of heads, rotated and k, v stored by one launch.
     rope_store_kv(q, v, r.cos_t, r.sin_t, dims_.n_head, dims_.n_head_kv, hd, r.c != nullptr ? r.c->n_rot : 0,
-                  r.c != nullptr && r.c->neox, in_.slots, kc, vc, stream_);
+                  r.c != nullptr && r.c->neox, slots, kc, vc, stream_);
     return;
   }
   if (r.c != nullptr && n == 1) {
@@ -151,9 +175,9 @@ void CudaBackend::rope_and_store(const RopeRef& r, int64_t n, float* q, float* k
     KvCacheRef kr = k_ref_, vr = v_ref_;
     kr.data = kc;
     vr.data = vc;
-    store_kv_typed(k, v, in_.slots, n, n_ekv, kr, vr, stream_);
+    store_kv_typed(k, v, slots, n, n_ekv, kr, vr, stream_);
   } else {
-    store_kv(k, v, in_.slots, n, n_ekv, kc, vc, stream_);
+    store_kv(k, v, slots, n, n_ekv, kc, vc, stream_);
   }
 }
 
@@ -169,6 +193,8 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   float* v = k + n * n_ekv;
   float* attn = scratch(kAttn, n * n_q);
   AttentionParams ap = attention_params(spec, q, attn);
+  const ViewStep& view = view_of(spec);
+  const int32_t* slots = view.slots;
   if (spec.rel_bias != nullptr) {
     ap.dist_bias = rel_table(spec.rel_bias, spec.n_rel_buckets, false);
     ap.n_dist = cpu::rel_bias_width(false);
@@ -186,7 +212,7 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   // weighted q/k norms after RoPE likewise (applied below, after this block).
   const bool llama4_steps = spec.qk_unit_norm || spec.temp_scale > 0.0f || spec.qk_norm_after_rope;
   if (llama4_steps) {
-    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);
+    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc, slots);
     if (r.c != nullptr) {
       rope(q, r.cos_t, r.sin_t, n, dims_.n_head, dims_.head_dim, r.c->n_rot, r.c->neox, stream_);
       rope(k, r.cos_t, r.sin_t, n, dims_.n_head_kv, dims_.head_dim, r.c->n_rot, r.c->neox, stream_);
@@ -198,16 +224,16 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
     if (spec.temp_scale > 0.0f) attn_temperature_scale(q, in_.pos, n, n_q, spec.temp_floor, spec.temp_scale, stream_);
     r = RopeRef{};  // rotated: the store below only stores
   } else if (spec.clamp_qkv > 0.0f) {
-    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc);  // without RoPE, nothing is stored (returns false)
+    project_qkv(w, RopeRef{}, h, q, k, v, kc, vc, slots);  // without RoPE, nothing is stored (returns false)
     clamp(q, spec.clamp_qkv, n * (n_q + 2 * n_ekv), stream_);  // q, k, v side by side
   } else {
-    done = project_qkv(w, r, h, q, k, v, kc, vc);
+    done = project_qkv(w, r, h, q, k, v, kc, vc, slots);
   }
   const float eps = dims_.norm_rms_eps;
   // Per head, or over the whole projection (olmo2): the weight's length says which.
   if (w.q_norm) rms_norm(q, weights_.vec(w.q_norm), eps, n * n_q / w.q_norm.cols(), w.q_norm.cols(), q, stream_);
   if (w.k_norm) rms_norm(k, weights_.vec(w.k_norm), eps, n * n_ekv / w.k_norm.cols(), w.k_norm.cols(), k, stream_);
-  if (!done) rope_and_store(r, n, q, k, v, kc, vc);
+  if (!done) rope_and_store(r, n, q, k, v, kc, vc, slots);
 
   // 2. Attention over the cache; the decode kernel writes the Q8_0 blocks
   // the output product reads (one quantizer launch less per layer).
@@ -216,7 +242,7 @@ void CudaBackend::attention(const backend::AttentionSpec& spec, backend::Act h, 
   const bool attn_q8 = sw_.cuda_fuse && sw_.cuda_fuse_attn && !exact_products() && q8_0_input(wo.type) &&
                        n_q % kQ8_0Block == 0 && attention_decode_takes_all(ap);
   ap.out_q8 = attn_q8 ? act_attn_.quant_buffers(ActFormat::Q8_0) : QuantAct{};
-  run_attention(ap);
+  run_attention(ap, view);
   if (attn_q8) act_attn_.mark_quantized(ActFormat::Q8_0);
 
   // 3. Output projection: out (+)= attn · Wo^T (+ bo).

@@ -82,25 +82,27 @@ void CudaBackend::mla_attention(const backend::MlaSpec& spec, backend::Act h, ba
   as.layer = spec.layer;
   as.scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(qk));
   AttentionParams ap = attention_params(as, qa, o);
+  const ViewStep& view = view_of(as);
   if (spec.rope != backend::kNoRope) {
     const float* cos_t = rope_cos(spec.rope);
     const float* sin_t = rope_sin(spec.rope);
-    const int n_rot = ropes_[static_cast<size_t>(spec.rope)].n_rot;
-    cuda::rope(qa, cos_t, sin_t, n, H, row, n_rot, false, stream_);
-    cuda::rope(k, cos_t, sin_t, n, 1, row, n_rot, false, stream_);
+    // The pairs of the model's RoPE (deepseek2: adjacent; minicpm3: NeoX), as cpu_mla.cpp's rope_apply.
+    const backend::RopeConfig& rc = ropes_[static_cast<size_t>(spec.rope)];
+    cuda::rope(qa, cos_t, sin_t, n, H, row, rc.n_rot, rc.neox, stream_);
+    cuda::rope(k, cos_t, sin_t, n, 1, row, rc.n_rot, rc.neox, stream_);
   }
   if (k_ref_.type != TensorType::F16 || v_ref_.type != TensorType::F16) {
     KvCacheRef kr = k_ref_, vr = v_ref_;
     kr.data = const_cast<void*>(ap.k);
     vr.data = const_cast<void*>(ap.v);
-    store_kv_typed(k, k, in_.slots, n, row, kr, vr, stream_);
+    store_kv_typed(k, k, view.slots, n, row, kr, vr, stream_);
   } else {
-    store_kv(k, k, in_.slots, n, row, static_cast<uint16_t*>(const_cast<void*>(ap.k)),
+    store_kv(k, k, view.slots, n, row, static_cast<uint16_t*>(const_cast<void*>(ap.k)),
              static_cast<uint16_t*>(const_cast<void*>(ap.v)), stream_);
   }
 
   // 5. Attention, then W_UV_h per head and the output projection.
-  run_attention(ap);
+  run_attention(ap, view);
   heads_product(heads(weights_.matrix(w.wv_b), o + rope, H * row, row, n, H, lat, vd, ov, H * vd, vd), stream_);
   act_attn_.set(ov, n, H * vd);
   project_out(w.wo, weights_.matrix(w.wo), nullptr, act_attn_, out.data, accumulate);

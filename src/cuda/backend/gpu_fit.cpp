@@ -76,14 +76,17 @@ uint64_t FitReport::needed(int n) const {
 }
 
 FitReport fit_report(const gguf::File& file, const backend::ModelDims& hp, int64_t n_cells, int device,
-                     TensorType type_k, TensorType type_v) {
+                     TensorType type_k, TensorType type_v, int64_t window_cells,
+                     const std::vector<bool>& window_layers) {
   FitReport r;
   r.layer_bytes.assign(static_cast<size_t>(hp.n_layer), 0);
-  // [n_cells, row bytes] for K and for V.
-  const uint64_t cache_per_layer =
-      static_cast<uint64_t>(n_cells) * static_cast<uint64_t>(kv_cache_row_bytes(type_k, hp.n_embd_kv()) +
-                                                             kv_cache_row_bytes(type_v, hp.n_embd_kv()));
-  for (uint64_t& b : r.layer_bytes) b = cache_per_layer;
+  // [cells, row bytes] for K and for V: the window's cells in its layers.
+  const auto row = static_cast<uint64_t>(kv_cache_row_bytes(type_k, hp.n_embd_kv()) +
+                                         kv_cache_row_bytes(type_v, hp.n_embd_kv()));
+  for (size_t il = 0; il < r.layer_bytes.size(); ++il) {
+    const bool win = window_cells > 0 && il < window_layers.size() && window_layers[il];
+    r.layer_bytes[il] = static_cast<uint64_t>(win ? window_cells : n_cells) * row;
+  }
   bool has_output = false;
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (t.name.rfind("blk.", 0) == 0) {
@@ -127,12 +130,17 @@ std::unique_ptr<backend::Backend> make_backend(const gguf::File& file, const Off
     }
   }
   // Weights + KV cache of the GPU layers + scratch against the free device memory.
-  const FitReport fit = fit_report(file, d, p.n_cells, p.device, p.type_k, p.type_v);
+  if (p.window_cells < 0 || (p.window_cells > 0 && p.window_layers.size() != static_cast<size_t>(d.n_layer))) {
+    throw InvalidArgument("GPU offload: a window cache needs its cells and a flag per layer");
+  }
+  const FitReport fit = fit_report(file, d, p.n_cells, p.device, p.type_k, p.type_v, p.window_cells, p.window_layers);
   const uint64_t need = fit.needed(static_cast<int>(n_gpu));
   if (need > fit.free_bytes) {
+    const std::string window =
+        p.window_cells > 0 ? " (" + std::to_string(p.window_cells) + " in sliding-window layers)" : "";
     throw ModelError("GPU offload: " + std::to_string(n_gpu) + " of " + std::to_string(d.n_layer) +
                      " layers do not fit: they need " + mib(need) + " (weights and KV cache of " +
-                     std::to_string(p.n_cells) + " cells, output " + mib(fit.output_bytes) + ", scratch " +
+                     std::to_string(p.n_cells) + " cells" + window + ", output " + mib(fit.output_bytes) + ", scratch " +
                      mib(fit.scratch_bytes) + ") but " + mib(fit.free_bytes) + " of " + mib(fit.total_bytes) +
                      " are free; at most " + std::to_string(fit.max_layers) + " layers fit (--fit picks that)");
   }
@@ -143,6 +151,8 @@ std::unique_ptr<backend::Backend> make_backend(const gguf::File& file, const Off
   bp.type_k = p.type_k;
   bp.type_v = p.type_v;
   bp.switches = p.switches;
+  bp.window_cells = p.window_cells;
+  bp.window_layers = p.window_layers;
   return std::make_unique<CudaBackend>(bp);
 }
 
