@@ -146,18 +146,11 @@ TEST_P(GoldenFamilyQuirks, QuirkMatters) {
   std::printf("  %s without its quirk: max |logit error| %.3g\n", c.family.c_str(), err);
 }
 
-// hunyuan-moe has no golden: ik_llama.cpp 8337e4c norms q and k before RoPE,
-// the published definition (transformers' HunYuanMoEV1, which ferrite's
-// converted fixture matches within 1.6e-4: tests/convert) after it; on the
-// tiny model the two orders are 1.05 apart. ik_families_test.cpp checks it
-// against the double-precision reference in the published order.
-bool has_golden(const std::string& family) { return family != "hunyuan-moe"; }
-
 std::vector<Case> cases(std::initializer_list<int> prompts) {
   std::vector<Case> v;
   for (const std::vector<std::string>* list : {&test::tiny_families(), &test::tiny_ik_families()}) {
     for (const std::string& f : *list) {
-      if (!has_golden(f)) continue;
+      if (!test::tiny_family_has_golden(f)) continue;
       for (int p : prompts) v.push_back({f, p});
     }
   }
