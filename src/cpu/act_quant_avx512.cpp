@@ -3,7 +3,9 @@
 // (iscale * x, round half to even, clamp), the same choice of the value of
 // largest magnitude (its first occurrence), and exact integer 16-sums.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

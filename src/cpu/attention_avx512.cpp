@@ -17,7 +17,9 @@
 // Tiles hidden from every query of the block are skipped; their scores are
 // -inf and their probabilities exactly 0, which adds nothing to any sum.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

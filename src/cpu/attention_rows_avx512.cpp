@@ -4,7 +4,9 @@
 // with vcvtph2ps, bf16 rows by a 16-bit shift.
 // (GCC 12 warns of the intrinsics' own _mm512_undefined_epi32 when inlined.)
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "cpu/attention_rows_impl.h"

@@ -6,7 +6,9 @@
 // every chain halved the measured peak (the f16 kernel then ran at 180% of
 // "peak" on a Zen 5).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "cpu/hw_limits.h"

@@ -5,7 +5,9 @@
 //         lane pair one row's two columns), times the token's f32 pair
 //         broadcast; the lane pairs are added at the end.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

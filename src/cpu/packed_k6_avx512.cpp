@@ -6,7 +6,9 @@
 // signed scales multiply in int32 (vpmulld). The f32 finish per super-block
 // is the reference's.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

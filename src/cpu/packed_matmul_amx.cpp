@@ -10,7 +10,9 @@
 // reference's bit for bit (with one vector op less per token and block in
 // the finish, which is what bounds this kernel).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

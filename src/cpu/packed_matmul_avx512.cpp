@@ -6,7 +6,9 @@
 // convert and one FMA with the 16 scales times the token's scale finish the
 // block. No horizontal sums: the accumulator is the output.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

@@ -4,7 +4,9 @@
 //   Q8_0: |q_w| · (q_a with q_w's sign)
 // Two blocks (64 values) per 512-bit step; one f32 FMA per block pair.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cmath>

@@ -15,7 +15,9 @@
 // Q6_K bias of 32) go through the activations' 16-sums.
 // Float part: one FMA per block into 16 lanes, summed at the end.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <array>

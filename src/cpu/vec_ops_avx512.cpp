@@ -3,7 +3,9 @@
 // GCC 12 flags the _mm512_undefined_* placeholders inside its own
 // conversion intrinsics as uninitialised; the warning is a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cmath>

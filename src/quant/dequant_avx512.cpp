@@ -1,7 +1,9 @@
 // AVX-512 dequantizers. Same float operations as the reference kernels
 // (multiply then subtract/add, never fused), so the output is bit-identical.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*); not our code.
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>
