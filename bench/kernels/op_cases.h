@@ -23,6 +23,7 @@
 #include "core/fp16.h"
 #include "cpu/activations.h"
 #include "cpu/attention.h"
+#include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
 #include "cpu/features.h"
 #include "cpu/gelu_f16.h"
@@ -105,8 +106,15 @@ inline void attention_case(Lab& lab, const char* op, int64_t tokens, int64_t dep
   r.op = op;
   r.type = "f16";
   r.shape = shape;
-  r.kernel = cpu::attention_avx512_applies(args) ? "query blocks (avx512)"
-                                              : "f16 dots (" + cpu::isa_name(cpu::active_isa()) + ")";
+  // The kernel cpu::attention dispatches to (the same tests, in its order).
+  const cpu::Isa isa = cpu::active_isa();
+  if (isa == cpu::Isa::Avx512 && cpu::attention_avx512_applies(args)) {
+    r.kernel = "query blocks (avx512)";
+  } else if (isa == cpu::Isa::Avx2 && cpu::attention_avx2_applies(args)) {
+    r.kernel = "query blocks (avx2)";
+  } else {
+    r.kernel = "f16 dots (" + cpu::isa_name(isa) + ")";
+  }
   r.threads = lab.pool().size();
   r.time = time_calls(call, lab.plan());
   r.bytes = static_cast<double>(2 * cache_elems * kF16Bytes + 2 * q_elems * kF32Bytes + mask.size() * kF32Bytes);
