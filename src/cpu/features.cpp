@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "quant/type_traits.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -153,10 +154,29 @@ Isa active_isa() { return static_cast<Isa>(level_state().load(std::memory_order_
 
 IsaCap active_isa_cap() { return static_cast<IsaCap>(cap_state().load(std::memory_order_relaxed)); }
 
+namespace {
+quant::DequantCap dequant_cap_of(IsaCap cap) {
+  switch (cap) {
+    case IsaCap::Avx2:
+      return quant::DequantCap::kAvx2;
+    case IsaCap::Avx512:
+    case IsaCap::Avx512Vnni:
+    case IsaCap::Amx:
+      return quant::DequantCap::kAvx512;
+    default:
+      return quant::DequantCap::kRef;  // scalar, and the Neon levels (no dequantizers of their own)
+  }
+}
+}  // namespace
+
 IsaCap set_isa_cap(IsaCap cap) {
   const IsaCap clamped = clamp_to_host(cap);
+  const Isa level = isa_of_cap(clamped);
   cap_state().store(static_cast<int>(clamped), std::memory_order_relaxed);
-  level_state().store(static_cast<int>(isa_of_cap(clamped)), std::memory_order_relaxed);
+  level_state().store(static_cast<int>(level), std::memory_order_relaxed);
+  // The dequantizers (src/quant) keep their own x86 kernels (AVX-512 F/BW/
+  // DQ/VL, no VNNI): the same cap.
+  quant::set_dequant_cap(dequant_cap_of(clamped));
   return clamped;
 }
 

@@ -1,7 +1,5 @@
 #include "quant/round_levels.h"
 
-#include <cstring>
-
 #include "quant/quant_fit.h"
 #include "quant/type_traits.h"
 
@@ -22,8 +20,7 @@ LevelSums round_levels_ref(const float* x, const float* w, const float* wx, int 
 }
 
 RoundLevelsFn round_levels_fn() {
-  if (std::strcmp(dequant_isa(), "avx512") == 0) return avx512::round_levels;
-  return round_levels_ref;
+  return dequant_level() == DequantCap::kAvx512 ? avx512::round_levels : round_levels_ref;
 }
 
 }  // namespace ferrite::quant

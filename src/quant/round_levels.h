@@ -25,13 +25,12 @@ LevelSums round_levels(const float* x, const float* w, const float* wx, int n, f
                        int hi, int* L);
 }
 
-// The fastest version this CPU runs (FERRITE_QUANT_ISA=ref forces the reference).
+// The fastest version this CPU runs under the dispatch cap (dequant_level()).
 RoundLevelsFn round_levels_fn();
 
 inline LevelSums round_levels(const float* x, const float* w, const float* wx, int n, float iscale, float origin,
                               int lo, int hi, int* L) {
-  static const RoundLevelsFn fn = round_levels_fn();
-  return fn(x, w, wx, n, iscale, origin, lo, hi, L);
+  return round_levels_fn()(x, w, wx, n, iscale, origin, lo, hi, L);
 }
 
 }  // namespace ferrite::quant

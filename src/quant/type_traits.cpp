@@ -1,8 +1,8 @@
 #include "quant/type_traits.h"
 
+#include <algorithm>
 #include <array>
-#include <cstdlib>
-#include <cstring>
+#include <atomic>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,7 +29,7 @@ bool cpu_has_f16c() {
 
 namespace {
 
-enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2 };
+using Isa = DequantCap;
 
 Isa detect_isa() {
   Isa isa = Isa::kRef;
@@ -43,12 +43,10 @@ Isa detect_isa() {
     }
   }
 #endif
-  if (const char* cap = std::getenv("FERRITE_QUANT_ISA")) {
-    if (std::strcmp(cap, "ref") == 0) isa = Isa::kRef;
-    if (std::strcmp(cap, "avx2") == 0 && isa == Isa::kAvx512) isa = Isa::kAvx2;
-  }
   return isa;
 }
+
+std::atomic<int> g_cap{static_cast<int>(Isa::kAvx512)};
 
 struct Entry {
   TensorType type;
@@ -93,9 +91,12 @@ constexpr Entry kEntries[] = {
 
 constexpr uint32_t kMaxRawType = 64;
 
+constexpr int kLevels = 3;
+
+// The traits as each level (ref, avx2, avx512) picks them, up to the CPU's.
 struct Registry {
   Isa isa = Isa::kRef;
-  std::array<TypeTraits, kMaxRawType> traits{};
+  std::array<std::array<TypeTraits, kMaxRawType>, kLevels> traits{};
   std::array<bool, kMaxRawType> present{};
 
   Registry() {
@@ -103,24 +104,27 @@ struct Registry {
     for (const Entry& e : kEntries) {
       const TensorTypeInfo* info = tensor_type_info(e.type);
       const auto raw = static_cast<uint32_t>(e.type);
-      TypeTraits t{};
-      t.type = e.type;
-      t.name = info->name;
-      t.block_size = info->block_size;
-      t.block_bytes = info->block_bytes;
-      t.to_float_ref = e.ref;
-      t.to_float = e.ref;
-      t.to_float_isa = "ref";
-      if (isa == Isa::kAvx512 && e.fast_avx512 != nullptr) {
-        t.to_float = e.fast_avx512;
-        t.to_float_isa = "avx512";
-      } else if (isa >= Isa::kAvx2 && e.fast_avx2 != nullptr) {
-        t.to_float = e.fast_avx2;
-        t.to_float_isa = "avx2";
+      for (int level = 0; level < kLevels; ++level) {
+        const Isa use = std::min(isa, static_cast<Isa>(level));
+        TypeTraits t{};
+        t.type = e.type;
+        t.name = info->name;
+        t.block_size = info->block_size;
+        t.block_bytes = info->block_bytes;
+        t.to_float_ref = e.ref;
+        t.to_float = e.ref;
+        t.to_float_isa = "ref";
+        if (use == Isa::kAvx512 && e.fast_avx512 != nullptr) {
+          t.to_float = e.fast_avx512;
+          t.to_float_isa = "avx512";
+        } else if (use >= Isa::kAvx2 && e.fast_avx2 != nullptr) {
+          t.to_float = e.fast_avx2;
+          t.to_float_isa = "avx2";
+        }
+        t.from_float = e.quantize;
+        t.needs_imatrix = e.needs_imatrix;
+        traits[level][raw] = t;
       }
-      t.from_float = e.quantize;
-      t.needs_imatrix = e.needs_imatrix;
-      traits[raw] = t;
       present[raw] = true;
     }
   }
@@ -136,7 +140,7 @@ const Registry& registry() {
 const TypeTraits* find_type_traits(TensorType type) {
   const auto raw = static_cast<uint32_t>(type);
   if (raw >= kMaxRawType || !registry().present[raw]) return nullptr;
-  return &registry().traits[raw];
+  return &registry().traits[static_cast<int>(dequant_level())][raw];
 }
 
 const TypeTraits& type_traits(TensorType type) {
@@ -145,8 +149,14 @@ const TypeTraits& type_traits(TensorType type) {
   return *t;
 }
 
+void set_dequant_cap(DequantCap cap) { g_cap.store(static_cast<int>(cap), std::memory_order_relaxed); }
+
+DequantCap dequant_level() {
+  return std::min(registry().isa, static_cast<Isa>(g_cap.load(std::memory_order_relaxed)));
+}
+
 const char* dequant_isa() {
-  switch (registry().isa) {
+  switch (dequant_level()) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
     default: return "ref";

@@ -36,8 +36,16 @@ const TypeTraits* find_type_traits(TensorType type);
 // As find_type_traits, but throws InvalidArgument naming the type.
 const TypeTraits& type_traits(TensorType type);
 
-// Which SIMD level the fast paths use: "avx512", "avx2" or "ref". The
-// environment variable FERRITE_QUANT_ISA=ref|avx2 caps it (for testing).
+// The highest SIMD level the dequantizers and the quantizers' helpers may
+// use. The CPU's dispatch cap passes its level down (cpu::set_isa_cap, so
+// FERRITE_ISA and --isa cap these too); unset, the best this CPU runs.
+enum class DequantCap : int { kRef = 0, kAvx2 = 1, kAvx512 = 2 };
+void set_dequant_cap(DequantCap cap);
+
+// The level the fast paths use now: the lower of the CPU's and the cap.
+DequantCap dequant_level();
+
+// dequant_level() as a name: "avx512", "avx2" or "ref".
 const char* dequant_isa();
 
 // Whether this x86 CPU has F16C (false on other targets).

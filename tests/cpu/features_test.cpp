@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "cpu/features.h"
 #include "cpu/packed_matmul.h"
+#include "quant/type_traits.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -77,6 +78,25 @@ TEST(IsaCap, ClampedToTheHost) {
   // set_isa(Avx512) is the highest cap with those kernels: AMX stays allowed.
   set_isa(Isa::Avx512);
   EXPECT_EQ(active_isa_cap(), host);
+}
+
+// The dequantizers of src/quant (their own x86 kernels) follow the cap: a
+// capped run uses no instruction above its level anywhere.
+TEST(IsaCap, DequantizersFollowTheCap) {
+  const CapGuard guard;
+  const quant::TypeTraits& q4 = quant::type_traits(TensorType::Q4_K);  // has AVX2 and AVX-512 dequantizers
+  set_isa_cap(IsaCap::Scalar);
+  EXPECT_STREQ(quant::dequant_isa(), "ref");
+  EXPECT_EQ(quant::type_traits(TensorType::Q4_K).to_float, q4.to_float_ref);
+  const IsaCap host = host_isa_cap();
+  if (host == IsaCap::Scalar || host == IsaCap::Neon || host == IsaCap::NeonI8mm) return;
+  set_isa_cap(IsaCap::Avx2);
+  EXPECT_STREQ(quant::dequant_isa(), "avx2");
+  EXPECT_STREQ(quant::type_traits(TensorType::Q4_K).to_float_isa, "avx2");
+  if (set_isa_cap(IsaCap::Avx512) == IsaCap::Avx512) {
+    EXPECT_STREQ(quant::dequant_isa(), "avx512");
+    EXPECT_STREQ(quant::type_traits(TensorType::Q4_K).to_float_isa, "avx512");
+  }
 }
 
 TEST(IsaCap, SummaryNamesTheCapAndTheHost) {
