@@ -70,14 +70,15 @@ TEST(ContextRerank, SegmentIdsOfPairsInOneBatch) {
   test::TempDir tmp;
   runtime::Context ctx(model::Model::load(test::convert_cross_encoder(f, tmp)),
                        {.n_ctx = 256, .n_batch = 256, .n_threads = 2});
-  // Rows interleaved, sequences 1, 2, 3; the first pair's tokens typed, the others' too.
+  // Rows interleaved, sequences 1, 2, 3, each token with its segment id.
   runtime::Batch batch;
   size_t longest = 0;
   for (const auto& p : f.pairs) longest = std::max(longest, p.tokens.size());
   for (size_t i = 0; i < longest; ++i) {
     for (size_t s = 0; s < f.pairs.size(); ++s) {
       const auto& p = f.pairs[s];
-      if (i < p.tokens.size()) batch.add(p.tokens[i], static_cast<int32_t>(i), static_cast<int>(s + 1), true, p.types[i]);
+      if (i >= p.tokens.size()) continue;
+      batch.add(p.tokens[i], static_cast<int32_t>(i), static_cast<int>(s + 1), true, p.types[i]);
     }
   }
   ctx.decode(batch);
