@@ -62,9 +62,9 @@ struct ModelDims {
 enum class NormKind { Rms, Layer };
 
 // Which rows of a table embed() looks up for the batch's tokens: their ids,
-// their positions (learned position embeddings), or row 0 for every token
-// (bert's token type).
-enum class Ids { Tokens, Positions, Zeros };
+// their positions (learned position embeddings), or their types (bert's
+// token types: ForwardBatch::types, row 0 for every token without them).
+enum class Ids { Tokens, Positions, Types };
 
 // The RoPE of a step: its parameters, and the tables of the batch's positions
 // that prepare_rope() makes from them (one per set of parameters a model uses).

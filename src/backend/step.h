@@ -20,6 +20,10 @@ struct ForwardBatch {
   const int32_t* out_rows = nullptr; // [n_out] batch rows whose logits are wanted, ascending
   int64_t n_out = 0;
   const int32_t* seq = nullptr;      // [n_tokens] sequence of each token (encoders attend within it); nullptr: all one
+  // [n_tokens] each token's type (segment id: bert's token_types table; a
+  // cross-encoder's document is type 1), checked against the table by the
+  // runtime; nullptr: every token type 0.
+  const int32_t* types = nullptr;
   const LoraStep* lora = nullptr;    // the step's LoRA adapters (lora.h), or nullptr: none
   // Each row's outputs are to be those a one-token step of its token gives,
   // bit for bit (speculative verification: greedy tokens then do not depend

@@ -5,10 +5,10 @@
 // BertForSequenceClassification with one label (cross-encoder rerankers,
 // ms-marco-MiniLM): pooling_type 4 (rank) and the head as llama.cpp names it,
 // the pooler's dense layer -> cls (tanh follows it) and the classifier ->
-// cls.output, whose single output is the score. The engine feeds every
-// token as type 0 (as llama.cpp); a cross-encoder trained with segment ids
-// (type_vocab_size 2) scores differently in transformers, where the document
-// is type 1 (tests/convert/fixtures_test.cpp measures how much).
+// cls.output, whose single output is the score. A cross-encoder trained with
+// segment ids (type_vocab_size 2) reads the document as type 1: the engine's
+// pair for a WordPiece vocabulary gives those (tokenizer/rank_pair.h; llama.cpp
+// feeds type 0 throughout; tests/convert/fixtures_test.cpp).
 #include <filesystem>
 #include <string>
 

@@ -33,6 +33,7 @@ class BertStyle : public Architecture {
     tok_embd_ = bind_token_embd(b, hp);
     const gguf::TensorInfo& types = file.tensor("token_types.weight");
     type_embd_ = b.require("token_types.weight", {n_embd, types.ne[1]});
+    hp.n_token_types = types.ne[1];
     if (opt.positions == BertPositions::Learned) {
       const gguf::TensorInfo& pos = file.tensor("position_embd.weight");
       pos_embd_ = b.require("position_embd.weight", {n_embd, pos.ne[1]});
@@ -132,8 +133,9 @@ class BertStyle : public Architecture {
       backend::Ops& o = s.ops();
       const Act y = o.buffer(Buf::Y, n, n_embd);
       o.embed(tok_embd_, Ids::Tokens, x);
-      // Every token has type 0: its row, looked up like a token.
-      o.embed(type_embd_, Ids::Zeros, y);
+      // Each token's type (segment id; type 0 for all unless the batch gives
+      // them), its row looked up like a token.
+      o.embed(type_embd_, Ids::Types, y);
       o.add(x, y);
       if (opt_.positions == BertPositions::Learned) add_position_embeddings(s, pos_embd_, x);
       o.norm(NormKind::Layer, x, embd_norm_, x);

@@ -1,7 +1,9 @@
 // The encoders of the bert line (bert, nomic-bert, jina-bert-v2; each
 // arch_<family>.cpp chooses the options), post-LayerNorm blocks with
 // bidirectional attention within each sequence of the batch (no KV cache):
-//   x = ln(tok_embd[t] + token_types[0] (+ position_embd[p]))
+//   x = ln(tok_embd[t] + token_types[type of t] (+ position_embd[p]))
+// (a token's type, its segment id, from the batch: 0 unless given; a
+// cross-encoder's document has type 1 (tokenizer/rank_pair.h))
 //   a = attn(x); x = ln(x + a) (jina: and, with attn_norm_2, x = ln(x + x_in))
 //   x = ln(x + ffn(x))
 // The output rows are the final hidden states [n_out, n_embd]; the runtime

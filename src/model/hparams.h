@@ -62,6 +62,10 @@ struct HParams {
   // per-head slopes of it (backend::AttentionSpec); keys carry no position.
   float max_alibi_bias = 0.0f;
   Pooling pooling = Pooling::None;  // encoders (set by the architecture)
+  // Encoders with a token type table (bert's token_types, set by the
+  // architecture): its rows, the types a batch may give its tokens
+  // (runtime::Batch::types); 0: none (every token is type 0).
+  int64_t n_token_types = 0;
   // T5 (set by the architecture): > 0, the relative position buckets, makes
   // the runtime's KV masks carry -(q_pos - k_pos) as for ALiBi (the attention
   // then adds each head's bias of the distance's bucket); the token an

@@ -169,9 +169,11 @@ std::span<const float> Context::logits(int64_t i) const {
 void Context::decode(const Batch& batch) {
   const int64_t n = batch.size();
   if (static_cast<int64_t>(batch.pos.size()) != n || static_cast<int64_t>(batch.seq.size()) != n ||
-      static_cast<int64_t>(batch.want_logits.size()) != n) {
+      static_cast<int64_t>(batch.want_logits.size()) != n ||
+      (!batch.types.empty() && static_cast<int64_t>(batch.types.size()) != n)) {
     throw InvalidArgument("batch fields have different lengths");
   }
+  check_token_types(batch);
   const int64_t nv = n_vocab();
   for (int64_t i = 0; i < n; ++i) {
     if (batch.tokens[i] < 0 || batch.tokens[i] >= nv) {

@@ -167,6 +167,8 @@ class Context {
   // The window's view of the pass (slots, ranges, mask), with a window cache.
   void window_view(const Batch& batch, int64_t begin, int64_t n, model::KvView& view);
   void encode(const Batch& batch);  // context_encode.cpp
+  // Batch::types within the model's token type table (only encoders with one read them; context_encode.cpp).
+  void check_token_types(const Batch& batch) const;
   // Encoder-decoders: the kept encoder output for the pass's tokens (context_encoder_decoder.cpp).
   void attach_encoder_output(const Batch& batch, int64_t begin, int64_t n, model::ForwardBatch& fb) const;
   // context_embed.cpp: whether batch row i is an output row; the forward

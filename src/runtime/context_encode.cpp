@@ -34,6 +34,7 @@ void Context::encode(const Batch& batch) {
   fb.out_rows = rows.data();
   fb.n_out = static_cast<int64_t>(rows.size());
   fb.seq = batch.seq.data();
+  fb.types = batch.types.empty() ? nullptr : batch.types.data();
   fb.classify = rank;
   states_.resize(static_cast<size_t>(n * n_embd));
   pooled_.clear();
@@ -51,6 +52,19 @@ void Context::encode(const Batch& batch) {
     pooled_[static_cast<size_t>(batch.seq[static_cast<size_t>(rows[k])])] = {states_[k]};
   }
   states_.clear();
+}
+
+void Context::check_token_types(const Batch& batch) const {
+  const int64_t n_types = model_->arch().is_encoder() ? model_->hparams().n_token_types : 0;
+  for (const int32_t t : batch.types) {
+    if (t == 0 || (t > 0 && t < n_types)) continue;
+    if (n_types <= 1) {
+      throw InvalidArgument("token type " + std::to_string(t) + " given, but the " + model_->hparams().arch +
+                            " model has " + (n_types == 1 ? "one token type (0)" : "no token types"));
+    }
+    throw InvalidArgument("token type " + std::to_string(t) + " is outside the model's token types (0.." +
+                          std::to_string(n_types - 1) + ")");
+  }
 }
 
 std::vector<int32_t> Context::first_rows(const Batch& batch) {

@@ -423,6 +423,7 @@ void Engine::run_embedding(Task& task) {
     if (&ctx != &ctx_) ctx.clear();
     runtime::Batch b;
     for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, true);
+    b.types = task.params().token_types;  // empty, or one per prompt token (the context checks)
     ctx.decode(b);
     std::span<const float> e = ctx.embeddings(0);
     ev.embedding.assign(e.begin(), e.end());

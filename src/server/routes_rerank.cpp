@@ -2,9 +2,11 @@
 // documents for a query from a reranker (a model whose file says pooling rank
 // and holds a classification head; Engine::is_reranker), as llama-server
 // c392e50 answers them:
-// - each document is one pair, tokens BOS query EOS SEP document EOS (query
-//   and document tokenized without BOS/EOS added, special tokens parsed), its
-//   score the head's output on the pair's first token;
+// - each document is one pair (tokenizer/rank_pair.h): BOS query EOS SEP
+//   document EOS as llama-server builds it, or for WordPiece (bert)
+//   vocabularies BERT's [CLS] query [SEP] document [SEP] with the document
+//   as token type 1 (a BERT cross-encoder's segment ids); its score the
+//   head's output on the pair's first token;
 // - Jina's shape {model, object, usage, results: [{index, relevance_score}]},
 //   or TEI's [{index, score (, text with return_text)}] when the request gives
 //   `texts` instead of `documents`;
@@ -18,6 +20,7 @@
 #include "server/generation.h"
 #include "server/request_params.h"
 #include "server/routes.h"
+#include "tokenizer/rank_pair.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite::server {
@@ -52,20 +55,6 @@ RerankRequest parse(const Json& body) {
   return r;
 }
 
-// llama-server's format_rerank: [BOS] query [EOS] [SEP] document [EOS].
-std::vector<int32_t> pair_tokens(const tokenizer::Tokenizer& tok, const std::vector<int32_t>& query,
-                                 const std::string& document) {
-  const tokenizer::Vocab& v = tok.vocab();
-  std::vector<int32_t> ids;
-  ids.push_back(v.bos);
-  ids.insert(ids.end(), query.begin(), query.end());
-  ids.push_back(v.eos);
-  ids.push_back(v.sep);
-  tok.encode(document, /*add_special=*/false, /*parse_special=*/true, ids);
-  ids.push_back(v.eos);
-  return ids;
-}
-
 void rerank(ServerState& st, const Json& body, const Request& req, Response& res) {
   check_model_name(st, body);
   const RerankRequest r = parse(body);
@@ -78,17 +67,19 @@ void rerank(ServerState& st, const Json& body, const Request& req, Response& res
   }
   const tokenizer::Tokenizer& tok = st.engine.tokenizer();
   const tokenizer::Vocab& v = tok.vocab();
-  if (v.bos < 0 || v.eos < 0 || v.sep < 0) {
-    throw ApiError(kStatusNotImplemented, "not_supported_error",
-                   "the model's vocabulary lacks a BOS, EOS or SEP token, which the rerank prompt needs", "model",
+  if (tokenizer::rank_pair_layout(v) == tokenizer::PairLayout::None) {
+    throw ApiError(kStatusNotImplemented, "not_supported_error", tokenizer::rank_pair_missing(v), "model",
                    "rerank_not_supported");
   }
+  const int64_t n_types = st.engine.model().hparams().n_token_types;
   const std::vector<int32_t> query = tok.encode(r.query, /*add_special=*/false, /*parse_special=*/true);
   std::vector<GenerationParams> params;
   for (const std::string& d : r.documents) {
     GenerationParams g;
     g.embedding = true;
-    g.prompt = pair_tokens(tok, query, d);
+    tokenizer::RankPair pair = tokenizer::rank_pair(tok, query, d, n_types);
+    g.prompt = std::move(pair.tokens);
+    g.token_types = std::move(pair.types);
     if (static_cast<int64_t>(g.prompt.size()) > st.engine.embedding_n_ctx()) {
       throw bad_request("query and document of " + std::to_string(g.prompt.size()) +
                             " tokens exceed the context size " + std::to_string(st.engine.embedding_n_ctx()),

@@ -33,6 +33,7 @@ struct GenerationParams : runtime::GenerationParams {
   std::vector<int32_t> prompt;          // token ids (BOS included when wanted)
   int64_t n_keep = 0;                   // prompt tokens a context shift keeps after the BOS (-1: all)
   bool embedding = false;               // an embedding request (encoder models)
+  std::vector<int32_t> token_types;     // embedding requests: each prompt token's type (a rerank pair's), or empty: 0
   std::optional<std::vector<float>> lora;  // the request's LoRA scales, one per adapter (absent: the server's)
 };
 

@@ -31,14 +31,17 @@
 #include "convert/lora_peft.h"
 #include "convert/hf_files.h"
 #include "convert/vocab.h"
+#include "core/error.h"
 #include "gguf/file.h"
 #include "gguf/metadata.h"
+#include "cross_encoder_fixture.h"
 #include "hf_dir.h"
 #include "model/lora_adapter.h"
 #include "model/model.h"
 #include "ref_llama.h"
 #include "runtime/context.h"
 #include "support/test_data.h"
+#include "tokenizer/rank_pair.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrite {
@@ -326,20 +329,22 @@ TEST(TinyT5, UnigramTokenizerMatchesSentencePiece) {
 }
 
 // A BERT cross-encoder (BertForSequenceClassification, one label, as
-// ms-marco-MiniLM; fixtures/tiny/bert-reranker) converted to a rank-pooling
-// bert: its score of a (query, document) pair equals transformers' logit
-// within kTolerance when every token has type 0 (what ferrite and llama.cpp
-// feed), for transformers' pair layout [CLS] q [SEP] d [SEP] (measured
-// 4.3e-5 to 1.6e-4) and for [CLS] q [SEP] [SEP] d [SEP], llama-server's
-// [BOS] q [EOS] [SEP] d [EOS] with [SEP] as EOS (6.4e-5 to 2.8e-4).
-// transformers' score with the tokenizer's segment ids (the document as type
-// 1) is not matched: the test prints the gap (0.45, 0.31, 0.06 for the three
-// pairs; src/convert/arch_bert.cpp).
-float rank_score(const std::string& gguf, const std::vector<int32_t>& tokens) {
+// ms-marco-MiniLM; fixtures/tiny/bert-reranker, cross_encoder_fixture.h)
+// converted to a rank-pooling bert: its score of a (query, document) pair
+// equals transformers' logit within kTolerance for transformers' pair
+// [CLS] q [SEP] d [SEP] with the segment ids it was trained with (the
+// document type 1; before per-token types ferrite fed type 0 and missed by
+// 0.45, 0.31, 0.06), with every token of type 0, and for llama-server's
+// [BOS] q [EOS] [SEP] d [EOS] with [SEP] as EOS ([CLS] q [SEP] [SEP] d [SEP],
+// types 0). tokenizer::rank_pair, which /rerank uses, builds the first from
+// the converted vocabulary token for token and type for type.
+float rank_score(const std::string& gguf, const std::vector<int32_t>& tokens, const std::vector<int32_t>& types = {}) {
   auto model = model::Model::load(gguf);
   runtime::Context ctx(model, runtime::ContextParams{.n_ctx = 256, .n_batch = 256, .n_threads = 2});
   runtime::Batch b;
-  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], static_cast<int32_t>(i), 0, true);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    b.add(tokens[i], static_cast<int32_t>(i), 0, true, types.empty() ? 0 : types[i]);
+  }
   ctx.decode(b);
   const auto score = ctx.embeddings(0);
   EXPECT_EQ(score.size(), 1u);
@@ -347,43 +352,65 @@ float rank_score(const std::string& gguf, const std::vector<int32_t>& tokens) {
 }
 
 TEST(TinyReranker, BertSequenceClassifierScoresMatchTransformers) {
-  const auto dir = fixtures() / "tiny" / "bert-reranker";
-  const Json ref = read_json(dir / "reference.json");
+  const test::CrossEncoderFixture f = test::load_cross_encoder_fixture();
   test::TempDir tmp;
-  const std::string gguf = convert_f32(dir, tmp, "llama-bpe");
+  const std::string gguf = test::convert_cross_encoder(f, tmp);
+  const gguf::File file = gguf::File::open(gguf);
   {
-    const gguf::File file = gguf::File::open(gguf);
     const gguf::Metadata md(file);
     EXPECT_EQ(md.architecture(), "bert");
     EXPECT_EQ(md.get_uint("bert.pooling_type"), 4u);
     EXPECT_NE(file.find_tensor("cls.weight"), nullptr);
     EXPECT_NE(file.find_tensor("cls.output.weight"), nullptr);
-    const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
-    const auto tokens = ref["pairs"][0]["tokens"].get<std::vector<int32_t>>();
-    const auto types = ref["pairs"][0]["token_types"].get<std::vector<int32_t>>();
-    const auto n_query = static_cast<size_t>(std::count(types.begin(), types.end(), 0)) - 2;
-    EXPECT_EQ(tok.encode(ref["query"].get<std::string>(), false, false),
-              std::vector<int32_t>(tokens.begin() + 1, tokens.begin() + 1 + static_cast<std::ptrdiff_t>(n_query)));
+    EXPECT_EQ(model::Model::load(gguf)->hparams().n_token_types, 2);
   }
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
+  ASSERT_EQ(tokenizer::rank_pair_layout(tok.vocab()), tokenizer::PairLayout::Bert);
+  const std::vector<int32_t> query = tok.encode(f.query, false, true);
   std::vector<float> scores;
-  for (const Json& p : ref["pairs"]) {
-    const auto tokens = p["tokens"].get<std::vector<int32_t>>();
-    const float got = rank_score(gguf, tokens);
-    const float server = rank_score(gguf, p["server_tokens"].get<std::vector<int32_t>>());
-    const double err = std::fabs(got - p["score_types_0"].get<double>());
-    const double err_server = std::fabs(server - p["server_score"].get<double>());
-    std::printf("bert-reranker, %zu tokens: score %.6f, |ferrite - transformers| = %.3g (types 0), %.3g "
-                "(llama-server's layout); transformers with segment ids: %.6f (%.3g away)\n",
-                tokens.size(), got, err, err_server, p["score"].get<double>(),
-                std::fabs(got - p["score"].get<double>()));
-    EXPECT_LE(err, kTolerance) << p["document"];
-    EXPECT_LE(err_server, kTolerance) << p["document"];
+  for (const test::CrossEncoderFixture::Pair& p : f.pairs) {
+    const tokenizer::RankPair pair = tokenizer::rank_pair(tok, query, p.document, 2);
+    EXPECT_EQ(pair.tokens, p.tokens) << p.document;
+    EXPECT_EQ(pair.types, p.types) << p.document;
+    // A model of one token type gets no types.
+    EXPECT_TRUE(tokenizer::rank_pair(tok, query, p.document, 1).types.empty());
+    const float got = rank_score(gguf, p.tokens, p.types);
+    const float zeros = rank_score(gguf, p.tokens);
+    const float server = rank_score(gguf, p.server_tokens);
+    const double err = std::fabs(got - p.score), err_zeros = std::fabs(zeros - p.score_types_0),
+                 err_server = std::fabs(server - p.server_score);
+    std::printf("bert-reranker, %zu tokens: score %.6f, |ferrite - transformers| = %.3g (segment ids), %.3g "
+                "(types 0), %.3g (llama-server's layout); the segment ids move transformers' score by %.3g\n",
+                p.tokens.size(), got, err, err_zeros, err_server, std::fabs(p.score - p.score_types_0));
+    EXPECT_LE(err, kTolerance) << p.document;
+    EXPECT_LE(err_zeros, kTolerance) << p.document;
+    EXPECT_LE(err_server, kTolerance) << p.document;
     scores.push_back(got);
   }
-  // The scores spread well beyond the tolerance (transformers': -0.61, -0.61, -0.70).
+  // The scores spread well beyond the tolerance (transformers': -0.17, -0.30, -0.64).
   ASSERT_EQ(scores.size(), 3u);
   EXPECT_GT(*std::max_element(scores.begin(), scores.end()) - *std::min_element(scores.begin(), scores.end()),
             50 * kTolerance);
+}
+
+// A batch's token types are checked against the model's table (the
+// cross-encoder has types 0 and 1), and its length against the tokens'.
+TEST(TinyReranker, TokenTypesOutsideTheTableAreRefused) {
+  const test::CrossEncoderFixture f = test::load_cross_encoder_fixture();
+  test::TempDir tmp;
+  const std::string gguf = test::convert_cross_encoder(f, tmp);
+  auto model = model::Model::load(gguf);
+  runtime::Context ctx(model, runtime::ContextParams{.n_ctx = 256, .n_batch = 256, .n_threads = 2});
+  const std::vector<int32_t>& t = f.pairs[0].tokens;
+  for (int32_t bad : {2, -1}) {
+    runtime::Batch b;
+    for (size_t i = 0; i < t.size(); ++i) b.add(t[i], static_cast<int32_t>(i), 0, true, i + 1 == t.size() ? bad : 0);
+    EXPECT_THROW(ctx.decode(b), InvalidArgument) << bad;
+  }
+  runtime::Batch b;
+  for (size_t i = 0; i < t.size(); ++i) b.add(t[i], static_cast<int32_t>(i), 0, true, 1);
+  b.types.pop_back();
+  EXPECT_THROW(ctx.decode(b), InvalidArgument);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 // absolute (scores of order one; both engines f32, GELU through the f16
 // table). The head's input must be each sequence's first token: the last
 // token's state through the same head misses. Files that say rank without a
-// head are refused.
+// head are refused. tokenizer::rank_pair makes the golden's pairs.
 //
 // Regenerating tests/model/golden/tiny-bert-rerank.json (llama.cpp built
 // outside the repository; a copy of the lead's golden-emb dumper with a rank
@@ -25,9 +25,12 @@
 
 #include "core/error.h"
 #include "cpu/thread_pool.h"
+#include "gguf/file.h"
 #include "model/model.h"
 #include "model/tiny_families.h"
 #include "model/tiny_reranker.h"
+#include "tokenizer/rank_pair.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ferrite {
 namespace {
@@ -86,6 +89,26 @@ TEST(GoldenReranker, ScoresMatchLlamaCpp) {
     for (size_t j = i + 1; j < g.pairs.size(); ++j) EXPECT_GT(std::fabs(g.pairs[i].score - g.pairs[j].score), 10 * kTolerance);
   }
   std::printf("  max |score error| %.3g alone, %.3g in one batch\n", worst, worst_batched);
+}
+
+// tokenizer::rank_pair (what /rerank sends) builds llama-server's pairs for
+// a vocabulary that is not WordPiece, token for token as llama.cpp did for
+// the golden, and gives no segment ids although the model has two types
+// (llama.cpp feeds type 0).
+TEST(GoldenReranker, PairTokensAreLlamaServers) {
+  const test::RerankGolden g = golden();
+  const auto tiny = test::make_tiny_reranker();
+  const gguf::File file = gguf::File::open(tiny->path().string());
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
+  ASSERT_EQ(tokenizer::rank_pair_layout(tok.vocab()), tokenizer::PairLayout::BosEosSep);
+  const int64_t n_types = model::Model::load(tiny->path().string())->hparams().n_token_types;
+  EXPECT_EQ(n_types, 2);
+  const std::vector<int32_t> q = tok.encode(g.query, false, true);
+  for (const auto& p : g.pairs) {
+    const tokenizer::RankPair pair = tokenizer::rank_pair(tok, q, p.document, n_types);
+    EXPECT_EQ(pair.tokens, p.tokens) << p.document;
+    EXPECT_TRUE(pair.types.empty()) << p.document;
+  }
 }
 
 TEST(GoldenReranker, HeadReadsTheFirstToken) {

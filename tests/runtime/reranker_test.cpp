@@ -2,14 +2,21 @@
 // (rows interleaved, sequence ids not from 0) give one score each, llama.cpp
 // c392e50's for the tiny bert reranker (tests/model/golden/tiny-bert-rerank.json);
 // another pooling asked of the same model gives its states; rank asked of a
-// model without a head is refused.
+// model without a head is refused. Token types: the tiny transformers
+// cross-encoder's pairs (tests/convert/cross_encoder_fixture.h) with their
+// segment ids as sequences of one batch give transformers' scores; types a
+// model has no row for, and any type given to a decoder, are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
+#include "convert/cross_encoder_fixture.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "model/tiny_bert.h"
+#include "model/tiny_gpt.h"
 #include "model/tiny_reranker.h"
 #include "runtime/context.h"
 
@@ -56,6 +63,55 @@ TEST(ContextRerank, RankNeedsAHead) {
   runtime::Batch b;
   b.add(3, 0, 0, true);
   EXPECT_THROW(ctx.decode(b), InvalidArgument);
+}
+
+TEST(ContextRerank, SegmentIdsOfPairsInOneBatch) {
+  const test::CrossEncoderFixture f = test::load_cross_encoder_fixture();
+  test::TempDir tmp;
+  runtime::Context ctx(model::Model::load(test::convert_cross_encoder(f, tmp)),
+                       {.n_ctx = 256, .n_batch = 256, .n_threads = 2});
+  // Rows interleaved, sequences 1, 2, 3, each token with its segment id.
+  runtime::Batch batch;
+  size_t longest = 0;
+  for (const auto& p : f.pairs) longest = std::max(longest, p.tokens.size());
+  for (size_t i = 0; i < longest; ++i) {
+    for (size_t s = 0; s < f.pairs.size(); ++s) {
+      const auto& p = f.pairs[s];
+      if (i >= p.tokens.size()) continue;
+      batch.add(p.tokens[i], static_cast<int32_t>(i), static_cast<int>(s + 1), true, p.types[i]);
+    }
+  }
+  ctx.decode(batch);
+  for (size_t s = 0; s < f.pairs.size(); ++s) {
+    const std::span<const float> got = ctx.embeddings(static_cast<int>(s + 1));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_NEAR(got[0], f.pairs[s].score, kTolerance) << f.pairs[s].document;
+    // The types matter here: type 0 throughout scores otherwise.
+    EXPECT_GT(std::fabs(f.pairs[s].score - f.pairs[s].score_types_0), 20 * kTolerance) << f.pairs[s].document;
+  }
+}
+
+TEST(ContextRerank, TokenTypesBeyondTheModelsAreRefused) {
+  // The tiny llama.cpp-layout reranker has two types: 1 is read, 2 refused.
+  const auto tiny = test::make_tiny_reranker();
+  runtime::Context rank(model::Model::load(tiny->path().string()), {.n_ctx = 64, .n_threads = 1});
+  runtime::Batch b;
+  b.add(5, 0, 0, true);
+  b.add(6, 1, 0, true, 1);
+  EXPECT_EQ(b.types, (std::vector<int32_t>{0, 1}));
+  EXPECT_NO_THROW(rank.decode(b));
+  b.add(7, 2, 0, true, 2);
+  EXPECT_THROW(rank.decode(b), InvalidArgument);
+  // A decoder has no token types: a type other than 0 is refused, not ignored.
+  FERRITE_SHARED_FILE(vocab, "vocab/ggml-vocab-llama-spm.gguf");
+  const test::TinyGpt gpt(test::tiny_gpt_config("bloom"), vocab);
+  runtime::Context dec(model::Model::load(gpt.path().string()), {.n_ctx = 64, .n_threads = 1});
+  runtime::Batch d;
+  d.add(5, 0, 0, true, 0);
+  d.add(6, 1, 0, true, 1);
+  EXPECT_THROW(dec.decode(d), InvalidArgument);
+  d.types[1] = 0;
+  EXPECT_NO_THROW(dec.decode(d));
 }
 
 }  // namespace

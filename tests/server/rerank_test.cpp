@@ -3,13 +3,17 @@
 // documents (tests/model/golden/tiny-bert-rerank.json, made with
 // llama-server's pair format), in Jina's and TEI's answer shapes; the
 // embeddings routes refuse a reranker, and other models still refuse /rerank
-// (compat_test.cpp).
+// (compat_test.cpp). A converted transformers BERT cross-encoder (WordPiece
+// vocabulary, two token types) is served with BERT's pair and segment ids,
+// its scores against transformers'.
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "convert/cross_encoder_fixture.h"
 #include "model/tiny_reranker.h"
 #include "server_fixture.h"
 
@@ -66,6 +70,33 @@ TEST(ServerRerank, ScoresMatchLlamaCppInDocumentOrder) {
     EXPECT_EQ(tei[i]["index"], i);
     EXPECT_EQ(tei[i]["text"], g.pairs[i].document);
     EXPECT_NEAR(tei[i]["score"].get<double>(), g.pairs[i].score, kTolerance);
+  }
+}
+
+// The tiny transformers cross-encoder converted by ferrite convert: its
+// WordPiece vocabulary has no EOS, so llama-server's pair cannot be made
+// (this answered 501 before); /rerank sends [CLS] q [SEP] d [SEP] with the
+// document as type 1 and answers transformers' scores for those segment ids.
+TEST(ServerRerank, BertCrossEncoderScoresMatchTransformers) {
+  const ferrite::test::CrossEncoderFixture f = ferrite::test::load_cross_encoder_fixture();
+  ferrite::test::TempDir tmp;
+  TestServer srv(ferrite::test::convert_cross_encoder(f, tmp), reranker_config());
+  Json docs = Json::array();
+  int64_t want_tokens = 0;
+  for (const auto& p : f.pairs) {
+    docs.push_back(p.document);
+    want_tokens += static_cast<int64_t>(p.tokens.size());
+  }
+  auto [status, body] = srv.post("/v1/rerank", {{"query", f.query}, {"documents", docs}});
+  ASSERT_EQ(status, 200) << body.dump();
+  EXPECT_EQ(body["usage"]["prompt_tokens"], want_tokens);  // [CLS] q [SEP] d [SEP]: no EOS, one [SEP] between
+  const Json& results = body["results"];
+  ASSERT_EQ(results.size(), f.pairs.size());
+  for (size_t i = 0; i < f.pairs.size(); ++i) {
+    const double got = results[i]["relevance_score"].get<double>();
+    EXPECT_NEAR(got, f.pairs[i].score, kTolerance) << f.pairs[i].document;
+    // Type 0 throughout would give another score (by 0.06 to 0.45 here).
+    EXPECT_GT(std::fabs(got - f.pairs[i].score_types_0), 20 * kTolerance) << f.pairs[i].document;
   }
 }
 

@@ -69,9 +69,13 @@ void CpuBackend::embed(const backend::Weight& table_w, backend::Ids ids, backend
   for (int64_t t = 0; t < out.rows; ++t) {
     const int32_t id = ids == backend::Ids::Tokens      ? batch_->tokens[t]
                        : ids == backend::Ids::Positions ? batch_->pos[t]
+                       : batch_->types != nullptr       ? batch_->types[t]
                                                         : 0;
     if (id < 0 || id >= n_rows) {
-      throw InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+      const std::string what = ids == backend::Ids::Tokens      ? "token id "
+                               : ids == backend::Ids::Positions ? "position "
+                                                                : "token type ";
+      throw InvalidArgument(what + std::to_string(id) + " is outside the embedding table's rows (0.." +
                             std::to_string(n_rows - 1) + ")");
     }
     const uint8_t* row = table.row(id);

@@ -304,7 +304,7 @@ void CudaBackend::from_host(const float* host, backend::Act a) {
 
 void CudaBackend::embed(const backend::Weight& table, backend::Ids ids, backend::Act out) {
   if (!kernels()) return;
-  const int32_t* rows = ids == backend::Ids::Tokens ? in_.tokens : ids == backend::Ids::Positions ? in_.pos : in_.zeros;
+  const int32_t* rows = ids == backend::Ids::Tokens ? in_.tokens : ids == backend::Ids::Positions ? in_.pos : in_.types;
   get_rows(weights_.matrix(table), rows, out.rows, out.data, stream_);
   written(out);
 }

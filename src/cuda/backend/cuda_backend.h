@@ -253,7 +253,7 @@ class CudaBackend final : public backend::Backend {
   struct Staged {
     const int32_t* tokens = nullptr;
     const int32_t* pos = nullptr;
-    const int32_t* zeros = nullptr;
+    const int32_t* types = nullptr;  // ForwardBatch::types, or zeros
     const int32_t* seq = nullptr;
     const int32_t* rows = nullptr;
   };

@@ -86,7 +86,7 @@ class Layout {
 // (last: the others keep their addresses as they grow, which the decode
 // graphs rely on).
 struct StagedPtrs {
-  int32_t *tokens, *pos, *zeros, *seq, *rows;
+  int32_t *tokens, *pos, *types, *seq, *rows;
   StagedView view[2];
   std::vector<float*> ropes;
 };
@@ -97,7 +97,7 @@ StagedPtrs lay_out(Layout& l, int64_t n, int64_t n_out, const std::vector<backen
   StagedPtrs s{};
   s.tokens = l.take<int32_t>(n);
   s.pos = l.take<int32_t>(n);
-  s.zeros = l.take<int32_t>(n);
+  s.types = l.take<int32_t>(n);
   s.seq = l.take<int32_t>(n);
   s.rows = l.take<int32_t>(n_out);
   for (auto& v : s.view) {
@@ -174,7 +174,11 @@ void CudaBackend::stage(const backend::ForwardBatch& batch) {
   }
   std::memcpy(h.tokens, batch.tokens, static_cast<size_t>(n) * sizeof(int32_t));
   std::memcpy(h.pos, batch.pos, static_cast<size_t>(n) * sizeof(int32_t));
-  std::fill_n(h.zeros, n, 0);
+  if (batch.types != nullptr) {
+    std::memcpy(h.types, batch.types, static_cast<size_t>(n) * sizeof(int32_t));
+  } else {
+    std::fill_n(h.types, n, 0);
+  }
   if (batch.seq != nullptr) std::memcpy(h.seq, batch.seq, static_cast<size_t>(n) * sizeof(int32_t));
   if (n_out > 0) std::memcpy(h.rows, batch.out_rows, static_cast<size_t>(n_out) * sizeof(int32_t));
   for (int v = 0; v < kViews; ++v) {
@@ -186,7 +190,7 @@ void CudaBackend::stage(const backend::ForwardBatch& batch) {
   const StagedPtrs d = lay_out(dev_layout, n, n_out, known_ropes_, mask_floats);
   in_.tokens = d.tokens;
   in_.pos = d.pos;
-  in_.zeros = d.zeros;
+  in_.types = d.types;
   in_.seq = batch.seq != nullptr ? d.seq : nullptr;
   in_.rows = d.rows;
   for (int v = 0; v < kViews; ++v) {
