@@ -67,6 +67,12 @@ CudaBackend::CudaBackend(const CudaBackendParams& p)
   moe_ = std::make_unique<GpuMoe>(dims_, weights_);
 }
 
+uint64_t CudaBackend::cache_bytes() const {
+  uint64_t b = 0;
+  for (size_t i = 0; i < k_cache_.size(); ++i) b += k_cache_[i].size() + v_cache_[i].size();
+  return b;
+}
+
 CudaBackend::~CudaBackend() {
   for (auto& [key, g] : graphs_) {
     if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
