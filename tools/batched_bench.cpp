@@ -93,9 +93,10 @@ int run_batched(const BatchedOptions& opt) {
   }
   const TensorType type_k = runtime::cache_type_from_name(opt.model.cache_type_k, "--cache-type-k");
   const TensorType type_v = runtime::cache_type_from_name(opt.model.cache_type_v, "--cache-type-v");
-  ModelOptions sized = opt.model;
-  sized.n_ctx = n_ctx;
-  const int ngl = gpu_layers(sized, *model, type_k, type_v);
+  // --fit: the engine's context (a sliding window for each of its max_npl slots).
+  const int ngl = gpu_layers(opt.model, *model,
+                             {.n_ctx = n_ctx, .n_batch = opt.model.n_batch, .cache_type = type_k,
+                              .cache_type_v = type_v, .n_seq_max = max_npl});
   server::Engine engine(model, tok,
                         {.n_parallel = max_npl, .n_ctx = n_ctx, .n_batch = opt.model.n_batch,
                          .n_threads = opt.model.n_threads, .max_queue = static_cast<size_t>(max_npl), .after_step = {},

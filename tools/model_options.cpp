@@ -110,7 +110,7 @@ std::string model_path(const ModelOptions& o) {
   return resolve_model_argument(arg);
 }
 
-int gpu_layers(const ModelOptions& o, const model::Model& m, TensorType type_k, TensorType type_v) {
+int gpu_layers(const ModelOptions& o, const model::Model& m, const runtime::ContextParams& c) {
   int n = 0;
   const std::string& ngl = o.n_gpu_layers;
   if (ngl == "all") {
@@ -135,10 +135,7 @@ int gpu_layers(const ModelOptions& o, const model::Model& m, TensorType type_k, 
     return 0;
   }
   if (o.fit) {
-    // The sliding-window layers' cache as a context of one sequence keeps it.
-    const int64_t window = runtime::window_cells(m.hparams(), {.n_ctx = o.n_ctx, .n_batch = o.n_batch,
-                                                               .swa_full = o.swa_full});
-    const runtime::GpuFit f = runtime::fit_gpu_layers(m, o.n_ctx, type_k, type_v, window);
+    const runtime::GpuFit f = runtime::fit_gpu_layers(m, c);
     std::fprintf(stderr, "%s\n", f.report.c_str());
     n = f.n_layers;
   }
@@ -157,7 +154,7 @@ std::shared_ptr<const model::Model> load_model_file(const ModelOptions& o, const
   return m;
 }
 
-LoadedModel load_model(const ModelOptions& o) {
+LoadedModel load_model(const ModelOptions& o, int n_seq) {
   LoadedModel out;
   out.path = model_path(o);
   out.model = load_model_file(o, out.path);
@@ -168,7 +165,8 @@ LoadedModel load_model(const ModelOptions& o) {
   c.cache_type = runtime::cache_type_from_name(o.cache_type_k, "--cache-type-k");
   c.cache_type_v = runtime::cache_type_from_name(o.cache_type_v, "--cache-type-v");
   c.swa_full = o.swa_full;
-  c.n_gpu_layers = gpu_layers(o, *out.model, c.cache_type, c.cache_type_v);
+  c.n_seq_max = n_seq;
+  c.n_gpu_layers = gpu_layers(o, *out.model, c);
   load_lora(o, *out.model, c);
   return out;
 }

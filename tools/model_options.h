@@ -68,9 +68,10 @@ struct LoadedModel {
 };
 
 // Resolves and loads the model (a progress bar on a terminal), applies
-// --mlock / --no-mmap, and reads the context options. -ngl on a build without
-// a GPU backend warns and runs on the CPU.
-LoadedModel load_model(const ModelOptions& o);
+// --mlock / --no-mmap, and reads the context options for a context of n_seq
+// sequences (the server's slots: --fit counts a sliding window for each).
+// -ngl on a build without a GPU backend warns and runs on the CPU.
+LoadedModel load_model(const ModelOptions& o, int n_seq = 1);
 
 // The adapters of --lora / --lora-scaled for model m (ids: the --lora files
 // in order, then the --lora-scaled ones) into c.lora and their scales into
@@ -83,7 +84,9 @@ void load_lora(const ModelOptions& o, const model::Model& m, runtime::ContextPar
 std::shared_ptr<const model::Model> load_model_file(const ModelOptions& o, const std::string& path);
 
 // The -ngl value as a layer count (runtime::kAllLayers for "all"); with
-// --fit, what fits the GPU. Throws InvalidArgument for a bad value.
-int gpu_layers(const ModelOptions& o, const model::Model& m, TensorType type_k, TensorType type_v);
+// --fit, what fits the GPU for a context with parameters c (its cells,
+// batch, cache types, sliding windows for c.n_seq_max sequences: the cache
+// that context allocates). Throws InvalidArgument for a bad value.
+int gpu_layers(const ModelOptions& o, const model::Model& m, const runtime::ContextParams& c);
 
 }  // namespace ferrite::tools

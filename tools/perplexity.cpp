@@ -97,14 +97,12 @@ int run_perplexity(PerplexityOptions opt) {
   }
   const TensorType type_k = runtime::cache_type_from_name(opt.model.cache_type_k, "--cache-type-k");
   const TensorType type_v = runtime::cache_type_from_name(opt.model.cache_type_v, "--cache-type-v");
-  ModelOptions sized = opt.model;
-  sized.n_ctx = n_ctx;
   runtime::ContextParams cp{.n_ctx = n_ctx,
                             .n_batch = std::max(opt.n_batch, n_ctx),
                             .n_threads = opt.n_threads,
                             .cache_type = type_k,
-                            .cache_type_v = type_v,
-                            .n_gpu_layers = gpu_layers(sized, *model, type_k, type_v)};
+                            .cache_type_v = type_v};
+  cp.n_gpu_layers = gpu_layers(opt.model, *model, cp);
   load_lora(opt.model, *model, cp);
   runtime::Context ctx(model, cp);
   std::fprintf(stderr, "perplexity: %zu tokens, %lld chunks of %lld, scoring the second half of each\n",

@@ -85,7 +85,7 @@ int run_serve(const ServeOptions& opt) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  LoadedModel lm = load_model(opt.model);
+  LoadedModel lm = load_model(opt.model, std::max(opt.parallel, 1));  // --fit: a sliding window per slot
   const std::string& path = lm.path;
   const std::shared_ptr<const model::Model>& model = lm.model;
   so.model_path = path;

@@ -70,7 +70,7 @@ DraftModel load_draft_model(const SpeculativeOptions& o, const ModelOptions& tar
   c.n_ctx = o.ctx_size_draft > 0 ? o.ctx_size_draft : n_ctx;
   c.n_batch = target_options.n_batch;
   c.n_threads = n_threads;
-  c.n_gpu_layers = gpu_layers(mo, *d.model, c.cache_type, c.cache_type_v);
+  c.n_gpu_layers = gpu_layers(mo, *d.model, c);
   return d;
 }
 

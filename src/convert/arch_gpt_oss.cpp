@@ -15,7 +15,8 @@
 // MXFP4 blocks: dequantize them first); the SwiGLU's clamp (swiglu_limit) must
 // be the engine's 7, and the layer pattern the engine's alternation. YaRN's
 // correction range: transformers leaves it unrounded where config.json says
-// truncate false (gpt-oss does); the engine rounds it (a note says so).
+// truncate false (gpt-oss does); rope.scaling.yarn_truncate carries that to
+// the engine (model/arch_gpt_oss.cpp).
 #include <string>
 #include <vector>
 
@@ -71,10 +72,14 @@ void gpt_oss_params(Params& p) {
     if (auto ctx = json_int(*rs, "original_max_position_embeddings", where)) {
       p.u32("rope.scaling.original_context_length", *ctx);
     }
-    if (auto t = rs->find("truncate"); t != rs->end() && t->is_boolean() && !t->get<bool>()) {
-      p.notes.push_back("rope_scaling truncate: false: transformers does not round YaRN's correction range, the "
-                        "engine (as llama.cpp) rounds it to whole dimensions; positions rotate slightly differently");
+    // transformers' truncate (default true): whether YaRN's correction range
+    // is rounded to whole dimensions; gpt-oss's config says false.
+    bool truncate = true;
+    if (auto t = rs->find("truncate"); t != rs->end()) {
+      if (!t->is_boolean()) throw ModelError(where + ": truncate must be true or false");
+      truncate = t->get<bool>();
     }
+    p.boolean("rope.scaling.yarn_truncate", truncate);
   }
 }
 

@@ -29,9 +29,14 @@ void rope_table(const RopeConfig& cfg, const int32_t* pos, int64_t n_pos, float*
   const float theta_scale = std::pow(cfg.freq_base, -2.0f / static_cast<float>(cfg.n_rot));
   float corr_low = 0.0f, corr_high = 0.0f;
   if (cfg.ext_factor != 0.0f) {
-    corr_low = std::max(0.0f, std::floor(corr_dim(cfg.n_rot, cfg.n_ctx_orig, cfg.beta_fast, cfg.freq_base)));
-    corr_high = std::min(static_cast<float>(cfg.n_rot - 1),
-                         std::ceil(corr_dim(cfg.n_rot, cfg.n_ctx_orig, cfg.beta_slow, cfg.freq_base)));
+    corr_low = corr_dim(cfg.n_rot, cfg.n_ctx_orig, cfg.beta_fast, cfg.freq_base);
+    corr_high = corr_dim(cfg.n_rot, cfg.n_ctx_orig, cfg.beta_slow, cfg.freq_base);
+    if (cfg.yarn_truncate) {
+      corr_low = std::floor(corr_low);
+      corr_high = std::ceil(corr_high);
+    }
+    corr_low = std::max(0.0f, corr_low);
+    corr_high = std::min(static_cast<float>(cfg.n_rot - 1), corr_high);
   }
   for (int64_t t = 0; t < n_pos; ++t) {
     float theta_base = static_cast<float>(pos[t]);

@@ -6,7 +6,12 @@
 //   theta = p * base^(-2i/n_rot) / freq_factor[i]   (computed as llama.cpp does:
 //   theta_i = theta_{i-1} * base^(-2/n_rot) in float)
 // then scaled: linear (theta * freq_scale) or YaRN (a ramp between the
-// interpolated and extrapolated angle, magnitude scaled by mscale).
+// interpolated and extrapolated angle, magnitude scaled by mscale). YaRN's
+// ramp runs between the correction dimensions of beta_fast and beta_slow,
+// rounded out to whole pairs (floor, ceil) as llama.cpp does, or left
+// fractional (yarn_truncate false: transformers' rope_scaling truncate
+// false, gpt-oss's, as OpenAI's reference computes it); both clamped to
+// [0, n_rot - 1].
 // Normal mode rotates (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
 // Dimensions >= n_rot pass through unchanged (partial rotary). The rotation
 // itself uses fused multiply-adds (VecOps::rotate), as llama.cpp's does.
@@ -26,6 +31,7 @@ struct RopeConfig {
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
   int n_ctx_orig = 0;         // training context (YaRN)
+  bool yarn_truncate = true;  // YaRN's correction range rounded to whole pairs (false: fractional)
   const float* freq_factors = nullptr;  // [n_rot/2] divisors (Llama 3, LongRoPE) or nullptr
 };
 

@@ -55,7 +55,8 @@ DeviceLimits device_limits(int device = 0);
 // whose last N layers (with the output; the embedding table too when N is
 // all layers) fit in the free memory.
 struct FitReport {
-  std::vector<uint64_t> layer_bytes;  // [n_layer]
+  std::vector<uint64_t> layer_bytes;  // [n_layer]: weights and KV cache
+  std::vector<uint64_t> cache_bytes;  // [n_layer]: the KV cache's part of layer_bytes
   uint64_t output_bytes = 0, embd_bytes = 0, scratch_bytes = 0;
   uint64_t free_bytes = 0, total_bytes = 0;
   int max_layers = 0;

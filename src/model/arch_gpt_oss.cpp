@@ -2,6 +2,8 @@
 // a pre-RMSNorm decoder with
 //   - Q, K, V and output projections with biases, NeoX RoPE (YaRN scaling
 //     from rope.scaling.*), scores scaled by 1 / sqrt(rope.dimension_count);
+//     YaRN's correction range unrounded unless rope.scaling.yarn_truncate
+//     says true (yarn_truncate below);
 //   - attention sinks: blk.N.attn_sinks [n_head], a learned logit per head
 //     joining the softmax's denominator of every query row (backend/weight.h);
 //   - sliding-window attention (attention.sliding_window, required) on the
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "gguf/metadata.h"
 #include "gguf/tensor_type.h"
 #include "model/arch_factories.h"
 #include "model/bind_experts.h"
@@ -31,6 +34,21 @@ namespace {
 constexpr float kOaiAlpha = 1.702f;  // the SwiGLU's sigmoid slope
 constexpr float kOaiLimit = 7.0f;    // its clamp of gate (above) and up (both sides)
 constexpr int64_t kSlidingPattern = 2;  // layer il slides when il % 2 == 0
+
+// gpt-oss was trained with YaRN's correction range left fractional: OpenAI's
+// reference (gpt_oss/torch/model.py, RotaryEmbedding) never rounds low and
+// high, and gpt-oss-20b's config.json says rope_scaling truncate false for
+// transformers (vLLM and SGLang changed their YaRN to match: vllm#28244,
+// sglang#14270). llama.cpp's converter writes no key for it (its gpt-oss
+// files carry rope.scaling.type, factor and original_context_length, the
+// newer ones yarn_beta_fast/slow too) and llama.cpp rounds, as for every
+// model. So a gpt-oss file without rope.scaling.yarn_truncate (every
+// llama.cpp-converted one) runs unrounded, as the model was trained;
+// `ferrite convert` writes the key from the config, and a file that says
+// true (the tiny test models whose goldens llama.cpp computed) is rounded.
+bool yarn_truncate(const gguf::Metadata& md) {
+  return md.opt_bool(md.arch_key("rope.scaling.yarn_truncate")).value_or(false);
+}
 
 // An f32 tensor of this shape (the experts' stacked biases).
 Tensor require_f32(const WeightBinder& b, const std::string& name, std::initializer_list<int64_t> shape) {
@@ -45,8 +63,10 @@ class GptOss : public Architecture {
  public:
   GptOss(const gguf::File& file, HParams& hp) {
     const WeightBinder b(file);
+    const gguf::Metadata md(file);
     const int64_t n_embd = hp.n_embd;
     hp.rope.neox = true;
+    hp.rope.yarn_truncate = yarn_truncate(md);
     if (hp.n_swa <= 0) throw ModelError(file.path() + ": gpt-oss needs attention.sliding_window");
     if (hp.n_expert == 0) throw ModelError(file.path() + ": gpt-oss needs expert_count");
     tok_embd_ = bind_token_embd(b, hp);

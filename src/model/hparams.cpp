@@ -162,6 +162,7 @@ HParams read_hparams(const gguf::Metadata& md) {
   if (r.scaling == RopeScaling::Yarn) {
     r.yarn_ext_factor = 1.0f;
     r.yarn_attn_factor = md.opt_float(key("rope.scaling.attn_factor")).value_or(1.0f);
+    r.yarn_truncate = md.opt_bool(key("rope.scaling.yarn_truncate")).value_or(true);
   }
   if (r.freq_base <= 0.0f) throw ModelError(path + ": rope.freq_base must be positive");
   return hp;

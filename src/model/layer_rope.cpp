@@ -30,6 +30,7 @@ backend::RopeConfig rope_config(const RopeParams& r, const float* freq_factors) 
   c.beta_fast = r.yarn_beta_fast;
   c.beta_slow = r.yarn_beta_slow;
   c.n_ctx_orig = r.n_ctx_orig;
+  c.yarn_truncate = r.yarn_truncate;
   c.freq_factors = freq_factors;
   return c;
 }

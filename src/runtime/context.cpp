@@ -67,6 +67,14 @@ int64_t window_cells(const model::HParams& hp, const ContextParams& p) {
   return w < n_ctx ? w : 0;
 }
 
+CachePlan cache_plan(const model::HParams& hp, const ContextParams& p) {
+  CachePlan plan;
+  plan.n_cells = context_size(hp, p.n_ctx);
+  plan.window_cells = window_cells(hp, p);
+  plan.bytes = KvCache::planned_bytes(hp, plan.n_cells, p.cache_type, p.cache_type_v, plan.window_cells);
+  return plan;
+}
+
 Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
     : model_(std::move(model)),
       params_(params),

@@ -59,6 +59,20 @@ constexpr int64_t kDefaultMaxCtx = 4096;
 // InvalidArgument for n_seq_max < 1.
 int64_t window_cells(const model::HParams& hp, const ContextParams& p);
 
+// The K/V cache a context with these parameters allocates, every layer
+// counted (wherever it runs: a GPU keeps its layers' K/V in as many cells):
+// its cells (n_ctx 0: the model's training context, capped at
+// kDefaultMaxCtx), the sliding-window layers' window (window_cells: 0 none;
+// one window per sequence of n_seq_max) and the bytes of K/V of all layers
+// (KvCache::planned_bytes). What --fit counts. InvalidArgument as
+// window_cells and for a negative n_ctx.
+struct CachePlan {
+  int64_t n_cells = 0;
+  int64_t window_cells = 0;
+  int64_t bytes = 0;
+};
+CachePlan cache_plan(const model::HParams& hp, const ContextParams& p);
+
 class Context {
  public:
   Context(std::shared_ptr<const model::Model> model, const ContextParams& params);

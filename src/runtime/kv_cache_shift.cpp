@@ -31,7 +31,8 @@ cpu::RopeConfig rotation_only(cpu::RopeConfig c) {
 bool same_rotation(const cpu::RopeConfig& a, const cpu::RopeConfig& b) {
   return a.n_rot == b.n_rot && a.neox == b.neox && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
          a.ext_factor == b.ext_factor && a.attn_factor == b.attn_factor && a.beta_fast == b.beta_fast &&
-         a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig && a.freq_factors == b.freq_factors;
+         a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig && a.yarn_truncate == b.yarn_truncate &&
+         a.freq_factors == b.freq_factors;
 }
 
 }  // namespace

@@ -65,36 +65,30 @@ Offload make_offload(const model::Model& m, int64_t n_cells, int n_gpu_layers, T
 #endif
 }
 
-GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, TensorType type_v,
-                      int64_t window_cells) {
-#ifdef FERRITE_HAVE_CUDA
-  if (n_ctx < 0) throw InvalidArgument("context size must not be negative");
+GpuFit fit_gpu_layers(const model::Model& m, const ContextParams& p) {
   const model::HParams& hp = m.hparams();
-  // The Context's rule for its cache size.
-  const int64_t cells =
-      n_ctx > 0 ? n_ctx : (hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx);
-  const bool windowed = window_cells > 0 && window_cells < cells && hp.has_swa_layers();
-  const cuda::FitReport r = cuda::fit_report(m.file(), m.dims(), cells, 0, type_k, type_v,
-                                             windowed ? window_cells : 0,
+  const CachePlan plan = cache_plan(hp, p);  // the Context's rules for its cache
+#ifdef FERRITE_HAVE_CUDA
+  const bool windowed = plan.window_cells > 0;
+  const cuda::FitReport r = cuda::fit_report(m.file(), m.dims(), plan.n_cells, 0, p.cache_type, p.cache_type_v,
+                                             plan.window_cells,
                                              windowed ? window_layers(hp) : std::vector<bool>{});
   auto mib = [](uint64_t b) { return std::to_string(static_cast<int64_t>(std::llround(b / (1024.0 * 1024.0)))); };
   GpuFit fit;
   fit.n_layers = r.max_layers;
   const uint64_t per_layer = r.layer_bytes.empty() ? 0 : r.layer_bytes.back();
+  const std::string seqs = p.n_seq_max > 1 ? " for " + std::to_string(p.n_seq_max) + " sequences" : std::string();
   fit.report = "fit: " + std::to_string(r.max_layers) + " of " + std::to_string(hp.n_layer) + " layers (" +
-               mib(per_layer) + " MiB per layer with " + std::to_string(cells) + " cache cells" +
-               (windowed ? ", " + std::to_string(window_cells) + " in sliding-window layers" : std::string()) +
+               mib(per_layer) + " MiB per layer with " + std::to_string(plan.n_cells) + " cache cells" +
+               (windowed ? ", " + std::to_string(plan.window_cells) + " in sliding-window layers" + seqs
+                         : std::string()) +
                ", output " +
                mib(r.output_bytes) + " MiB, embeddings " + mib(r.embd_bytes) + " MiB, scratch " +
                mib(r.scratch_bytes) + " MiB) need " + mib(r.needed(r.max_layers)) + " MiB; " + mib(r.free_bytes) +
                " MiB free of " + mib(r.total_bytes) + " MiB";
   return fit;
 #else
-  (void)window_cells;
-  (void)m;
-  (void)n_ctx;
-  (void)type_k;
-  (void)type_v;
+  (void)plan;
   throw InvalidArgument("--fit needs a build with CUDA (cmake -DFERRITE_CUDA=ON)");
 #endif
 }

@@ -42,13 +42,15 @@ struct GpuFit {
   std::string report;  // the numbers, one line
 };
 
-// What --fit picks: the largest number of layers whose weights, KV cache of
-// n_ctx cells (0: the context's default; K and V of types type_k, type_v;
-// window_cells for the sliding-window layers when > 0, runtime::window_cells)
-// and scratch fit in the free memory of the device. Throws InvalidArgument
-// without a CUDA build or device.
-GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k = TensorType::F16,
-                      TensorType type_v = TensorType::F16, int64_t window_cells = 0);
+struct ContextParams;  // runtime/context.h
+
+// What --fit picks for a context with parameters p: the largest number of
+// layers whose weights, KV cache (as that context allocates it,
+// runtime::cache_plan: its cells, K and V types, and the sliding-window
+// layers' window sized for p.n_seq_max sequences) and scratch fit in the
+// free memory of the device. Throws InvalidArgument without a CUDA build or
+// device, and as cache_plan.
+GpuFit fit_gpu_layers(const model::Model& m, const ContextParams& p);
 
 // The GPU's limits for reports (`ferrite bench`: its fraction of the limit):
 // memory bandwidth and the peak of the arithmetic the GPU's prefill runs on

@@ -59,8 +59,7 @@ bool has_note(const Outcome& o, const std::string& part) {
 TEST(FamilyRefusals, GptOss) {
   const Outcome good = convert_edited("gpt_oss", [](Json&) {});
   EXPECT_EQ(good.error, "");
-  // transformers' gpt-oss config has truncate false: the note says the engine rounds.
-  EXPECT_TRUE(has_note(good, "truncate")) << "no note on YaRN's unrounded correction range";
+  expect_refused("gpt_oss", [](Json& c) { c["rope_parameters"]["truncate"] = "no"; }, "truncate");
   expect_refused("gpt_oss", [](Json& c) { c["quantization_config"] = {{"quant_method", "mxfp4"}}; }, "MXFP4");
   expect_refused("gpt_oss", [](Json& c) { c["swiglu_limit"] = 10.0; }, "swiglu_limit");
   expect_refused("gpt_oss", [](Json& c) { c["layer_types"] = {"full_attention", "sliding_attention"}; },

@@ -295,10 +295,12 @@ INSTANTIATE_TEST_SUITE_P(
                       TinyCase{"bloom", kTolerance}, TinyCase{"mpt", kTolerance}, TinyCase{"glm4", kTolerance},
                       TinyCase{"smollm3", kTolerance}, TinyCase{"deepseek_v2", kTolerance},
                       TinyCase{"deepseek_v3", kTolerance}, TinyCase{"llama4", kTolerance},
-                      // gpt-oss: experts with fused, interleaved gate|up and attention sinks
-                      // (2.3e-5 with the f32 cache: transformers leaves YaRN's correction range
-                      // unrounded, truncate false; unrounded in ferrite's rope too it was 1.8e-7)
-                      TinyCase{"gpt_oss", kTolerance},
+                      // gpt-oss: experts with fused, interleaved gate|up and attention sinks;
+                      // YaRN's correction range unrounded as transformers' (truncate false ->
+                      // rope.scaling.yarn_truncate false): 1.8e-7 with the f32 cache (llama's
+                      // 1.2e-7; f16 cache 5.4e-5), 2.3e-5 when ferrite rounded it, which the
+                      // f32 bound 5e-6 would catch
+                      TinyCase{"gpt_oss", kTolerance, 5e-6},
                       // the encoder-decoder: t5-small's ReLU with the scaled tied head (1.2e-6;
                       // f16 cache 7.8e-4)
                       TinyCase{"t5", kTolerance},
@@ -310,6 +312,18 @@ INSTANTIATE_TEST_SUITE_P(
                       // LongRoPE with Phi-3.5-MoE's mscale (tests/convert/phimoe_test.cpp)
                       TinyCase{"phimoe", 2.8e-4}, TinyCase{"phimoe-longrope", 2.8e-4},
                       TinyCase{"t5-gated", 2e-2, 1.2e-2}));
+
+// gpt-oss's rope_scaling truncate false reaches the file
+// (rope.scaling.yarn_truncate) and the engine's rope.
+TEST(TinyGptOss, YarnTruncateFalseReachesTheFile) {
+  const auto dir = fixtures() / "tiny" / "gpt_oss";
+  ASSERT_EQ(read_json(dir / "config.json")["rope_parameters"]["truncate"], false);
+  test::TempDir tmp;
+  const std::string path = convert_f32(dir, tmp, "llama-bpe");
+  const gguf::File file = gguf::File::open(path);
+  EXPECT_FALSE(gguf::Metadata(file).get_bool("gpt-oss.rope.scaling.yarn_truncate"));
+  EXPECT_FALSE(model::Model::load(path)->hparams().rope.yarn_truncate);
+}
 
 // t5's converted Unigram tokenizer (model "t5", no BOS, </s> appended)
 // encodes the encoder's text as SentencePiece did for transformers.

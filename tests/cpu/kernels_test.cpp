@@ -1,7 +1,9 @@
 // Norms, activations, softmax and RoPE against their definitions.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -111,6 +113,52 @@ TEST(Rope, FreqFactorsAndLinearScaleDivideTheAngle) {
   rope_table(cfg, pos, 1, c, s);
   EXPECT_NEAR(c[0], std::cos(7 * 0.5), 1e-5);
   EXPECT_NEAR(s[1], std::sin(7 * 0.5 * std::pow(10000.0, -0.5) / 4.0), 1e-5);
+}
+
+// YaRN: the angle of pair i mixes theta / factor and theta by a ramp
+// between the correction dimensions of beta_fast and beta_slow, rounded out
+// to whole pairs (yarn_truncate, llama.cpp's) or fractional (transformers'
+// truncate false), clamped to [0, n_rot - 1]; magnitude 1 + 0.1 ln(factor).
+// Written in double from that definition (theta_i by repeated f32
+// multiplication, as rope.h says).
+TEST(Rope, YarnRampRoundedOrFractional) {
+  constexpr int kRot = 64, kCtxOrig = 32;
+  constexpr double kFactor = 4.0, kBase = 10000.0;
+  const int32_t pos[2] = {3, 40};
+  const float step = std::pow(static_cast<float>(kBase), -2.0f / kRot);
+  auto corr = [&](double beta) { return kRot * std::log(kCtxOrig / (beta * 2.0 * M_PI)) / (2.0 * std::log(kBase)); };
+  std::vector<float> rounded_c;
+  for (bool truncate : {true, false}) {
+    RopeConfig cfg;
+    cfg.n_rot = kRot;
+    cfg.neox = true;
+    cfg.freq_base = static_cast<float>(kBase);
+    cfg.freq_scale = static_cast<float>(1.0 / kFactor);
+    cfg.ext_factor = 1.0f;
+    cfg.n_ctx_orig = kCtxOrig;
+    cfg.yarn_truncate = truncate;
+    std::vector<float> c(2 * kRot / 2), s(c.size());
+    rope_table(cfg, pos, 2, c.data(), s.data());
+    const double low = std::max(0.0, truncate ? std::floor(corr(32.0)) : corr(32.0));
+    const double high = std::min(kRot - 1.0, truncate ? std::ceil(corr(1.0)) : corr(1.0));
+    ASSERT_NE(corr(1.0), std::ceil(corr(1.0))) << "the fractional range must differ from the rounded one";
+    const double mscale = 1.0 + 0.1 * std::log(kFactor);
+    for (int t = 0; t < 2; ++t) {
+      float theta_f = static_cast<float>(pos[t]);
+      for (int i = 0; i < kRot / 2; ++i, theta_f *= step) {
+        const double theta = theta_f;
+        const double mix = 1.0 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
+        const double ang = theta / kFactor * (1.0 - mix) + theta * mix;
+        EXPECT_NEAR(c[t * kRot / 2 + i], std::cos(ang) * mscale, 2e-5) << "pair " << i << ", truncate " << truncate;
+        EXPECT_NEAR(s[t * kRot / 2 + i], std::sin(ang) * mscale, 2e-5) << "pair " << i << ", truncate " << truncate;
+      }
+    }
+    if (truncate) {
+      rounded_c = c;
+    } else {
+      EXPECT_NE(c, rounded_c) << "the rounding of the range changes no angle";
+    }
+  }
 }
 
 }  // namespace

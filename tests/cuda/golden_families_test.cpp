@@ -52,34 +52,13 @@ TEST_P(GpuGoldenFamilies, TopLogitsAndLogSumExp) {
   const auto tiny = test::make_tiny_family(c.family);
   auto model = model::Model::load(tiny->path().string());
   const size_t nv = static_cast<size_t>(model->hparams().n_vocab);
-  const int64_t n = static_cast<int64_t>(g.tokens.size());
-  struct Pass {
-    int64_t n_batch;
-    int n_gpu_layers;
-    bool exact;
-  };
-  const Pass passes[] = {{n, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},
-                         {n, runtime::kAllLayers, false}, {1, runtime::kAllLayers, false},
-                         {n, 1, true},                    {1, 1, false}};
-  for (const Pass& p : passes) {
-    const cuda::test::ProductMode mode(p.exact);
-    const std::vector<float> logits = cuda::test::eval_logits(model, g.tokens, kCtx, p.n_batch, p.n_gpu_layers);
-    ASSERT_EQ(logits.size(), g.positions.size() * nv);
-    double worst = 0;
-    for (size_t i = 0; i < g.positions.size(); ++i) {
-      worst = std::max(worst,
-                       test::max_logit_error(std::span<const float>(logits.data() + i * nv, nv), g.positions[i]));
-    }
-    const std::string what = c.family + " p" + std::to_string(c.prompt) + ", batch " + std::to_string(p.n_batch) +
-                             ", -ngl " + (p.n_gpu_layers < 0 ? "all" : std::to_string(p.n_gpu_layers)) +
-                             (p.exact ? ", exact" : ", fast");
-    const std::vector<std::string>& ik = test::tiny_ik_families();
-    const double exact_tol = std::find(ik.begin(), ik.end(), c.family) != ik.end() ? kIkExactTol
-                             : model->hparams().n_layer >= 8                        ? kDeepExactTol
-                                                                                    : kExactTol;
-    EXPECT_LE(worst, p.exact ? exact_tol : kFastTol) << what;
-    std::printf("  %s: max |logit error| %.3g\n", what.c_str(), worst);
-  }
+  const std::vector<std::string>& ik = test::tiny_ik_families();
+  const double exact_tol = std::find(ik.begin(), ik.end(), c.family) != ik.end() ? kIkExactTol
+                           : model->hparams().n_layer >= 8                        ? kDeepExactTol
+                                                                                  : kExactTol;
+  cuda::test::check_passes(model, g.tokens, kCtx, cuda::test::standard_passes(static_cast<int64_t>(g.tokens.size())),
+                           c.family + " p" + std::to_string(c.prompt), exact_tol, kFastTol,
+                           cuda::test::against_golden(g, nv));
 }
 
 std::vector<Case> cases() {

@@ -229,7 +229,7 @@ TEST(GpuOffload, FitPicksEveryLayerOfATinyModel) {
   FERRITE_REQUIRE_GPU();
   FERRITE_SHARED_FILE(model_path, "models/stories260K.gguf");
   auto model = model::Model::load(model_path.string());
-  const runtime::GpuFit fit = runtime::fit_gpu_layers(*model, 256);
+  const runtime::GpuFit fit = runtime::fit_gpu_layers(*model, {.n_ctx = 256});
   EXPECT_EQ(fit.n_layers, model->hparams().n_layer);
   EXPECT_NE(fit.report.find(std::to_string(model->hparams().n_layer) + " of "), std::string::npos) << fit.report;
 }

@@ -29,12 +29,6 @@ constexpr int64_t kCtx = 64;
 constexpr double kExactTol = 1e-3;
 constexpr double kFastTol = 2e-2;
 
-struct Pass {
-  int64_t n_batch;
-  int n_gpu_layers;
-  bool exact;
-};
-
 class GpuGptArchs : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GpuGptArchs, MatchesLlamaCpp) {
@@ -45,25 +39,9 @@ TEST_P(GpuGptArchs, MatchesLlamaCpp) {
   auto model = model::Model::load(tiny.path().string());
   const test::Golden g = test::load_golden(std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/model/golden" /
                                            ("tiny-" + arch + ".p1.json"));
-  const int64_t n = static_cast<int64_t>(g.tokens.size());
   const size_t nv = static_cast<size_t>(model->hparams().n_vocab);
-  const Pass passes[] = {{n, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},
-                         {n, runtime::kAllLayers, false}, {1, runtime::kAllLayers, false},
-                         {n, 1, true},                    {1, 1, false}};
-  for (const Pass& p : passes) {
-    const cuda::test::ProductMode mode(p.exact);
-    const std::vector<float> all = cuda::test::eval_logits(model, g.tokens, kCtx, p.n_batch, p.n_gpu_layers);
-    ASSERT_EQ(all.size(), g.tokens.size() * nv);
-    double worst = 0;
-    for (size_t i = 0; i < g.positions.size(); ++i) {
-      worst = std::max(worst, test::max_logit_error(std::span<const float>(all.data() + i * nv, nv), g.positions[i]));
-    }
-    const std::string what = arch + ", batch " + std::to_string(p.n_batch) + ", -ngl " +
-                             (p.n_gpu_layers < 0 ? "all" : std::to_string(p.n_gpu_layers)) +
-                             (p.exact ? ", exact" : ", fast");
-    EXPECT_LE(worst, p.exact ? kExactTol : kFastTol) << what;
-    std::printf("  %s: max |logit error| %.3g\n", what.c_str(), worst);
-  }
+  cuda::test::check_passes(model, g.tokens, kCtx, cuda::test::standard_passes(static_cast<int64_t>(g.tokens.size())),
+                           arch, kExactTol, kFastTol, cuda::test::against_golden(g, nv));
 }
 
 // gptj against the double-precision forward (tests/model/ref_gptj.h): every logit.
@@ -77,18 +55,10 @@ TEST(GpuGptj, EveryLogitMatchesTheReference) {
   for (int32_t i = 0; i < 24; ++i) tokens.push_back((37 * i * i + 11 * i + 5) % 509 + 3);
   const test::ref::Rows want = test::ref::gptj_forward(tiny.gguf(), c, tokens);
   const int64_t n = static_cast<int64_t>(tokens.size());
-  const Pass passes[] = {{n, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},
-                         {n, runtime::kAllLayers, false}, {1, 1, false}};
-  for (const Pass& p : passes) {
-    const cuda::test::ProductMode mode(p.exact);
-    const std::vector<float> all = cuda::test::eval_logits(model, tokens, kCtx, p.n_batch, p.n_gpu_layers);
-    ASSERT_EQ(all.size(), want.size());
-    double worst = 0;
-    for (size_t i = 0; i < all.size(); ++i) worst = std::max(worst, std::fabs(all[i] - want[i]));
-    EXPECT_LE(worst, p.exact ? kExactTol : kFastTol) << "gptj batch " << p.n_batch << (p.exact ? " exact" : " fast");
-    std::printf("  gptj, batch %lld, %s: max |logit error| %.3g\n", static_cast<long long>(p.n_batch),
-                p.exact ? "exact" : "fast", worst);
-  }
+  const std::vector<cuda::test::Pass> passes = {
+      {n, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true}, {n, runtime::kAllLayers, false}, {1, 1, false}};
+  cuda::test::check_passes(model, tokens, kCtx, passes, "gptj", kExactTol, kFastTol,
+                           cuda::test::against_reference(want));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GpuGptArchs,

@@ -23,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "cuda/backend.h"
+#include "cuda/backend/cuda_backend.h"
 #include "device_util.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
@@ -359,8 +361,61 @@ TEST(GpuKvWindowFit, SlidingLayersCountTheWindow) {
   // The context's rule: a window of 256 cells for one sequence and batches of 40.
   EXPECT_EQ(runtime::window_cells(hp, {.n_ctx = kCtx, .n_batch = 40}), 256);
   EXPECT_EQ(runtime::window_cells(hp, {.n_ctx = kCtx, .n_batch = 40, .swa_full = true}), 0);
-  const runtime::GpuFit f = runtime::fit_gpu_layers(*model, kCtx, TensorType::F16, TensorType::F16, 256);
+  const runtime::GpuFit f = runtime::fit_gpu_layers(*model, {.n_ctx = kCtx, .n_batch = 40});
   EXPECT_NE(f.report.find("256 in sliding-window layers"), std::string::npos) << f.report;
+}
+
+// With several sequences (the server's slots) the window holds each one's:
+// --fit counts the cache a context of that many sequences allocates, on the
+// CPU (runtime::cache_plan, the context's window) and on the GPU (the
+// backend's K/V buffers against the report's cache bytes), f16 and q8_0.
+TEST(GpuKvWindowFit, CountsEverySequencesWindow) {
+  FERRITE_REQUIRE_GPU();
+  test::GemmaConfig c;
+  c.version = 3;
+  c.n_layer = 6;
+  c.n_embd = 64;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.head_dim = 16;
+  c.n_ff = 96;
+  c.n_swa = kWindow;
+  c.n_ctx = kCtx;
+  test::TinyGemma tiny(c);
+  auto model = model::Model::load(tiny.path().string());
+  const model::HParams& hp = model->hparams();
+  std::vector<bool> sliding(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) sliding[static_cast<size_t>(il)] = hp.is_swa(il);
+  for (TensorType type : {TensorType::F16, TensorType::Q8_0}) {
+    for (int n_seq : {1, 12}) {  // windows of 256 and 512 cells (12 x 24 + 40, padded)
+      const std::string what = tensor_type_name(type) + ", " + std::to_string(n_seq) + " sequences";
+      runtime::ContextParams p{.n_ctx = kCtx, .n_batch = 40, .n_threads = 2, .cache_type = type,
+                               .cache_type_v = type, .n_seq_max = n_seq};
+      const runtime::CachePlan plan = runtime::cache_plan(hp, p);
+      EXPECT_EQ(plan.window_cells, n_seq == 1 ? 256 : 512) << what;
+      const runtime::GpuFit f = runtime::fit_gpu_layers(*model, p);
+      EXPECT_NE(f.report.find(std::to_string(plan.window_cells) + " in sliding-window layers"), std::string::npos)
+          << what << ": " << f.report;
+      // The context with every layer on the GPU keeps that window (its GPU backend as many cells).
+      p.n_gpu_layers = runtime::kAllLayers;
+      runtime::Context ctx(model, p);
+      ASSERT_NE(ctx.cache().window(), nullptr) << what;
+      EXPECT_EQ(ctx.cache().window()->size(), plan.window_cells) << what;
+      // The GPU's K/V buffers for that window against the report's cache bytes.
+      const cuda::FitReport r = cuda::fit_report(model->file(), model->dims(), plan.n_cells, 0, type, type,
+                                                 plan.window_cells, sliding);
+      uint64_t counted = 0;
+      for (uint64_t b : r.cache_bytes) counted += b;
+      runtime::Offload off = runtime::make_offload(*model, plan.n_cells, runtime::kAllLayers, type, type,
+                                                   backend::env_switches(), plan.window_cells);
+      const auto* gpu = dynamic_cast<const cuda::CudaBackend*>(off.backend.get());
+      ASSERT_NE(gpu, nullptr);
+      EXPECT_EQ(gpu->cache_bytes(), counted) << what;
+      std::printf("  %s: window %lld cells, GPU K/V %llu bytes (counted %llu)\n", what.c_str(),
+                  static_cast<long long>(plan.window_cells), static_cast<unsigned long long>(gpu->cache_bytes()),
+                  static_cast<unsigned long long>(counted));
+    }
+  }
 }
 
 }  // namespace

@@ -78,12 +78,6 @@ TEST(GpuLlama4Ops, WeightInputsMatchCpu) {
   EXPECT_NE(want, in);
 }
 
-struct Pass {
-  int64_t n_batch;
-  int n_gpu_layers;
-  bool exact;
-};
-
 TEST(GpuRefArchs, Llama4) {
   FERRITE_REQUIRE_GPU();
   for (int64_t k_used : {int64_t{1}, int64_t{2}}) {
@@ -94,21 +88,11 @@ TEST(GpuRefArchs, Llama4) {
     const test::ref::Rows want = test::RefLlama4(c, *tiny).logits(tokens);
     auto model = model::Model::load(tiny->path().string());
     const int64_t n = static_cast<int64_t>(tokens.size());
-    const Pass passes[] = {{n, runtime::kAllLayers, true},  {7, runtime::kAllLayers, true},
-                           {1, runtime::kAllLayers, true},  {n, runtime::kAllLayers, false},
-                           {1, runtime::kAllLayers, false}, {n, 3, true}};
-    for (const Pass& p : passes) {
-      const cuda::test::ProductMode mode(p.exact);
-      const std::vector<float> got = cuda::test::eval_logits(model, tokens, 64, p.n_batch, p.n_gpu_layers);
-      ASSERT_EQ(got.size(), want.size());
-      double worst = 0;
-      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-      const std::string what = "top-" + std::to_string(k_used) + ", batch " + std::to_string(p.n_batch) +
-                               ", -ngl " + (p.n_gpu_layers < 0 ? "all" : std::to_string(p.n_gpu_layers)) +
-                               (p.exact ? ", exact" : ", fast");
-      EXPECT_LE(worst, p.exact ? kExactTol : kFastTol) << what;
-      std::printf("  llama4 %s: max |logit error| %.3g\n", what.c_str(), worst);
-    }
+    const std::vector<cuda::test::Pass> passes = {{n, runtime::kAllLayers, true},  {7, runtime::kAllLayers, true},
+                                                  {1, runtime::kAllLayers, true},  {n, runtime::kAllLayers, false},
+                                                  {1, runtime::kAllLayers, false}, {n, 3, true}};
+    cuda::test::check_passes(model, tokens, 64, passes, "llama4 top-" + std::to_string(k_used), kExactTol, kFastTol,
+                             cuda::test::against_reference(want));
   }
 }
 

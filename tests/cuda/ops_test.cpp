@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -49,14 +50,28 @@ TEST(GpuOps, RmsNorm) {
   expect_near_all(to_host<float>(yd, x.size()), ref, 1e-6);
 }
 
+// The kernel applies cpu::rope_table's angles (plain, and YaRN's with the
+// correction range rounded and fractional, gpt-oss's) as cpu::rope_apply does.
 TEST(GpuOps, RopeNormalAndNeox) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();
   constexpr int64_t kTokens = 5, kHeads = 3, kHeadDim = 64;
-  for (bool neox : {false, true}) {
+  struct Variant {
+    bool neox;
+    int yarn;  // 0 none, 1 rounded range, 2 fractional range
+  };
+  for (const Variant var : {Variant{false, 0}, Variant{true, 0}, Variant{true, 1}, Variant{true, 2}}) {
+    const bool neox = var.neox;
+    SCOPED_TRACE(std::string(neox ? "neox" : "adjacent pairs") + ", yarn " + std::to_string(var.yarn));
     cpu::RopeConfig cfg;
     cfg.n_rot = 48;  // partial rotary: the last 16 dimensions pass through
     cfg.neox = neox;
+    if (var.yarn != 0) {
+      cfg.freq_scale = 0.25f;
+      cfg.ext_factor = 1.0f;
+      cfg.n_ctx_orig = 32;
+      cfg.yarn_truncate = var.yarn == 1;
+    }
     std::vector<int32_t> pos = {0, 3, 17, 100, 4095};
     std::vector<float> cos_t(kTokens * cfg.n_rot / 2), sin_t(cos_t.size());
     cpu::rope_table(cfg, pos.data(), kTokens, cos_t.data(), sin_t.data());

@@ -37,28 +37,9 @@ TEST(GpuRefPhimoe, LogitsMatchReference) {
     for (int prompt : {1, 2}) {
       const std::vector<int32_t> tokens = test::tiny_family_prompt(prompt);
       const test::ref::Rows expected = ref.logits(tokens);
-      const int64_t n = static_cast<int64_t>(tokens.size());
-      struct Pass {
-        int64_t n_batch;
-        int n_gpu_layers;
-        bool exact;
-      };
-      const Pass passes[] = {{n, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},
-                             {n, runtime::kAllLayers, false}, {1, runtime::kAllLayers, false},
-                             {n, 1, true},                    {1, 1, false}};
-      for (const Pass& p : passes) {
-        const cuda::test::ProductMode mode(p.exact);
-        const std::vector<float> got = cuda::test::eval_logits(model, tokens, kCtx, p.n_batch, p.n_gpu_layers);
-        ASSERT_EQ(got.size(), expected.size());
-        double worst = 0;
-        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - expected[i]));
-        const std::string what = "jitter " + std::to_string(ref.jitter) + ", p" + std::to_string(prompt) +
-                                 ", batch " + std::to_string(p.n_batch) + ", -ngl " +
-                                 (p.n_gpu_layers < 0 ? "all" : std::to_string(p.n_gpu_layers)) +
-                                 (p.exact ? ", exact" : ", fast");
-        EXPECT_LE(worst, p.exact ? kExactTol : kFastTol) << what;
-        std::printf("  %s: max |logit error| %.3g\n", what.c_str(), worst);
-      }
+      cuda::test::check_passes(model, tokens, kCtx, cuda::test::standard_passes(static_cast<int64_t>(tokens.size())),
+                               "jitter " + std::to_string(ref.jitter) + ", p" + std::to_string(prompt), kExactTol,
+                               kFastTol, cuda::test::against_reference(expected));
     }
   }
 }

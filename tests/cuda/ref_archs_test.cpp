@@ -41,32 +41,12 @@ std::vector<int32_t> prompt(int64_t n, int64_t n_vocab) {
   return t;
 }
 
-struct Pass {
-  int64_t n_batch;
-  int n_gpu_layers;
-  bool exact;
-};
-
 // Every pass's largest |logit - reference| within the bound of its mode.
 void check_passes(const char* name, const std::filesystem::path& path, const std::vector<int32_t>& tokens,
                   const test::ref::Rows& expected, double exact_tol) {
   auto model = model::Model::load(path.string());
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  const Pass passes[] = {{n, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},
-                         {n, runtime::kAllLayers, false}, {1, runtime::kAllLayers, false},
-                         {n, 1, true},                    {1, 1, false}};
-  for (const Pass& p : passes) {
-    const cuda::test::ProductMode mode(p.exact);
-    const std::vector<float> all = cuda::test::eval_logits(model, tokens, kCtx, p.n_batch, p.n_gpu_layers);
-    ASSERT_EQ(all.size(), expected.size());
-    double worst = 0;
-    for (size_t i = 0; i < all.size(); ++i) worst = std::max(worst, std::fabs(all[i] - expected[i]));
-    const std::string what = std::string(name) + ", batch " + std::to_string(p.n_batch) + ", -ngl " +
-                             (p.n_gpu_layers < 0 ? "all" : std::to_string(p.n_gpu_layers)) +
-                             (p.exact ? ", exact" : ", fast");
-    EXPECT_LE(worst, p.exact ? exact_tol : kFastTol) << what;
-    std::printf("  %s: max |logit error| %.3g\n", what.c_str(), worst);
-  }
+  cuda::test::check_passes(model, tokens, kCtx, cuda::test::standard_passes(static_cast<int64_t>(tokens.size())),
+                           name, exact_tol, kFastTol, cuda::test::against_reference(expected));
 }
 
 TEST(GpuRefArchs, Gemma) {

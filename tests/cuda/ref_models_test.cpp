@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,20 +46,8 @@ std::vector<int32_t> prompt(int64_t n, int64_t n_vocab) {
   return t;
 }
 
-struct Pass {
-  int64_t n_batch;
-  int n_gpu_layers;
-  bool exact;
-};
-
-std::string describe(const Pass& p) {
-  return "batch " + std::to_string(p.n_batch) + ", -ngl " +
-         (p.n_gpu_layers == runtime::kAllLayers ? std::string("all") : std::to_string(p.n_gpu_layers)) + ", " +
-         (p.exact ? "exact" : "fast") + " products";
-}
-
 std::vector<float> eval_all(const std::shared_ptr<const model::Model>& model, const std::vector<int32_t>& tokens,
-                            const Pass& p) {
+                            const cuda::test::Pass& p) {
   return cuda::test::eval_logits(model, tokens, kCtx, p.n_batch, p.n_gpu_layers);
 }
 
@@ -76,20 +65,8 @@ TEST_P(GpuRefQwen3, MatchesReference) {
   const test::ref::Rows expected = tiny.reference(tokens);
   ASSERT_EQ(expected.size(), tokens.size() * static_cast<size_t>(c.n_vocab));
 
-  const Pass passes[] = {{kPromptLen, runtime::kAllLayers, true}, {1, runtime::kAllLayers, true},
-                         {kPromptLen, runtime::kAllLayers, false}, {1, runtime::kAllLayers, false},
-                         {kPromptLen, 1, true}, {1, 1, false}};
-  for (const Pass& p : passes) {
-    const cuda::test::ProductMode mode(p.exact);
-    const std::vector<float> all = eval_all(model, tokens, p);
-    ASSERT_EQ(all.size(), expected.size()) << describe(p);
-    double worst = 0;
-    for (size_t i = 0; i < all.size(); ++i) {
-      worst = std::max(worst, std::fabs(static_cast<double>(all[i]) - expected[i]));
-    }
-    EXPECT_LE(worst, p.exact ? kExactTol : kFastTol) << (c.moe ? "qwen3moe, " : "qwen3, ") << describe(p);
-    std::printf("  %s (%s): max |logit error| %.3g\n", c.moe ? "qwen3moe" : "qwen3", describe(p).c_str(), worst);
-  }
+  cuda::test::check_passes(model, tokens, kCtx, cuda::test::standard_passes(kPromptLen), c.moe ? "qwen3moe" : "qwen3",
+                           kExactTol, kFastTol, cuda::test::against_reference(expected));
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GpuRefQwen3, ::testing::Values(false, true),
@@ -128,16 +105,15 @@ TEST_P(GpuQwen3Quantized, MatchesTheCpuEngine) {
   const std::vector<int32_t> tokens = prompt(2 * kPromptLen, c.n_vocab);
   const size_t nv = static_cast<size_t>(c.n_vocab);
   const std::vector<float> cpu = eval_all(model, tokens, {static_cast<int64_t>(tokens.size()), 0, true});
-  const Pass passes[] = {{static_cast<int64_t>(tokens.size()), runtime::kAllLayers, true},
-                         {1, runtime::kAllLayers, true},
-                         {static_cast<int64_t>(tokens.size()), runtime::kAllLayers, false},
-                         {5, runtime::kAllLayers, false},
-                         {1, runtime::kAllLayers, false},
-                         {1, 1, false}};
-  for (const Pass& p : passes) {
-    const cuda::test::ProductMode mode(p.exact);
-    const std::vector<float> gpu = eval_all(model, tokens, p);
-    ASSERT_EQ(gpu.size(), cpu.size()) << describe(p);
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const std::vector<cuda::test::Pass> passes = {{n, runtime::kAllLayers, true},  {1, runtime::kAllLayers, true},
+                                                {n, runtime::kAllLayers, false}, {5, runtime::kAllLayers, false},
+                                                {1, runtime::kAllLayers, false}, {1, 1, false}};
+  const std::string name = std::string(c.moe ? "qwen3moe " : "qwen3 ") + GetParam().type;
+  // Each position's largest |gpu - cpu| over its largest |cpu logit|, every one and their mean within bounds.
+  const cuda::test::LogitError relative = [&](const std::vector<float>& gpu) {
+    EXPECT_EQ(gpu.size(), cpu.size());
+    if (gpu.size() != cpu.size()) return std::numeric_limits<double>::infinity();
     double worst = 0, total = 0;
     for (size_t i = 0; i < tokens.size(); ++i) {
       double err = 0, scale = 0;
@@ -147,13 +123,15 @@ TEST_P(GpuQwen3Quantized, MatchesTheCpuEngine) {
       }
       worst = std::max(worst, err / scale);
       total += err / scale;
-      EXPECT_LE(err / scale, kQuantTol) << GetParam().type << " " << describe(p) << ", position " << i;
+      EXPECT_LE(err / scale, kQuantTol) << name << ", position " << i;
     }
     const double mean = total / static_cast<double>(tokens.size());
-    EXPECT_LE(mean, kQuantMeanTol) << GetParam().type << " " << describe(p);
-    std::printf("  %s %s (%s): max error %.3g, mean %.3g (relative to the largest logit)\n",
-                c.moe ? "qwen3moe" : "qwen3", GetParam().type, describe(p).c_str(), worst, mean);
-  }
+    EXPECT_LE(mean, kQuantMeanTol) << name;
+    std::printf("  %s: mean error %.3g (relative to the largest logit)\n", name.c_str(), mean);
+    return worst;
+  };
+  cuda::test::check_passes(model, tokens, kCtx, passes, name, kQuantTol, kQuantTol, relative,
+                           "max error (relative to the largest logit)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuQwen3Quantized,

@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cpu/features.h"
@@ -44,6 +46,9 @@ constexpr double kSameComputation = 1e-4;
 constexpr double kIkTolerance = 2e-3;
 // A quirk left out of the reference moves some logit by more than this.
 constexpr double kQuirkSeen = 0.05;
+// The rounding of YaRN's correction range (high 5.66 or 6 of 64 dimensions
+// here) moves some logit by more than this.
+constexpr double kYarnRoundingSeen = 1e-3;
 constexpr int64_t kCtx = 64;
 constexpr int kThreads = 2;
 
@@ -105,6 +110,30 @@ TEST(RefGptOss, EachQuirkIsSeen) {
     tiny.config().*off.flag = !off.value;
     EXPECT_GT(diff, kQuirkSeen) << "the reference without the " << off.what << " still matches";
     std::printf("  without the %s: max |logit difference| %.3g\n", off.what, diff);
+  }
+}
+
+// YaRN's correction range as the file says: rounded out to whole pairs
+// (rope.scaling.yarn_truncate true, llama.cpp's computation), fractional
+// (false: transformers' truncate false), and fractional without the key (as
+// gpt-oss was trained; llama.cpp's converter writes no key). The reference
+// with the other rounding misses ferrite's logits.
+TEST(RefGptOss, YarnRangeAsTheFileSays) {
+  const std::vector<int32_t> tokens = test::tiny_family_prompt(1);
+  for (const std::optional<bool> key : {std::optional<bool>(true), std::optional<bool>(false), std::optional<bool>()}) {
+    const std::string what = key ? (*key ? "yarn_truncate true" : "yarn_truncate false") : "no yarn_truncate key";
+    test::GptOssConfig c;
+    c.yarn_truncate = key;
+    test::TinyGptOss tiny(c);
+    auto m = model::Model::load(tiny.path().string());
+    EXPECT_EQ(m->hparams().rope.yarn_truncate, key.value_or(false)) << what;
+    const std::vector<float> got = eval(*m, tokens, static_cast<int64_t>(tokens.size()));
+    const double err = max_abs_diff(got, tiny.reference(tokens));
+    EXPECT_LE(err, kTolerance) << what;
+    tiny.config().ref_other_rounding = true;
+    const double other = max_abs_diff(got, tiny.reference(tokens));
+    EXPECT_GT(other, kYarnRoundingSeen) << what << ": the other rounding matches as well";
+    std::printf("  %s: max |logit error| %.3g, against the other rounding %.3g\n", what.c_str(), err, other);
   }
 }
 

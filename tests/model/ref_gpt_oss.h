@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,16 @@ struct GptOssConfig {
   double eps = 1e-5, freq_base = 10000.0;
   double yarn_factor = 4.0;  // rope.scaling.factor (YaRN)
   int64_t yarn_orig_ctx = 32, n_ctx = 256;
+  // rope.scaling.yarn_truncate: true (the default: the files the goldens were
+  // made of, which llama.cpp and ik_llama.cpp run with YaRN's correction range
+  // rounded), false, or none (as llama.cpp's converter writes gpt-oss: the
+  // engine then leaves the range unrounded, as gpt-oss was trained).
+  std::optional<bool> yarn_truncate = true;
   float expert_scale = 5.0f;  // expert gate/up weights' spread: the clamp at 7 is reached
   // Alternatives of the reference only.
   bool ref_sinks = true, ref_sliding = true, ref_clamp = true;
   bool ref_sliding_odd = false;  // the window on the odd layers instead of the even ones
+  bool ref_other_rounding = false;  // YaRN's range rounded where the file says unrounded, and the reverse
 };
 
 class TinyGptOss {
@@ -71,6 +78,7 @@ class TinyGptOss {
     g_.set_str("rope.scaling.type", "yarn");
     g_.set_f32("rope.scaling.factor", static_cast<float>(c.yarn_factor));
     g_.set_u32("rope.scaling.original_context_length", static_cast<uint32_t>(c.yarn_orig_ctx));
+    if (c.yarn_truncate) g_.set_bool("rope.scaling.yarn_truncate", *c.yarn_truncate);
     const int64_t n_q = c.n_head * c.head_dim, n_kv = c.n_head_kv * c.head_dim, E = c.n_expert;
     const float exp_sd = c.expert_scale / std::sqrt(static_cast<float>(c.n_embd));
     g_.add("token_embd.weight", {c.n_embd, c.n_vocab}, 1.0f);
@@ -150,13 +158,18 @@ class TinyGptOss {
   // theta / factor and theta by a ramp between the correction dimensions of
   // beta_fast 32 and beta_slow 1; cos and sin scaled by 1 + 0.1 ln(factor)).
   // theta = pos * base^(-2i/d) by repeated f32 multiplication (ref_common.h).
+  // The correction dimensions are rounded out (floor, ceil) where the file
+  // says rope.scaling.yarn_truncate true, else left fractional (OpenAI's
+  // reference, transformers' truncate false); clamped to [0, d - 1].
   void rope_yarn(ref::Rows& x, int64_t n, int64_t n_heads) const {
     const int64_t d = c_.head_dim, half = d / 2;
     const double base = c_.freq_base, nd = static_cast<double>(d);
     auto corr = [&](double beta) {
       return nd * std::log(static_cast<double>(c_.yarn_orig_ctx) / (beta * 2.0 * M_PI)) / (2.0 * std::log(base));
     };
-    const double low = std::max(0.0, std::floor(corr(32.0))), high = std::min(nd - 1, std::ceil(corr(1.0)));
+    const bool round = c_.yarn_truncate.value_or(false) != c_.ref_other_rounding;
+    const double low = std::max(0.0, round ? std::floor(corr(32.0)) : corr(32.0));
+    const double high = std::min(nd - 1, round ? std::ceil(corr(1.0)) : corr(1.0));
     const double mscale = 1.0 + 0.1 * std::log(c_.yarn_factor);
     const float step = static_cast<float>(std::pow(base, -2.0 / nd));
     for (int64_t t = 0; t < n; ++t) {

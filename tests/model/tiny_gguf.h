@@ -37,6 +37,7 @@ class TinyGguf {
   // "<arch>.<suffix>" metadata.
   void set_u32(const std::string& suffix, uint32_t v) { writer_.set(arch_ + "." + suffix, gguf::Value::u32(v)); }
   void set_f32(const std::string& suffix, float v) { writer_.set(arch_ + "." + suffix, gguf::Value::f32(v)); }
+  void set_bool(const std::string& suffix, bool v) { writer_.set(arch_ + "." + suffix, gguf::Value::boolean(v)); }
   void set_str(const std::string& suffix, const std::string& v) {
     writer_.set(arch_ + "." + suffix, gguf::Value::string(v));
   }

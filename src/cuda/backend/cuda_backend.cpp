@@ -17,7 +17,8 @@ size_t f32_bytes(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 bool same_rope(const backend::RopeConfig& a, const backend::RopeConfig& b) {
   return a.n_rot == b.n_rot && a.neox == b.neox && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
          a.ext_factor == b.ext_factor && a.attn_factor == b.attn_factor && a.beta_fast == b.beta_fast &&
-         a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig && a.freq_factors == b.freq_factors;
+         a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig && a.yarn_truncate == b.yarn_truncate &&
+         a.freq_factors == b.freq_factors;
 }
 
 }  // namespace
@@ -64,6 +65,12 @@ CudaBackend::CudaBackend(const CudaBackendParams& p)
   lin_ = std::make_unique<LinearRunner>(stream_);
   lin_->set_mma_rows(sw_.cuda_mma_min_rows, sw_.cuda_mma_max_rows);
   moe_ = std::make_unique<GpuMoe>(dims_, weights_);
+}
+
+uint64_t CudaBackend::cache_bytes() const {
+  uint64_t b = 0;
+  for (size_t i = 0; i < k_cache_.size(); ++i) b += k_cache_[i].size() + v_cache_[i].size();
+  return b;
 }
 
 CudaBackend::~CudaBackend() {

@@ -122,6 +122,8 @@ class CudaBackend final : public backend::Backend {
 
   // Bytes of weights uploaded so far (they are uploaded at their first use).
   uint64_t weight_bytes() const { return weights_.bytes(); }
+  // Device bytes of its layers' K/V cache (FitReport::cache_bytes counts them).
+  uint64_t cache_bytes() const;
 
  private:
   enum class Mode { Direct, Capture, Replay };

@@ -87,6 +87,7 @@ FitReport fit_report(const gguf::File& file, const backend::ModelDims& hp, int64
     const bool win = window_cells > 0 && il < window_layers.size() && window_layers[il];
     r.layer_bytes[il] = static_cast<uint64_t>(win ? window_cells : n_cells) * row;
   }
+  r.cache_bytes = r.layer_bytes;
   bool has_output = false;
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (t.name.rfind("blk.", 0) == 0) {
