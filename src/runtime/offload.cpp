@@ -24,7 +24,7 @@ bool gpu_offload_available() {
 #ifdef FERRITE_HAVE_CUDA
 namespace {
 
-// The sliding-window layers of `hp` (those a window cache keeps in its own cells).
+// The sliding-window (or chunked) layers of `hp` (those a window cache keeps in its own cells).
 std::vector<bool> window_layers(const model::HParams& hp) {
   std::vector<bool> w(static_cast<size_t>(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) w[static_cast<size_t>(il)] = hp.is_swa(il);
@@ -83,7 +83,9 @@ GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k, T
   const uint64_t per_layer = r.layer_bytes.empty() ? 0 : r.layer_bytes.back();
   fit.report = "fit: " + std::to_string(r.max_layers) + " of " + std::to_string(hp.n_layer) + " layers (" +
                mib(per_layer) + " MiB per layer with " + std::to_string(cells) + " cache cells" +
-               (windowed ? ", " + std::to_string(window_cells) + " in sliding-window layers" : std::string()) +
+               (windowed ? ", " + std::to_string(window_cells) + " in " +
+                               (hp.n_chunk > 0 ? "chunked" : "sliding-window") + " layers"
+                         : std::string()) +
                ", output " +
                mib(r.output_bytes) + " MiB, embeddings " + mib(r.embd_bytes) + " MiB, scratch " +
                mib(r.scratch_bytes) + " MiB) need " + mib(r.needed(r.max_layers)) + " MiB; " + mib(r.free_bytes) +

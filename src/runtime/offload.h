@@ -28,7 +28,7 @@ struct Offload {
 
 // The GPU backend for `m` with a cache of n_cells cells (K and V of types
 // type_k, type_v) for its last n_gpu_layers layers (kAllLayers: all), the
-// sliding-window layers (HParams::is_swa) with window_cells cells instead
+// sliding-window or chunked layers (HParams::is_swa) with window_cells cells instead
 // when window_cells > 0 (the window of a KvCache, runtime/kv_cache.h), or
 // throws InvalidArgument when this build has no CUDA backend, the count is
 // not one of layers or the GPU has no cache of those types (ModelError, with
@@ -44,7 +44,7 @@ struct GpuFit {
 
 // What --fit picks: the largest number of layers whose weights, KV cache of
 // n_ctx cells (0: the context's default; K and V of types type_k, type_v;
-// window_cells for the sliding-window layers when > 0, runtime::window_cells)
+// window_cells for the sliding-window or chunked layers when > 0, runtime::window_cells)
 // and scratch fit in the free memory of the device. Throws InvalidArgument
 // without a CUDA build or device.
 GpuFit fit_gpu_layers(const model::Model& m, int64_t n_ctx, TensorType type_k = TensorType::F16,
