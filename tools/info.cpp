@@ -33,11 +33,12 @@ struct InfoOptions {
 };
 
 // The KV cache a context of these options allocates (kv_cache.h), its CPU
-// and GPU layers together: its cells, and with sliding-window layers their window. Empty for a file that
+// and GPU layers together: its cells, and with sliding-window (or chunked) layers their window. Empty for a file that
 // is not a decoder ferrite runs.
 struct CacheFigure {
   bool known = false;
   int64_t n_ctx = 0, window = 0, n_swa_layers = 0, n_layer = 0, bytes = 0, full_bytes = 0;
+  bool chunked = false;  // the swa layers attend in chunks (llama4), not through a sliding window
 };
 
 CacheFigure cache_figure(const gguf::File& file, const InfoOptions& opt) {
@@ -52,9 +53,10 @@ CacheFigure cache_figure(const gguf::File& file, const InfoOptions& opt) {
               : hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, runtime::kDefaultMaxCtx)
                                    : runtime::kDefaultMaxCtx;
     f.n_layer = hp.n_layer;
+    f.chunked = hp.n_chunk > 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) f.n_swa_layers += hp.is_swa(il) ? 1 : 0;
     if (!opt.swa_full && f.n_swa_layers > 0) {
-      f.window = runtime::KvCache::window_size(hp.n_swa, opt.n_parallel, opt.n_batch, f.n_ctx);
+      f.window = runtime::KvCache::window_size(hp.reach().span(), opt.n_parallel, opt.n_batch, f.n_ctx);
       if (f.window >= f.n_ctx) f.window = 0;
     }
     f.bytes = runtime::KvCache::planned_bytes(hp, f.n_ctx, tk, tv, f.window);
@@ -189,8 +191,9 @@ int run_info(const InfoOptions& opt) {
                 static_cast<long long>(cf.n_ctx),
                 opt.cache_type_k.c_str(), opt.cache_type_v.c_str());
     if (cf.window > 0) {
-      std::printf(": %lld of %lld layers slide, their window cache holds %lld cells (whole cache %.2f MiB)",
+      std::printf(": %lld of %lld layers %s, their window cache holds %lld cells (whole cache %.2f MiB)",
                   static_cast<long long>(cf.n_swa_layers), static_cast<long long>(cf.n_layer),
+                  cf.chunked ? "attend in chunks" : "slide",
                   static_cast<long long>(cf.window), mib(cf.full_bytes));
     }
     std::printf("\n");

@@ -47,9 +47,9 @@ void add_model_options(CLI::App& sub, ModelOptions& o, unsigned which) {
     sub.add_option("--cache-type-k", o.cache_type_k, std::string("K cache type (also -ctk): ") + runtime::kCacheTypeNames);
     sub.add_option("--cache-type-v", o.cache_type_v, std::string("V cache type (also -ctv): ") + runtime::kCacheTypeNames);
     sub.add_flag("--swa-full", o.swa_full,
-                 "Sliding-window layers (gemma2/3, cohere2, ...) keep the whole context in the KV cache instead of "
-                 "their window: needed for context shift and for re-using a prompt prefix after the window moved "
-                 "(llama.cpp's --swa-full; GPU layers always keep it)");
+                 "Sliding-window and chunked layers (gemma2/3, cohere2, gpt-oss, llama4, ...) keep the whole "
+                 "context in the KV cache instead of their window or chunk: needed for context shift and for "
+                 "re-using a prompt prefix after the window moved (llama.cpp's --swa-full; GPU layers too)");
     sub.add_flag("--flash-attn", o.flash_attn,
                  "Accepted for llama.cpp's -fa: ferrite's attention always runs as one fused pass");
   }

@@ -77,6 +77,9 @@ struct AttentionSpec {
   int rope = kNoRope;                      // a prepare_rope() table, or kNoRope
   bool sliding = false;                    // the sliding-window mask (KvView::mask_swa)
   bool chunked = false;                    // the chunked-attention mask (KvView::mask_chunk; llama4)
+  // A layer of limited reach (sliding or chunked): with a window cache
+  // (KvView::swa) its cells are the window's.
+  bool windowed() const { return sliding || chunked; }
   // llama4: q and k of each head RMS-normed without a weight (eps
   // ModelDims::norm_rms_eps) after RoPE, before the cache (its "L2 norm").
   bool qk_unit_norm = false;

@@ -19,7 +19,9 @@
 //     other layers a SwiGLU MLP of feed_forward_length:
 //   per layer: x += attn(rms_norm(x)); x += ffn(rms_norm'(x))
 //   logits = output(rms_norm(x))
-// Chunked layers keep the whole KV cache (no window).
+// The chunked layers are the model's layers of limited reach
+// (HParams::swa_layers, reach() by chunks): the runtime's window cache keeps
+// for them only the cells of the chunks their next queries are in.
 #include <string>
 #include <vector>
 
@@ -46,7 +48,7 @@ class Llama4 : public Architecture {
     const WeightBinder b(file);
     const int64_t n_embd = hp.n_embd;
     hp.rope.neox = false;
-    hp.n_swa = 0;  // chunks, not a window: the whole cache for every layer
+    hp.n_swa = 0;  // chunks, not a window
     const uint64_t moe_step = md.get_uint(key("interleave_moe_layer_step"));
     if (moe_step == 0 || moe_step > (uint64_t{1} << 20)) {  // beyond n_layer: no expert layer
       throw ModelError(path + ": llama4.interleave_moe_layer_step " + std::to_string(moe_step) + " is out of range");
@@ -57,6 +59,8 @@ class Llama4 : public Architecture {
       throw ModelError(path + ": llama4.attention.chunk_size " + std::to_string(chunk) + " is out of range");
     }
     hp.n_chunk = static_cast<int64_t>(chunk);
+    hp.swa_layers.clear();
+    for (int64_t il = 0; il < hp.n_layer; ++il) hp.swa_layers.push_back((il + 1) % kLlama4NoRopeStep != 0);
     temp_floor_ = md.opt_float(key("attention.temperature_length")).value_or(kDefaultTempFloor);
     temp_scale_ = md.opt_float(key("attention.temperature_scale")).value_or(kDefaultTempScale);
     if (!(temp_floor_ >= 1.0f && temp_floor_ <= 1e9f) || !(temp_scale_ >= 0.0f && temp_scale_ <= 1e3f)) {

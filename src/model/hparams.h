@@ -37,6 +37,26 @@ struct RopeParams {
   bool yarn_truncate = true;
 };
 
+// How far back a layer of limited reach (HParams::is_swa) attends: a query
+// at position p sees the cells at positions [first_visible(p), p], within a
+// sliding window of `window` positions (first_visible = p - window + 1) or,
+// with `chunk` set, within its chunk of that many positions (llama4's
+// chunked attention: first_visible = p / chunk * chunk, the chunk's start).
+// first_visible never decreases with p: a cell hidden from a position stays
+// hidden from every later one, which is what lets the runtime's window cache
+// (runtime/kv_cache.h) drop it. The masks, the drops and the checks of what a
+// sequence can still continue from all ask sees().
+struct AttentionReach {
+  int64_t window = 0;  // sliding window (HParams::n_swa); 0: none
+  int64_t chunk = 0;   // chunk size (HParams::n_chunk); > 0: chunks, not a window
+  bool limited() const { return window > 0 || chunk > 0; }
+  int64_t first_visible(int64_t pos) const { return chunk > 0 ? pos / chunk * chunk : pos - window + 1; }
+  bool sees(int64_t pos, int64_t cell_pos) const { return cell_pos >= first_visible(pos); }
+  // The most positions below a query that it sees (window - 1 or chunk - 1)
+  // plus one: per sequence what a window cache sizes for (KvCache::window_size).
+  int64_t span() const { return chunk > 0 ? chunk : window; }
+};
+
 struct HParams {
   std::string arch;
   int64_t n_vocab = 0;
@@ -52,13 +72,14 @@ struct HParams {
   float norm_eps = 1e-5f;      // attention.layer_norm_epsilon
   float norm_rms_eps = 1e-5f;  // attention.layer_norm_rms_epsilon
   int64_t n_swa = 0;         // sliding window (0: none)
-  // [n_layer] or empty: the layers that attend through the sliding window
-  // (set by the architecture; the runtime's window cache holds only the
-  // window's cells for them).
+  // [n_layer] or empty: the layers of limited reach (reach()): those that
+  // attend through the sliding window, or with n_chunk those that attend
+  // within their chunk (set by the architecture; the runtime's window cache
+  // holds only the cells they can still see for them).
   std::vector<bool> swa_layers;
   // Chunked attention (llama4; set by the architecture): > 0 makes the
-  // runtime give KvView::mask_chunk, chunks of n_chunk positions. Such layers
-  // keep the whole cache (no window).
+  // runtime give KvView::mask_chunk, chunks of n_chunk positions, for the
+  // layers of swa_layers (a model has a window or chunks, not both).
   int64_t n_chunk = 0;
   float attn_softcap = 0.0f; // attention logit soft-cap (0: none)
   float final_softcap = 0.0f;
@@ -94,8 +115,10 @@ struct HParams {
 
   int64_t n_embd_q() const { return n_head * head_dim; }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
+  AttentionReach reach() const { return {n_chunk > 0 ? 0 : n_swa, n_chunk}; }
+  // A layer of limited reach: a sliding-window layer, or a chunked one.
   bool is_swa(int64_t il) const {
-    return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() && swa_layers[static_cast<size_t>(il)];
+    return reach().limited() && il >= 0 && static_cast<size_t>(il) < swa_layers.size() && swa_layers[static_cast<size_t>(il)];
   }
   bool is_recurrent(int64_t il) const {
     return il >= 0 && static_cast<size_t>(il) < recurrent_layers.size() && recurrent_layers[static_cast<size_t>(il)];

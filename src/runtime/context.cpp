@@ -44,13 +44,12 @@ void cell_ranges(const KvCache& cache, const Batch& batch, int64_t begin, int64_
 
 // Mask rows [n, width] over each token's cells (cell_ranges): a cell is
 // visible to a token of sequence s at position p when it belongs to s and
-// holds a position <= p, and in mask_swa also within the window, in
-// mask_chunk also within p's chunk of n_chunk positions (backend::in_same_chunk).
-// Visible is 0, or with ALiBi -(p - cell position). Any mask may be null.
+// holds a position <= p, and in mask_reach also one p still sees
+// (reach.sees: within the sliding window, or in p's chunk).
+// Visible is 0, or with ALiBi -(p - cell position). Either mask may be null.
 void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n,
                 const std::vector<int32_t>& kv_begin, const std::vector<int32_t>& kv_len, int64_t width, bool alibi,
-                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa, int64_t n_chunk = 0,
-                std::vector<float>* mask_chunk = nullptr);
+                std::vector<float>* mask, const model::AttentionReach& reach, std::vector<float>* mask_reach);
 
 // Attention scans a multiple of this many cells (the extra ones are masked):
 // whole vectors for the dot products over cells, and llama.cpp's padding, so
@@ -63,7 +62,7 @@ int64_t window_cells(const model::HParams& hp, const ContextParams& p) {
   if (p.swa_full || !hp.has_swa_layers()) return 0;
   if (p.n_seq_max < 1) throw InvalidArgument("n_seq_max must be positive");
   const int64_t n_ctx = context_size(hp, p.n_ctx);
-  const int64_t w = KvCache::window_size(hp.n_swa, p.n_seq_max, p.n_batch, n_ctx);
+  const int64_t w = KvCache::window_size(hp.reach().span(), p.n_seq_max, p.n_batch, n_ctx);
   return w < n_ctx ? w : 0;
 }
 
@@ -93,7 +92,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
   lora_.set_adapters(params_.lora, params_.lora_scales);
   if (params_.n_gpu_layers != 0) {
     // The GPU keeps its layers' cache in the same types (or refuses the types it has not).
-    // Its sliding layers keep the window's cells; its cells move as the runtime's do.
+    // Its sliding (or chunked) layers keep the window's cells; its cells move as the runtime's do.
     KvCache* win = cache_.window();
     Offload off = make_offload(*model_, cache_.size(), params_.n_gpu_layers, params_.cache_type,
                                params_.cache_type_v, params_.switches, win != nullptr ? win->size() : 0);
@@ -140,7 +139,8 @@ void Context::warm_up() {
   kv.mask = mask.data();
   kv.mask_swa = model_->hparams().n_swa > 0 ? mask.data() : nullptr;
   kv.mask_chunk = model_->hparams().n_chunk > 0 ? mask.data() : nullptr;  // position 0 sees its cell in any chunking
-  // A window cache: the sliding layers' step into the window's cell 0 (free likewise).
+  // A window cache: the sliding (or chunked) layers' step into the window's
+  // cell 0 (free likewise).
   model::KvView window;
   if (cache_.window() != nullptr) {
     window = cache_.window()->view();
@@ -148,6 +148,7 @@ void Context::warm_up() {
     window.n_kv = std::min(cache_.window()->size(), kKvPad);
     window.mask = mask.data();
     window.mask_swa = mask.data();
+    window.mask_chunk = mask.data();
     kv.swa = &window;
   }
   // SSM layers run on state slot 0, which a sequence zeroes when it takes it.
@@ -225,11 +226,12 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   // the bias with the positions and rotates nothing.
   // T5's relative position bias reads the same distances (AttentionSpec::rel_bias).
   const bool alibi = hp.max_alibi_bias > 0.0f || hp.n_rel_buckets > 0;
-  // With a window cache the sliding layers read its cells (window_view) and
-  // these cells serve the others only.
-  const bool swa_here = hp.n_swa > 0 && cache_.window() == nullptr;
-  fill_masks(cache_, batch, begin, n, kv_begin_, kv_len_, width, alibi, hp.n_swa, &mask_,
-             swa_here ? &mask_swa_ : nullptr, hp.n_chunk, hp.n_chunk > 0 ? &mask_chunk_ : nullptr);
+  // With a window cache the layers of limited reach (sliding or chunked)
+  // read its cells (window_view) and these cells serve the others only.
+  const model::AttentionReach reach = hp.reach();
+  const bool reach_here = reach.limited() && cache_.window() == nullptr;
+  fill_masks(cache_, batch, begin, n, kv_begin_, kv_len_, width, alibi, &mask_, reach,
+             reach_here ? &mask_reach_ : nullptr);
 
   std::vector<int32_t> out_rows;
   for (int64_t t = 0; t < n; ++t) {
@@ -249,8 +251,8 @@ void Context::decode_pass(const Batch& batch, int64_t begin, int64_t end) {
   kv.slots = slots.data();
   kv.n_kv = n_kv;
   kv.mask = mask_.data();
-  kv.mask_swa = swa_here ? mask_swa_.data() : nullptr;
-  kv.mask_chunk = hp.n_chunk > 0 ? mask_chunk_.data() : nullptr;
+  kv.mask_swa = reach_here && reach.chunk == 0 ? mask_reach_.data() : nullptr;
+  kv.mask_chunk = reach_here && reach.chunk > 0 ? mask_reach_.data() : nullptr;
   kv.kv_begin = kv_begin_.data();
   kv.kv_len = kv_len_.data();
   kv.mask_stride = width;
@@ -291,12 +293,15 @@ void Context::window_view(const Batch& batch, int64_t begin, int64_t n, model::K
   const int64_t n_kv = std::min(win.size(), (win.end() + kKvPad - 1) / kKvPad * kKvPad);
   cell_ranges(win, batch, begin, n, n_kv, win_begin_, win_len_);
   const int64_t width = *std::max_element(win_len_.begin(), win_len_.end());
-  fill_masks(win, batch, begin, n, win_begin_, win_len_, width, hp.max_alibi_bias > 0.0f, hp.n_swa, nullptr, &mask_win_);
+  fill_masks(win, batch, begin, n, win_begin_, win_len_, width, hp.max_alibi_bias > 0.0f, nullptr, hp.reach(),
+             &mask_win_);
   view = win.view();
   view.slots = cache_.window_slots().data();
   view.n_kv = n_kv;
+  // Its one mask, the reach's, whichever its layers ask for.
   view.mask = mask_win_.data();
   view.mask_swa = mask_win_.data();
+  view.mask_chunk = mask_win_.data();
   view.kv_begin = win_begin_.data();
   view.kv_len = win_len_.data();
   view.mask_stride = width;
@@ -334,12 +339,10 @@ void cell_ranges(const KvCache& cache, const Batch& batch, int64_t begin, int64_
 
 void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t n,
                 const std::vector<int32_t>& kv_begin, const std::vector<int32_t>& kv_len, int64_t width, bool alibi,
-                int64_t n_swa, std::vector<float>* mask, std::vector<float>* mask_swa, int64_t n_chunk,
-                std::vector<float>* mask_chunk) {
+                std::vector<float>* mask, const model::AttentionReach& reach, std::vector<float>* mask_reach) {
   const auto size = static_cast<size_t>(n * width);
   if (mask != nullptr) mask->assign(size, kHidden);
-  if (mask_swa != nullptr) mask_swa->assign(size, kHidden);
-  if (mask_chunk != nullptr) mask_chunk->assign(size, kHidden);
+  if (mask_reach != nullptr) mask_reach->assign(size, kHidden);
   for (int64_t t = 0; t < n; ++t) {
     const int seq = batch.seq[begin + t];
     const int32_t p = batch.pos[begin + t];
@@ -350,8 +353,7 @@ void fill_masks(const KvCache& cache, const Batch& batch, int64_t begin, int64_t
       const float visible = alibi ? -static_cast<float>(p - c.pos) : 0.0f;
       const auto at = static_cast<size_t>(t * width + j);
       if (mask != nullptr) (*mask)[at] = visible;
-      if (mask_swa != nullptr && p - c.pos < n_swa) (*mask_swa)[at] = visible;
-      if (mask_chunk != nullptr && backend::in_same_chunk(p, c.pos, n_chunk)) (*mask_chunk)[at] = visible;
+      if (mask_reach != nullptr && reach.sees(p, c.pos)) (*mask_reach)[at] = visible;
     }
   }
 }

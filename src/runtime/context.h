@@ -42,20 +42,22 @@ struct ContextParams {
   // LoRA adapters (model/lora_adapter.h) and their default scales (empty: 1 each); see Context::lora().
   std::vector<std::shared_ptr<const model::LoraAdapter>> lora = {};
   std::vector<float> lora_scales = {};
-  // Sliding-window layers (HParams::is_swa): false keeps only their window
-  // in a smaller cache (kv_cache.h; llama.cpp's sizing, n_swa * n_seq_max +
-  // n_batch cells rounded up to 256), true the whole context as for the other
-  // layers (llama.cpp's --swa-full: what context shift and re-using a prefix
-  // after the window moved need). GPU layers keep the window on the GPU.
+  // Sliding-window and chunked layers (HParams::is_swa): false keeps only
+  // the cells they can still see in a smaller cache (kv_cache.h; llama.cpp's
+  // sizing, n_swa (or the chunk) * n_seq_max + n_batch cells rounded up to
+  // 256), true the whole context as for the other layers (llama.cpp's
+  // --swa-full: what context shift and re-using a prefix after the window
+  // moved need). GPU layers keep the window on the GPU.
   bool swa_full = false;
   int n_seq_max = 1;       // sequences the window is sized for (the server's slots)
 };
 
 constexpr int64_t kDefaultMaxCtx = 4096;
 
-// Cells of the sliding-window layers' own cache (KvCache::window_size) of a
-// context with these parameters, or 0: those layers keep the whole context
-// (--swa-full, no sliding layers, a window as large as the context).
+// Cells of the sliding-window (or chunked) layers' own cache
+// (KvCache::window_size) of a context with these parameters, or 0: those
+// layers keep the whole context (--swa-full, no such layers, a window as
+// large as the context).
 // InvalidArgument for n_seq_max < 1.
 int64_t window_cells(const model::HParams& hp, const ContextParams& p);
 
@@ -206,8 +208,10 @@ class Context {
   std::vector<float> logits_;  // [n_out_, n_vocab]
   int64_t n_out_ = 0;
   Batch scratch_batch_;
-  std::vector<float> mask_, mask_swa_;        // [n_tokens, widest token range]
-  std::vector<float> mask_chunk_;             // the same, chunked attention (HParams::n_chunk)
+  std::vector<float> mask_;                   // [n_tokens, widest token range]
+  // The same for the layers of limited reach (HParams::reach: KvView::mask_swa
+  // or mask_chunk) when this cache keeps them (no window cache).
+  std::vector<float> mask_reach_;
   std::vector<int32_t> kv_begin_, kv_len_;    // [n_tokens] cells each token reads
   std::vector<float> mask_win_;               // a window cache's: the same for its cells
   std::vector<int32_t> win_begin_, win_len_;

@@ -304,8 +304,9 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
   KvCache* win = cache.window();
   const bool windowed = h[kVersion] == kSequenceStateWindowVersion;
   if (windowed && win == nullptr) {
-    throw InvalidArgument(path + ": saved from a sliding-window KV cache, which keeps only the window of the "
-                                 "sliding layers; this context keeps the whole cache (--swa-full) and needs them all");
+    throw InvalidArgument(path + ": saved from a window KV cache, which keeps only the window (or chunk) of the "
+                                 "sliding (or chunked) layers; this context keeps the whole cache (--swa-full) and "
+                                 "needs them all");
   }
   uint32_t nw = 0;
   if (windowed) in.read(&nw, sizeof(nw), "window cells");
@@ -335,7 +336,7 @@ std::vector<int32_t> read_sequence_state(KvCache& cache, int64_t n_vocab, int se
   if (!windowed && win != nullptr && n > 0) {
     const int32_t last = *std::max_element(pos.begin(), pos.end());
     for (int32_t p : pos) {
-      if (static_cast<int64_t>(p) > static_cast<int64_t>(last) + 1 - win->n_swa()) wpos.push_back(p);
+      if (win->reach().sees(static_cast<int64_t>(last) + 1, p)) wpos.push_back(p);
     }
   }
 

@@ -48,7 +48,7 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
   std::vector<bool> stored(static_cast<size_t>(n_layer_));
   offloaded_.assign(static_cast<size_t>(n_layer_), false);
   for (int64_t il = 0; il < n_layer_; ++il) {
-    // The sliding layers of a window cache are the window's (stored or offloaded there).
+    // The layers of limited reach of a window cache are the window's (stored or offloaded there).
     const bool here = !hp.is_recurrent(il) && !(windowed && hp.is_swa(il));
     stored[static_cast<size_t>(il)] = here && il < n_stored;
     offloaded_[static_cast<size_t>(il)] = here && il >= n_stored;
@@ -60,7 +60,7 @@ KvCache::KvCache(const model::HParams& hp, int64_t n_cells, TensorType type_k, T
 KvCache::KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
                  int64_t n_stored)
     : type_k_(type_k), type_v_(type_v), n_layer_(hp.n_layer), n_embd_kv_(hp.n_embd_kv()), head_dim_(hp.head_dim),
-      n_swa_(hp.n_swa) {
+      reach_(hp.reach()) {
   cells_.resize(static_cast<size_t>(n_cells));
   std::vector<bool> stored(static_cast<size_t>(n_layer_));
   offloaded_.assign(static_cast<size_t>(n_layer_), false);
@@ -142,7 +142,7 @@ bool KvCache::can_continue(int seq, int32_t pos) const {
   if (recurrent_ && seq >= 0 && seq < kMaxSequences && pos != 0 && pos != max_pos(seq) + 1) return false;
   if (!window_ || seq < 0 || seq >= kMaxSequences) return true;
   const int32_t dropped = window_->dropped_[static_cast<size_t>(seq)];
-  return dropped < 0 || dropped <= static_cast<int64_t>(pos) - window_->n_swa_;
+  return dropped < 0 || !window_->reach_.sees(pos, dropped);
 }
 
 int64_t KvCache::end() const {
@@ -154,7 +154,7 @@ int64_t KvCache::end() const {
 
 void KvCache::validate(const int32_t* seq, const int32_t* pos, int64_t n) const {
   if (n > size() - used_) {
-    throw InvalidArgument(std::string(n_swa_ > 0 ? "KV cache window full: " : "KV cache full: ") +
+    throw InvalidArgument(std::string(reach_.limited() ? "KV cache window full: " : "KV cache full: ") +
                           std::to_string(n) + " tokens do not fit in " + std::to_string(size() - used_) +
                           " free cells of " + std::to_string(size()));
   }
@@ -182,9 +182,19 @@ std::vector<int32_t> KvCache::allocate(const int32_t* seq, const int32_t* pos, i
   if (!window_) return allocate_cells(seq, pos, n);
   window_->prepare_window(seq, pos, n);
   std::vector<int32_t> slots = allocate_cells(seq, pos, n);
+  // A sequence that has no cell left in the window (a chunk's first token,
+  // or a sequence's) starts there at the offset modulo kRegionAlign of its
+  // first token's cell here, so that the window's cells keep these cells'
+  // vector lanes (the whole cache's summation order).
+  window_->lane_.fill(-1);
+  for (int64_t t = n - 1; t >= 0; --t) {
+    window_->lane_[static_cast<size_t>(seq[t])] = static_cast<int8_t>(slots[static_cast<size_t>(t)] % kRegionAlign);
+  }
   try {
     window_slots_ = window_->allocate_cells(seq, pos, n);
+    window_->lane_.fill(-1);
   } catch (...) {
+    window_->lane_.fill(-1);
     for (int32_t c : slots) cells_[static_cast<size_t>(c)] = Cell{};
     used_ -= n;
     throw;
@@ -239,7 +249,14 @@ int64_t KvCache::next_cell(int seq, int64_t hint) const {
     }
   }
   if (hint >= 0) return free_from(hint);
-  return home >= 0 ? free_from(home) : region_start();
+  const int64_t start = home >= 0 ? free_from(home) : region_start();
+  const int8_t lane = lane_[static_cast<size_t>(seq)];
+  if (lane < 0) return start;
+  // The first free cell from start at that offset, when it has one.
+  for (int64_t c = start + (lane - start % kRegionAlign + kRegionAlign) % kRegionAlign; c < size(); c += kRegionAlign) {
+    if (cells_[static_cast<size_t>(c)].pos < 0) return c;
+  }
+  return start;
 }
 
 int64_t KvCache::free_from(int64_t i) const {

@@ -4,12 +4,13 @@
 // cell records the position it holds and the set of sequences that share it,
 // so several sequences live in one cache with their own positions.
 //
-// A window cache (window_cells > 0, llama.cpp's iSWA cache): the layers of a
-// sliding window (HParams::is_swa) keep their K/V in a second, smaller set of
-// cells (window()) that holds per sequence only the cells a future token can
-// still see: before each batch, the cells of a batch sequence whose position
-// is n_swa or more below the sequence's lowest position in the batch are
-// dropped. The full cells keep the other layers. Every operation below acts on
+// A window cache (window_cells > 0, llama.cpp's iSWA cache): the layers of
+// limited reach (HParams::is_swa: a sliding window, or llama4's chunks) keep
+// their K/V in a second, smaller set of cells (window()) that holds per
+// sequence only the cells a future token can still see: before each batch,
+// the cells of a batch sequence that its lowest position in the batch no
+// longer sees (HParams::reach(): n_swa or more below it, or before its
+// chunk) are dropped. The full cells keep the other layers. Every operation below acts on
 // both sets; what a window cannot serve (a token that would see a dropped cell,
 // a context shift) throws InvalidArgument saying so.
 #pragma once
@@ -91,8 +92,8 @@ class KvCache {
   // n_storage_layers: layers whose K/V this cache stores (the first ones; -1:
   // all). The others (offloaded to the GPU, which keeps its own cache) get
   // no memory here and null pointers in view(); the cells are still tracked.
-  // window_cells > 0 and below n_cells, with sliding-window layers: those
-  // layers get a window of window_cells cells (the offloaded ones too: the
+  // window_cells > 0 and below n_cells, with layers of limited reach
+  // (sliding-window or chunked): those layers get a window of window_cells cells (the offloaded ones too: the
   // GPU keeps their K/V in as many cells, which the window decides and
   // moves through set_window_mover).
   // A model with SSM layers (HParams::is_recurrent) keeps no K/V for them
@@ -113,7 +114,7 @@ class KvCache {
   // State slots of the tokens of the last allocate() (empty without recurrent state).
   const std::vector<int32_t>& recurrent_slots() const { return recurrent_slots_; }
 
-  // The window's cells (sliding-window layers), or null: those layers are stored here.
+  // The window's cells (layers of limited reach), or null: those layers are stored here.
   KvCache* window() { return window_.get(); }
   const KvCache* window() const { return window_.get(); }
   // Whether this cache stores layer il (its memory is here).
@@ -123,7 +124,7 @@ class KvCache {
   // Bytes of K/V memory this cache holds (its window's included).
   int64_t bytes() const;
   // What bytes() of a cache of n_cells (all layers stored here) would be,
-  // with a window of window_cells for the sliding layers (0: none), without
+  // with a window of window_cells for the layers of limited reach (0: none), without
   // allocating it (`ferrite info`).
   static int64_t planned_bytes(const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
                                int64_t window_cells);
@@ -173,7 +174,8 @@ class KvCache {
   void align_sequence(int seq);
   // A window: positions of `seq` up to `pos` count as dropped (-1: none).
   void set_dropped(int seq, int32_t pos) { dropped_.at(static_cast<size_t>(seq)) = pos; }
-  int64_t n_swa() const { return n_swa_; }
+  // A window: how far back its layers see (HParams::reach); the drops follow it.
+  const model::AttentionReach& reach() const { return reach_; }
   // With regions: a sequence that has no cells starts at the first free cell
   // from `cell` instead of in the largest free run (the server gives each
   // slot its own share of the cache, so that no sequence grows into
@@ -187,7 +189,9 @@ class KvCache {
   // Removes positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence).
   void remove(int seq, int32_t p0, int32_t p1);
   // Window sizing, llama.cpp's rule for its SWA cache (llama-kv-cache-iswa.cpp,
-  // 2025-2026): min(n_ctx, n_swa * n_seq + n_ubatch) rounded up to 256 cells.
+  // 2025-2026; its chunked layers' too, with the chunk size for n_swa):
+  // min(n_ctx, n_swa * n_seq + n_ubatch) rounded up to 256 cells.
+  // n_swa: AttentionReach::span().
   static int64_t window_size(int64_t n_swa, int64_t n_seq, int64_t n_ubatch, int64_t n_ctx);
   // Makes `dst` share every cell of `src` (prompt reuse without recompute).
   void copy_sequence(int src, int dst);
@@ -248,8 +252,8 @@ class KvCache {
 
  private:
   struct WindowTag {};
-  // A window: stores the sliding-window layers only and drops what they no longer see.
-  // Its layers are the sliding ones; those from n_stored on are kept elsewhere.
+  // A window: stores the layers of limited reach only and drops what they no
+  // longer see. Those from n_stored on are kept elsewhere.
   KvCache(WindowTag, const model::HParams& hp, int64_t n_cells, TensorType type_k, TensorType type_v,
           int64_t n_stored);
   bool any_offloaded() const;
@@ -269,6 +273,11 @@ class KvCache {
   // offset >= 0: move the cells so that the first is at a cell of that
   // offset modulo kRegionAlign (when they are not already).
   void make_room(int seq, int64_t n_new, int64_t offset = -1);
+  // Moves the window's cells of `seq` so that its lowest position there sits
+  // at the offset modulo kRegionAlign of the same position's cell here (after
+  // a copy, which starts a sequence wherever each set has room): attention
+  // then sums the window's cells in these cells' order (kv_cache_window.cpp).
+  void align_window(int seq);
   void move_cell(int64_t from, int64_t to);
   void rotate_key_row(uint8_t* row, TensorType type, const cpu::RopeConfig& cfg, const float* cos_t,
                       const float* sin_t, std::vector<float>& scratch) const;
@@ -300,8 +309,16 @@ class KvCache {
   std::unique_ptr<RecurrentState> recurrent_;   // the SSM layers' state, or null
   std::vector<int32_t> recurrent_slots_;
   std::vector<int32_t> window_slots_;
-  int64_t n_swa_ = 0;                           // > 0: this is a window
+  model::AttentionReach reach_;                 // limited(): this is a window
   std::array<int32_t, kMaxSequences> dropped_ = make_dropped();  // window: highest dropped position per sequence
+  // Window, during allocate(): per sequence the offset modulo kRegionAlign
+  // a sequence without cells starts at (-1: any; next_cell).
+  std::array<int8_t, kMaxSequences> lane_ = make_lanes();
+  static std::array<int8_t, kMaxSequences> make_lanes() {
+    std::array<int8_t, kMaxSequences> l{};
+    l.fill(-1);
+    return l;
+  }
   static std::array<int32_t, kMaxSequences> make_dropped() {
     std::array<int32_t, kMaxSequences> d{};
     d.fill(-1);

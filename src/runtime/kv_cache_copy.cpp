@@ -92,6 +92,7 @@ int64_t KvCache::copy_cells(int src, int dst, int32_t p0, int32_t p1, const Cell
     const int32_t src_dropped = window_->dropped_[static_cast<size_t>(src)];
     int32_t& d = window_->dropped_[static_cast<size_t>(dst)];
     if (src_dropped >= p0) d = std::max(d, std::min(src_dropped, p1 - 1));
+    align_window(dst);
   }
   if (recurrent_) {
     try {

@@ -9,6 +9,7 @@
 // cells' positions move; ALiBi's distances come from those positions in the
 // next step's masks (Context::decode_pass).
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -62,8 +63,11 @@ void KvCache::shift(int seq, int32_t p0, int32_t p1, int32_t delta, std::span<co
   }
   if (window_) {
     // As llama.cpp's SWA cache: the cells a shifted window would see again are gone.
-    throw InvalidArgument("context shift is not possible with the sliding-window KV cache (it keeps only the "
-                          "window of the sliding layers); keep the whole cache with --swa-full");
+    throw InvalidArgument(std::string("context shift is not possible with the ") +
+                          (window_->reach_.chunk > 0
+                               ? "chunked-attention KV cache (it keeps only the current chunk of the chunked layers)"
+                               : "sliding-window KV cache (it keeps only the window of the sliding layers)") +
+                          "; keep the whole cache with --swa-full");
   }
   if (static_cast<int64_t>(layer_rope.size()) != n_layer_) {
     throw InvalidArgument("context shift needs one RoPE setting per layer");

@@ -1,11 +1,17 @@
 // The window of a KvCache (kv_cache.h): before a batch, each batch
-// sequence's cells that none of its tokens can see any more are dropped, and
+// sequence's cells that none of its tokens can see any more are dropped
+// (those its lowest position in the batch does not see, reach_.sees: out of
+// the sliding window, or before the chunk; no later position sees them), and
 // the sequence's remaining cells are moved, when its tokens would not fit
 // right after them, to free cells where they do, keeping their order and
-// their offset modulo kRegionAlign. Tokens then follow a sequence's cells in
+// their offset modulo kRegionAlign. A sequence left without cells (a chunk's
+// first token) starts again at the offset of its token's cell in the full
+// cells (KvCache::allocate), and a copy is moved to the offset of the full
+// cells' copy (align_window). Tokens then follow a sequence's cells in
 // position order as in the full cache, and attention reads the visible
 // cells in the same order at the same vector lanes: the logits are the full
-// cache's bit for bit on the CPU (tests/runtime/kv_window_test.cpp).
+// cache's bit for bit on the CPU (tests/runtime/kv_window_test.cpp,
+// kv_chunk_test.cpp).
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -29,13 +35,14 @@ void KvCache::prepare_window(const int32_t* seq, const int32_t* pos, int64_t n) 
     ++count[s];
     batch_seqs.add(seq[t]);
   }
-  // A token at p sees positions (p - n_swa, p]: none of them may be gone.
+  // A token at p sees positions [reach_.first_visible(p), p]: none of them may be gone.
   for (int s = 0; s < kMaxSequences; ++s) {
     const auto i = static_cast<size_t>(s);
-    if (!batch_seqs.has(s) || dropped_[i] < 0 || dropped_[i] <= static_cast<int64_t>(lowest[i]) - n_swa_) continue;
-    throw InvalidArgument("sliding-window KV cache: sequence " + std::to_string(s) + " at position " +
-                          std::to_string(lowest[i]) + " needs the window from position " +
-                          std::to_string(std::max<int64_t>(0, lowest[i] - n_swa_ + 1)) +
+    if (!batch_seqs.has(s) || dropped_[i] < 0 || !reach_.sees(lowest[i], dropped_[i])) continue;
+    throw InvalidArgument(std::string(reach_.chunk > 0 ? "chunked-attention" : "sliding-window") +
+                          " KV cache: sequence " + std::to_string(s) + " at position " + std::to_string(lowest[i]) +
+                          " needs the " + (reach_.chunk > 0 ? "chunk" : "window") + " from position " +
+                          std::to_string(std::max<int64_t>(0, reach_.first_visible(lowest[i]))) +
                           ", which the cache dropped (up to " + std::to_string(dropped_[i]) +
                           "); evaluate the sequence again from its start, or keep the whole cache with --swa-full");
   }
@@ -44,7 +51,7 @@ void KvCache::prepare_window(const int32_t* seq, const int32_t* pos, int64_t n) 
     if (c.pos < 0) continue;
     c.seqs.for_each_common(batch_seqs, [&](int s) {
       const auto i = static_cast<size_t>(s);
-      if (static_cast<int64_t>(c.pos) > static_cast<int64_t>(lowest[i]) - n_swa_) return;
+      if (reach_.sees(lowest[i], c.pos)) return;
       dropped_[i] = std::max(dropped_[i], c.pos);
       c.seqs.remove(s);
     });
@@ -97,6 +104,22 @@ void KvCache::make_room(int seq, int64_t n_new, int64_t offset) {
   }
   // No ordered room: the tokens take free cells wherever they are (the same
   // values, summed in another order).
+}
+
+void KvCache::align_window(int seq) {
+  if (!window_ || !window_->regions_) return;
+  int32_t lowest = INT32_MAX;
+  for (const Cell& c : window_->cells_) {
+    if (c.pos >= 0 && c.has(seq)) lowest = std::min(lowest, c.pos);
+  }
+  if (lowest == INT32_MAX) return;
+  for (int64_t i = 0; i < size(); ++i) {
+    const Cell& c = cells_[static_cast<size_t>(i)];
+    if (c.pos == lowest && c.has(seq)) {
+      window_->make_room(seq, 0, i % kRegionAlign);
+      return;
+    }
+  }
 }
 
 void KvCache::align_sequence(int seq) {

@@ -24,7 +24,7 @@ bool gpu_offload_available() {
 #ifdef FERRITE_HAVE_CUDA
 namespace {
 
-// The sliding-window layers of `hp` (those a window cache keeps in its own cells).
+// The sliding-window (or chunked) layers of `hp` (those a window cache keeps in its own cells).
 std::vector<bool> window_layers(const model::HParams& hp) {
   std::vector<bool> w(static_cast<size_t>(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) w[static_cast<size_t>(il)] = hp.is_swa(il);
@@ -80,7 +80,8 @@ GpuFit fit_gpu_layers(const model::Model& m, const ContextParams& p) {
   const std::string seqs = p.n_seq_max > 1 ? " for " + std::to_string(p.n_seq_max) + " sequences" : std::string();
   fit.report = "fit: " + std::to_string(r.max_layers) + " of " + std::to_string(hp.n_layer) + " layers (" +
                mib(per_layer) + " MiB per layer with " + std::to_string(plan.n_cells) + " cache cells" +
-               (windowed ? ", " + std::to_string(plan.window_cells) + " in sliding-window layers" + seqs
+               (windowed ? ", " + std::to_string(plan.window_cells) + " in " +
+                               (hp.n_chunk > 0 ? "chunked" : "sliding-window") + " layers" + seqs
                          : std::string()) +
                ", output " +
                mib(r.output_bytes) + " MiB, embeddings " + mib(r.embd_bytes) + " MiB, scratch " +

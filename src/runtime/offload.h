@@ -28,7 +28,7 @@ struct Offload {
 
 // The GPU backend for `m` with a cache of n_cells cells (K and V of types
 // type_k, type_v) for its last n_gpu_layers layers (kAllLayers: all), the
-// sliding-window layers (HParams::is_swa) with window_cells cells instead
+// sliding-window or chunked layers (HParams::is_swa) with window_cells cells instead
 // when window_cells > 0 (the window of a KvCache, runtime/kv_cache.h), or
 // throws InvalidArgument when this build has no CUDA backend, the count is
 // not one of layers or the GPU has no cache of those types (ModelError, with
@@ -47,7 +47,7 @@ struct ContextParams;  // runtime/context.h
 // What --fit picks for a context with parameters p: the largest number of
 // layers whose weights, KV cache (as that context allocates it,
 // runtime::cache_plan: its cells, K and V types, and the sliding-window
-// layers' window sized for p.n_seq_max sequences) and scratch fit in the
+// layers' window (sliding or chunked) sized for p.n_seq_max sequences) and scratch fit in the
 // free memory of the device. Throws InvalidArgument without a CUDA build or
 // device, and as cache_plan.
 GpuFit fit_gpu_layers(const model::Model& m, const ContextParams& p);

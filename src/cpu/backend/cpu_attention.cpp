@@ -226,9 +226,9 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   }
   if (spec.temp_scale > 0.0f) attn_temperature_scale(q, batch_->pos, n, n_q, spec.temp_floor, spec.temp_scale);
 
-  // 3. Keys and values into their cache cells (a sliding layer's window
-  // when the cache has one).
-  const bool window = spec.sliding && kv_->swa != nullptr;
+  // 3. Keys and values into their cache cells (a sliding or chunked layer's
+  // window when the cache has one).
+  const bool window = spec.windowed() && kv_->swa != nullptr;
   const backend::KvView& kv = window ? *kv_->swa : *kv_;
   store_kv(spec.layer, k, v, &kv);
 

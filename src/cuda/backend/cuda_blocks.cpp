@@ -28,17 +28,17 @@ const CudaBackend::ViewStep& CudaBackend::view_of(const backend::AttentionSpec& 
     throw InvalidArgument("GPU backend: layer " + std::to_string(spec.layer) + " has no cache on the GPU");
   }
   if (!in_window_[static_cast<size_t>(li)]) {
-    // With a window cache the sliding mask is the window's (the whole cache's view has none).
-    if (spec.sliding && views_[kWindowView].kv != nullptr) {
+    // With a window cache the sliding (or chunk) mask is the window's (the whole cache's view has none).
+    if (spec.windowed() && views_[kWindowView].kv != nullptr) {
       throw Error("GPU backend: layer " + std::to_string(spec.layer) +
-                  " attends with the sliding window but keeps the whole cache's cells");
+                  " attends with the sliding window or chunks but keeps the whole cache's cells");
     }
     return views_[kMainView];
   }
-  // A window layer: the window's cells, slots, ranges and (sliding) mask.
-  if (!spec.sliding || spec.chunked) {
+  // A window layer: the window's cells, slots, ranges and (sliding or chunk) mask.
+  if (!spec.windowed()) {
     throw Error("GPU backend: layer " + std::to_string(spec.layer) +
-                " keeps a sliding window's cells but attends without the sliding window");
+                " keeps a window's cells but attends without the sliding window or chunks");
   }
   if (views_[kWindowView].kv == nullptr) {
     throw InvalidArgument("GPU backend: layer " + std::to_string(spec.layer) +

@@ -129,7 +129,7 @@ void CudaBackend::stage_view(const ViewStep& vs, int64_t n, bool window, const i
                 : ranges             ? kv.kv_len[t]
                                      : static_cast<int32_t>(vs.n_kv);
   }
-  // The window's view: its mask is the sliding one.
+  // The window's view: its mask is the sliding (or chunk) one.
   const float* src[3] = {window && kv.mask_swa != nullptr ? kv.mask_swa : kv.mask, kv.mask_swa, kv.mask_chunk};
   float* dst[3] = {hv.mask, hv.mask_swa, hv.mask_chunk};
   for (int m = 0; m < 3; ++m) {
@@ -150,7 +150,8 @@ void CudaBackend::stage_view(const ViewStep& vs, int64_t n, bool window, const i
 void CudaBackend::stage(const backend::ForwardBatch& batch) {
   const int64_t n = batch.n_tokens, n_out = batch.n_out;
   // Host inputs, staged in one upload: ids, cells, ranges, the attention
-  // plans, RoPE tables, masks. The window's view has one mask (sliding).
+  // plans, RoPE tables, masks. The window's view has one mask (sliding or
+  // chunk: the runtime's window view gives the same for both).
   int64_t mask_floats[2][3] = {};
   for (int v = 0; v < kViews; ++v) {
     const backend::KvView* kv = views_[v].kv;
@@ -203,7 +204,7 @@ void CudaBackend::stage(const backend::ForwardBatch& batch) {
     vs.listed = d.view[v].listed;
     vs.mask = d.view[v].mask;
     vs.mask_swa = mask_floats[v][1] > 0 ? d.view[v].mask_swa : v == kWindowView ? d.view[v].mask : nullptr;
-    vs.mask_chunk = mask_floats[v][2] > 0 ? d.view[v].mask_chunk : nullptr;
+    vs.mask_chunk = mask_floats[v][2] > 0 ? d.view[v].mask_chunk : v == kWindowView ? d.view[v].mask : nullptr;
   }
   rope_tables_.assign(d.ropes.begin(), d.ropes.end());
   n_staged_ropes_ = static_cast<int>(rope_tables_.size());
