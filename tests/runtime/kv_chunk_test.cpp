@@ -26,6 +26,7 @@
 #include "model/tiny_llama4.h"
 #include "runtime/context.h"
 #include "runtime/sequence.h"
+#include "support/logits.h"
 
 // (Its own namespace: the unity build puts it beside kv_window_test.cpp.)
 namespace ferrite::kv_chunk_test {
@@ -33,14 +34,6 @@ namespace {
 
 constexpr int64_t kChunk = 16;  // the model's attention.chunk_size
 constexpr int64_t kCtx = 1024;  // cells of the whole cache; the window cache gets 256
-
-std::vector<int32_t> prompt_tokens(size_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(n);
-  for (int32_t& x : t) x = d(rng);
-  return t;
-}
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
@@ -121,7 +114,7 @@ TEST_P(KvChunk, OneSequenceEqualsTheWholeCache) {
   // A prompt of 37 chunks (more than twice the window cache) in one decode:
   // passes of n_batch that straddle chunk boundaries (n_batch 40, 7), or
   // fill one chunk each (16); every row's logits.
-  const std::vector<int32_t> prompt = prompt_tokens(600, hp.n_vocab, 7);
+  const std::vector<int32_t> prompt = test::any_tokens(600, hp.n_vocab, 7);
   runtime::Batch b;
   for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, true);
   both(win, full, b, "prompt");
@@ -144,7 +137,7 @@ TEST_P(KvChunk, OneSequenceEqualsTheWholeCache) {
   // last half rejected (removed), then the next round.
   const auto n_draft = static_cast<size_t>(std::min<int64_t>(8, GetParam().n_batch));
   for (int round = 0; round < 8; ++round) {
-    const std::vector<int32_t> draft = prompt_tokens(n_draft, hp.n_vocab, 100 + static_cast<uint32_t>(round));
+    const std::vector<int32_t> draft = test::any_tokens(n_draft, hp.n_vocab, 100 + static_cast<uint32_t>(round));
     b.clear();
     b.rows_as_steps = true;
     for (size_t i = 0; i < draft.size(); ++i) b.add(draft[i], pos + static_cast<int32_t>(i), 0, true);
@@ -163,8 +156,8 @@ TEST_P(KvChunk, TwoSequencesACopyAndARemovedRange) {
   ASSERT_NE(win.cache().window(), nullptr);
   EXPECT_EQ(win.cache().window()->size(), 256);  // 2 * 16 + n_batch, rounded up
   const int64_t nv = model_->hparams().n_vocab;
-  const std::vector<int32_t> a = prompt_tokens(300, nv, 11);
-  const std::vector<int32_t> c = prompt_tokens(261, nv, 12);
+  const std::vector<int32_t> a = test::any_tokens(300, nv, 11);
+  const std::vector<int32_t> c = test::any_tokens(261, nv, 12);
   // Both prompts, 12 tokens each per batch (a pass straddles a chunk
   // boundary every fourth batch), interleaved.
   runtime::Batch b;
@@ -246,7 +239,7 @@ TEST_P(KvChunk, TwoSequencesACopyAndARemovedRange) {
 TEST_P(KvChunk, SaveLoadRoundTrip) {
   runtime::Context win(model_, params(false)), full(model_, params(true));
   const int64_t nv = model_->hparams().n_vocab;
-  const std::vector<int32_t> prompt = prompt_tokens(500, nv, 21);  // ends 4 into its chunk
+  const std::vector<int32_t> prompt = test::any_tokens(500, nv, 21);  // ends 4 into its chunk
   win.eval(prompt, 0);
   full.eval(prompt, 0);
   const std::string win_state = win.save_sequence_bytes(0, prompt);
@@ -262,7 +255,7 @@ TEST_P(KvChunk, SaveLoadRoundTrip) {
   runtime::Context full3(model_, params(true));
   EXPECT_THROW(full3.load_sequence_bytes(0, win_state), InvalidArgument);
 
-  const std::vector<int32_t> more = prompt_tokens(40, nv, 22);
+  const std::vector<int32_t> more = test::any_tokens(40, nv, 22);
   const std::span<const float> ref = full.eval(more, 0, true);
   const std::vector<float> expect(ref.begin(), ref.end());
   for (runtime::Context* c : {&win, &win2, &win3, &full2}) {
@@ -287,7 +280,7 @@ TEST(KvChunkRules, NoShiftAndSequencesEvaluateAgain) {
   runtime::Context win(model, {.n_ctx = kCtx, .n_batch = 32, .n_threads = 2});
   ASSERT_NE(win.cache().window(), nullptr);
   const int64_t nv = model->hparams().n_vocab;
-  const std::vector<int32_t> prompt = prompt_tokens(200, nv, 31);
+  const std::vector<int32_t> prompt = test::any_tokens(200, nv, 31);
   win.eval(prompt, 0);
   try {
     win.shift_sequence(0, 100, -1, -50);
@@ -300,10 +293,10 @@ TEST(KvChunkRules, NoShiftAndSequencesEvaluateAgain) {
   // start, giving a fresh context's logits.
   runtime::Sequence seq(win, {.seq = 1});
   EXPECT_FALSE(seq.context_shift());
-  const std::vector<int32_t> p1 = prompt_tokens(300, nv, 32);
+  const std::vector<int32_t> p1 = test::any_tokens(300, nv, 32);
   seq.prefill(p1);
   std::vector<int32_t> p2(p1.begin(), p1.begin() + 150);
-  const std::vector<int32_t> tail = prompt_tokens(20, nv, 33);
+  const std::vector<int32_t> tail = test::any_tokens(20, nv, 33);
   p2.insert(p2.end(), tail.begin(), tail.end());
   const std::span<const float> got = seq.prefill(p2);
   const std::vector<float> g(got.begin(), got.end());

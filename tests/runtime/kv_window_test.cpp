@@ -22,6 +22,7 @@
 #include "model/ref_gemma.h"
 #include "runtime/context.h"
 #include "runtime/sequence.h"
+#include "support/logits.h"
 #include "support/test_data.h"
 
 namespace ferrite {
@@ -44,15 +45,6 @@ std::shared_ptr<const model::Model> gemma3(test::TinyGemma*& keep) {
   c.n_ctx = kCtx;
   keep = new test::TinyGemma(c);
   return model::Model::load(keep->path().string());
-}
-
-// n ids anywhere in [0, n_vocab), seeded (test::random_tokens skips the control ids).
-std::vector<int32_t> any_tokens(size_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(n);
-  for (int32_t& x : t) x = d(rng);
-  return t;
 }
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
@@ -99,7 +91,7 @@ TEST_P(KvWindow, OneSequenceEqualsTheWholeCache) {
                                                                  GetParam().type, 256));
   // A prompt of 25 windows (more than twice the window cache), every row's
   // logits, in passes of n_batch that cross the window's edge anywhere.
-  const std::vector<int32_t> prompt = any_tokens(600, model_->hparams().n_vocab, 7);
+  const std::vector<int32_t> prompt = test::any_tokens(600, model_->hparams().n_vocab, 7);
   runtime::Batch b;
   for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, true);
   both(win, full, b, "prompt");
@@ -115,7 +107,7 @@ TEST_P(KvWindow, OneSequenceEqualsTheWholeCache) {
   // Speculative verification: a draft of 7 as rows of one-token steps, the
   // last 4 rejected (removed), then the next round.
   for (int round = 0; round < 3; ++round) {
-    const std::vector<int32_t> draft = any_tokens(8, model_->hparams().n_vocab, 100 + round);
+    const std::vector<int32_t> draft = test::any_tokens(8, model_->hparams().n_vocab, 100 + round);
     b.clear();
     b.rows_as_steps = true;
     for (size_t i = 0; i < draft.size(); ++i) b.add(draft[i], pos + static_cast<int32_t>(i), 0, true);
@@ -132,8 +124,8 @@ TEST_P(KvWindow, OneSequenceEqualsTheWholeCache) {
 TEST_P(KvWindow, TwoSequencesAndARemovedRange) {
   runtime::Context win(model_, params(false, 2)), full(model_, params(true, 2));
   ASSERT_NE(win.cache().window(), nullptr);
-  const std::vector<int32_t> a = any_tokens(300, model_->hparams().n_vocab, 11);
-  const std::vector<int32_t> c = any_tokens(260, model_->hparams().n_vocab, 12);
+  const std::vector<int32_t> a = test::any_tokens(300, model_->hparams().n_vocab, 11);
+  const std::vector<int32_t> c = test::any_tokens(260, model_->hparams().n_vocab, 12);
   // Both prompts in chunks of 16 tokens each per batch, interleaved.
   runtime::Batch b;
   for (size_t i = 0; i < a.size(); i += 16) {
@@ -190,7 +182,7 @@ TEST_P(KvWindow, TwoSequencesAndARemovedRange) {
 
 TEST_P(KvWindow, SaveLoadRoundTrip) {
   runtime::Context win(model_, params(false)), full(model_, params(true));
-  const std::vector<int32_t> prompt = any_tokens(500, model_->hparams().n_vocab, 21);
+  const std::vector<int32_t> prompt = test::any_tokens(500, model_->hparams().n_vocab, 21);
   win.eval(prompt, 0);
   full.eval(prompt, 0);
   const std::string win_state = win.save_sequence_bytes(0, prompt);
@@ -206,7 +198,7 @@ TEST_P(KvWindow, SaveLoadRoundTrip) {
   runtime::Context full3(model_, params(true));
   EXPECT_THROW(full3.load_sequence_bytes(0, win_state), InvalidArgument);
 
-  const std::vector<int32_t> more = any_tokens(40, model_->hparams().n_vocab, 22);
+  const std::vector<int32_t> more = test::any_tokens(40, model_->hparams().n_vocab, 22);
   // Every context continues with the logits of the original whole cache.
   const std::span<const float> ref = full.eval(more, 0, true);
   const std::vector<float> expect(ref.begin(), ref.end());
@@ -235,7 +227,7 @@ class KvWindowRules : public ::testing::Test {
 TEST_F(KvWindowRules, NoShiftAndSequencesEvaluateAgain) {
   runtime::Context win(model_, {.n_ctx = kCtx, .n_batch = 32, .n_threads = 2});
   ASSERT_NE(win.cache().window(), nullptr);
-  const std::vector<int32_t> prompt = any_tokens(200, model_->hparams().n_vocab, 31);
+  const std::vector<int32_t> prompt = test::any_tokens(200, model_->hparams().n_vocab, 31);
   win.eval(prompt, 0);
   try {
     win.shift_sequence(0, 100, -1, -50);
@@ -248,10 +240,10 @@ TEST_F(KvWindowRules, NoShiftAndSequencesEvaluateAgain) {
   // giving the logits a fresh context gives.
   runtime::Sequence seq(win, {.seq = 1});
   EXPECT_FALSE(seq.context_shift());
-  const std::vector<int32_t> p1 = any_tokens(300, model_->hparams().n_vocab, 32);
+  const std::vector<int32_t> p1 = test::any_tokens(300, model_->hparams().n_vocab, 32);
   seq.prefill(p1);
   std::vector<int32_t> p2(p1.begin(), p1.begin() + 150);
-  const std::vector<int32_t> tail = any_tokens(20, model_->hparams().n_vocab, 33);
+  const std::vector<int32_t> tail = test::any_tokens(20, model_->hparams().n_vocab, 33);
   p2.insert(p2.end(), tail.begin(), tail.end());
   const std::span<const float> got = seq.prefill(p2);
   const std::vector<float> g(got.begin(), got.end());

@@ -33,4 +33,13 @@ inline std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t s
   return t;
 }
 
+// n ids anywhere in [0, n_vocab), seeded (control ids included).
+inline std::vector<int32_t> any_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
 }  // namespace ferrite::test
