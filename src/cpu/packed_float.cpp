@@ -53,6 +53,10 @@ PackedFloatKernel find_packed_float_kernel(TensorType type) {
   return active_isa() >= Isa::Avx2 ? packed_float_kernel_avx2(type) : nullptr;  // Neon sorts below Avx2
 }
 
+int64_t packed_float_call_tokens(TensorType type) {
+  return active_isa() >= Isa::Avx512 ? kPackTokens : kPackFloatTokens;
+}
+
 PackedFloatKernel find_packed_float_kernel_amx(TensorType type) {
   return active_isa() >= Isa::Avx512 && amx_available() ? packed_float_kernel_amx_impl(type) : nullptr;
 }

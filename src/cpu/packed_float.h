@@ -14,9 +14,9 @@
 
 namespace ferrite::cpu {
 
-// Tokens per call of the AVX2 kernels (matmul.cpp's token tile): each block
-// of widened weights serves them all.
-constexpr int64_t kPackFloatTokensAvx2 = 64;
+// Tokens per call of the kernels that widen a block of weights once for
+// every token of the call (AVX2): matmul.cpp's token tile.
+constexpr int64_t kPackFloatTokens = 64;
 
 // The activations of a float product: [m, k] rows of bf16 (BF16 weights) or
 // of f32 values already rounded to f16 (F16 weights).
@@ -29,8 +29,7 @@ struct PackedFloatActs {
 };
 
 // y[t * y_stride + r] = row r of `group` · activation row t0 + t, t < nt, r < 16.
-// nt <= kPackTokens for the AVX-512 kernels, <= kPackFloatTokensAvx2 for the
-// AVX2 ones, a multiple of 16 for AMX.
+// nt <= packed_float_call_tokens(type) at the active level, a multiple of 16 for AMX.
 using PackedFloatKernel = void (*)(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y,
                                    int64_t y_stride);
 
@@ -42,5 +41,8 @@ PackedFloatKernel packed_float_kernel_amx_impl(TensorType type);  // BF16 only
 // The fast kernels at the active level (nullptr when absent: the plain rows are used).
 PackedFloatKernel find_packed_float_kernel(TensorType type);
 PackedFloatKernel find_packed_float_kernel_amx(TensorType type);
+// The most tokens find_packed_float_kernel(type)'s kernel takes in one call:
+// kPackFloatTokens where it widens blocks of weights, else kPackTokens.
+int64_t packed_float_call_tokens(TensorType type);
 
 }  // namespace ferrite::cpu

@@ -117,7 +117,7 @@ void group_kernel(const uint8_t* group, const PackedFloatActs& a, int64_t t0, in
     return;
   }
   alignas(32) __m256 w[4 * kBlockPairs];
-  alignas(32) __m256 acc[4 * kPackFloatTokensAvx2];
+  alignas(32) __m256 acc[4 * kPackFloatTokens];
   for (int64_t i = 0; i < 4 * nt; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t j0 = 0; j0 < pairs; j0 += kBlockPairs) {
     const int64_t n = pairs - j0 < kBlockPairs ? pairs - j0 : kBlockPairs;
