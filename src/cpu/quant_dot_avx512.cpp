@@ -13,6 +13,7 @@
 
 #include "core/fp16.h"
 #include "cpu/quant_dot.h"
+#include "cpu/quant_dot_iq.h"
 #include "cpu/quant_dot_k.h"
 #include "quant/blocks.h"
 
@@ -193,7 +194,8 @@ const QuantDot* quant_dot_avx512(TensorType type) {
     case TensorType::Q8_0:
       return &kQ8_0;
     default:
-      return quant_dot_k_avx512(type);  // the K types (quant_dot_k_avx512.cpp)
+      if (const QuantDot* q = quant_dot_k_avx512(type)) return q;  // the K types (quant_dot_k_avx512.cpp)
+      return quant_dot_iq_avx512(type);                            // IQ2_XXS (quant_dot_iq2_avx512.cpp)
   }
 }
 

@@ -30,11 +30,15 @@ const QuantDot* quant_dot_ternary_ref(TensorType type);  // TQ1_0, TQ2_0
 
 // The AVX2 version (bit-identical to the reference, with register-blocked
 // tiles), or nullptr. quant_dot_avx2() hands these types to it; the
-// AVX-512 level uses it too (find_quant_dot falls through to AVX2).
+// AVX-512 level uses it too (find_quant_dot falls through to AVX2) except
+// where quant_dot_iq_avx512 has its own.
 const QuantDot* quant_dot_iq_avx2(TensorType type);
 const QuantDot* quant_dot_iq1_avx2(TensorType type);      // IQ1_S, IQ1_M
 const QuantDot* quant_dot_legacy_avx2(TensorType type);   // Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4
 const QuantDot* quant_dot_ternary_avx2(TensorType type);  // TQ1_0, TQ2_0
+// The AVX-512 version of IQ2_XXS (quant_dot_iq2_avx512.cpp; the other types
+// fall through to AVX2), or nullptr.
+const QuantDot* quant_dot_iq_avx512(TensorType type);
 
 // The Q8_1 activation row of k values (k a multiple of 32): Q8_0's values
 // and scale, plus s = f16(d * sum q) with d = amax / 127 unrounded (what
