@@ -100,12 +100,16 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) {
     return isa >= Isa::Avx512 ? packed_q4_k_avx512 : isa >= Isa::Avx2 ? packed_q4_k_avx2 : nullptr;
   }
-  // Only AVX2 kernels for these. AVX-512 keeps Q5_K's plain rows: its plain
-  // AVX-512 product decodes faster (device Xeon, 1B Q5_K_M, 2 threads, one
-  // run: tg128 23.2 t/s plain AVX-512, 15.9 packed AVX2; pp512 61 and 64).
-  // IQ4_XS takes the AVX2 packed kernel on AVX-512 hosts too: same run,
+  // Q5_K at AVX-512: the packed VNNI kernel (Q4_K's plus the fifth bits).
+  // Before it, AVX-512 kept Q5_K's plain rows, which decode faster than the
+  // packed AVX2 kernel. Device Xeon, 1B Q5_K_M, 2 threads, 4 interleaved
+  // runs each (bench/README.md, session 13): pp512 77-86 t/s plain rows,
+  // 108-137 packed AVX-512; tg128 17.8-24.0 and 20.4-27.8.
+  if (type == TensorType::Q5_K) {
+    return isa >= Isa::Avx512 ? packed_q5_k_avx512 : isa >= Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
+  }
+  // IQ4_XS takes the AVX2 packed kernel on AVX-512 hosts too: session 12,
   // 1B IQ4_XS pp512 62.9 / tg128 20.6 t/s packed AVX2, 45.1 / 13.8 plain AVX-512.
-  if (type == TensorType::Q5_K) return isa == Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
   if (type == TensorType::IQ4_XS) return isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
