@@ -74,6 +74,7 @@ constexpr int64_t kPackedIq4XsQsOffset = 128;
 void pack_iq4_xs_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
 void unpack_iq4_xs_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 void packed_iq4_xs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_iq4_xs_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks

@@ -108,9 +108,13 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q5_K) {
     return isa >= Isa::Avx512 ? packed_q5_k_avx512 : isa >= Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
   }
-  // IQ4_XS takes the AVX2 packed kernel on AVX-512 hosts too: session 12,
-  // 1B IQ4_XS pp512 62.9 / tg128 20.6 t/s packed AVX2, 45.1 / 13.8 plain AVX-512.
-  if (type == TensorType::IQ4_XS) return isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
+  // IQ4_XS at AVX-512: the packed VNNI kernel (vpshufb lookups of the values
+  // plus 128). Before it, AVX-512 hosts took the packed AVX2 kernel (which
+  // beat the plain AVX-512 rows). Same runs, 1B IQ4_XS: pp512 62-79 t/s
+  // packed AVX2, 120-183 packed AVX-512; tg128 20.0-23.0 and 27.7-32.2.
+  if (type == TensorType::IQ4_XS) {
+    return isa >= Isa::Avx512 ? packed_iq4_xs_avx512 : isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
+  }
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).
