@@ -43,6 +43,7 @@ constexpr int64_t kPackedQ5KQhOffset = 2304;
 void pack_q5_k_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
 void unpack_q5_k_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 void packed_q5_k_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_q5_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_q5_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Q6_K group super-block (16 * 210 bytes): [0,32) 16 x f16 d; [32,288) for
@@ -73,8 +74,8 @@ constexpr int64_t kPackedIq4XsQsOffset = 128;
 void pack_iq4_xs_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
 void unpack_iq4_xs_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 void packed_iq4_xs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
-void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_iq4_xs_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).

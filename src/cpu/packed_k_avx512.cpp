@@ -1,9 +1,12 @@
-// AVX-512 VNNI kernel for packed Q4_K (layout and formula in packed_k.h).
+// AVX-512 VNNI kernels for packed Q4_K and Q5_K (layouts and formula in
+// packed_k.h), one template: they differ only in the fifth bit of Q5_K's values.
 // Per sub-block of 32 of a group super-block: 8 zmm of nibbles (16 rows x 4
-// bytes each), then per token 8 vpdpbusd with broadcast dwords of the
-// token's Q8_K values give the 16 rows' sums in the 16 lanes; vpmulld by the
-// 16 sub-block scales, and the mins times the token's bsums, accumulate
-// exactly in int32. The f32 finish per super-block is the reference's.
+// bytes each; Q5_K: plus 16 where bit sb of the matching qh byte is set, a
+// vptestmb and a masked vpaddb), then per token 8 vpdpbusd with broadcast
+// dwords of the token's Q8_K values give the 16 rows' sums in the 16 lanes
+// (values 0..31 times int8: no saturation); vpmulld by the 16 sub-block
+// scales, and the mins times the token's bsums, accumulate exactly in int32.
+// The f32 finish per super-block is the reference's.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -27,6 +30,7 @@ constexpr int kSubLen = kQKK / kSubBlocks;
 constexpr int kLanes = kSubLen / 4;  // 4-byte lanes per sub-block
 constexpr int kPrefetchBytes = 4096;
 constexpr int kPairLines = kLanes;  // 64-byte lines of nibbles per sub-block pair
+constexpr int kLine = 64;
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 inline __m512i bcast32(const int8_t* p) {
@@ -35,8 +39,16 @@ inline __m512i bcast32(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-template <int NT>
-void q4_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+// Q5_K: the fifth bit of lane j's values in sub-block sb (bit sb of its qh
+// bytes) added to their nibbles w as 16.
+inline __m512i with_fifth_bit(__m512i w, const uint8_t* gb, int j, __m512i bit_sb, __m512i sixteen) {
+  const __m512i h = _mm512_loadu_si512(gb + kPackedQ5KQhOffset + j * kLine);
+  return _mm512_mask_add_epi8(w, _mm512_test_epi8_mask(h, bit_sb), w, sixteen);
+}
+
+template <bool kFive, int NT>
+void k45_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+  constexpr int64_t kBlockBytes = kFive ? kPackedQ5KBlockBytes : kPackedQ4KBlockBytes;
   const BlockQ8_K* act[NT];
   for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
   __m512 acc[NT];
@@ -44,22 +56,31 @@ void q4_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i low6 = _mm512_set1_epi32(63);
   const __m128i nib = _mm_set1_epi8(0x0F);
+  const __m512i sixteen = _mm512_set1_epi8(16);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* gb = group + b * kPackedQ4KBlockBytes;
+    const uint8_t* gb = group + b * kBlockBytes;
     __m512i sumi[NT], summ[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
     for (int sb = 0; sb < kSubBlocks; ++sb) {
-      const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * 64;
+      const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * kLine;
       // Every line of the pair ahead (half of it per sub-block): the
       // hardware prefetcher alone leaves a one-token product latency-bound.
       for (int line = 0; line < kPairLines / 2; ++line) {
-        _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + ((sb % 2) * kPairLines / 2 + line) * 64,
+        _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + ((sb % 2) * kPairLines / 2 + line) * kLine,
                      _MM_HINT_T0);
       }
+      if constexpr (kFive) {
+        // One of the 8 lines of fifth bits per sub-block, at the same distance:
+        // these start where the nibble lines above end, so together they
+        // cover all but 4 lines of each super-block, as for Q4_K.
+        _mm_prefetch(reinterpret_cast<const char*>(gb) + kPackedQ5KQhOffset + kPrefetchBytes + sb * kLine, _MM_HINT_T0);
+      }
+      const __m512i bit_sb = _mm512_set1_epi8(static_cast<char>(1 << sb));
       __m512i w[kLanes];
       for (int j = 0; j < kLanes; ++j) {
-        const __m512i raw = _mm512_loadu_si512(qs + j * 64);
+        const __m512i raw = _mm512_loadu_si512(qs + j * kLine);
         w[j] = sb % 2 == 0 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        if constexpr (kFive) w[j] = with_fifth_bit(w[j], gb, j, bit_sb, sixteen);
       }
       // 16 scales and mins of this sub-block as int32 lanes.
       const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedQ4KScOffset + sb * 16)));
@@ -95,20 +116,28 @@ void q4_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
 }
 
+template <bool kFive>
+void k45_dispatch(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  static_assert(kPackTokens == 8);
+  switch (nt) {
+    case 1: return k45_group<kFive, 1>(group, a, t0, y, ys);
+    case 2: return k45_group<kFive, 2>(group, a, t0, y, ys);
+    case 3: return k45_group<kFive, 3>(group, a, t0, y, ys);
+    case 4: return k45_group<kFive, 4>(group, a, t0, y, ys);
+    case 5: return k45_group<kFive, 5>(group, a, t0, y, ys);
+    case 6: return k45_group<kFive, 6>(group, a, t0, y, ys);
+    case 7: return k45_group<kFive, 7>(group, a, t0, y, ys);
+    default: return k45_group<kFive, 8>(group, a, t0, y, ys);
+  }
+}
+
 }  // namespace
 
 void packed_q4_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static_assert(kPackTokens == 8);
-  switch (nt) {
-    case 1: return q4_k_group<1>(group, a, t0, y, ys);
-    case 2: return q4_k_group<2>(group, a, t0, y, ys);
-    case 3: return q4_k_group<3>(group, a, t0, y, ys);
-    case 4: return q4_k_group<4>(group, a, t0, y, ys);
-    case 5: return q4_k_group<5>(group, a, t0, y, ys);
-    case 6: return q4_k_group<6>(group, a, t0, y, ys);
-    case 7: return q4_k_group<7>(group, a, t0, y, ys);
-    default: return q4_k_group<8>(group, a, t0, y, ys);
-  }
+  k45_dispatch<false>(group, a, t0, nt, y, ys);
+}
+void packed_q5_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  k45_dispatch<true>(group, a, t0, nt, y, ys);
 }
 
 }  // namespace ferrite::cpu

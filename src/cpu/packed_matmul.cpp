@@ -100,13 +100,18 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::Q4_K) {
     return isa >= Isa::Avx512 ? packed_q4_k_avx512 : isa >= Isa::Avx2 ? packed_q4_k_avx2 : nullptr;
   }
-  // Only AVX2 kernels for these. AVX-512 keeps Q5_K's plain rows: its plain
-  // AVX-512 product decodes faster (device Xeon, 1B Q5_K_M, 2 threads, one
-  // run: tg128 23.2 t/s plain AVX-512, 15.9 packed AVX2; pp512 61 and 64).
-  if (type == TensorType::Q5_K) return isa == Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
-  // IQ4_XS: the VNNI kernel at AVX-512 (device Xeon, 1B IQ4_XS, 2 threads,
-  // two rounds: pp512 160 / 145 t/s, tg128 32.8 / 37.9; the packed AVX2
-  // kernel it replaces there 68.8 / 63.4 and 26.5 / 22.6).
+  // Q5_K at AVX-512: the packed VNNI kernel (Q4_K's plus the fifth bits).
+  // Before it, AVX-512 kept Q5_K's plain rows, which decode faster than the
+  // packed AVX2 kernel. Device Xeon, 1B Q5_K_M, 2 threads, 4 interleaved
+  // runs each (bench/README.md, session 13): pp512 77-86 t/s plain rows,
+  // 108-137 packed AVX-512; tg128 17.8-24.0 and 20.4-27.8.
+  if (type == TensorType::Q5_K) {
+    return isa >= Isa::Avx512 ? packed_q5_k_avx512 : isa >= Isa::Avx2 ? packed_q5_k_avx2 : nullptr;
+  }
+  // IQ4_XS at AVX-512: the packed VNNI kernel (vpshufb lookups of the values
+  // plus 128). Before it, AVX-512 hosts took the packed AVX2 kernel (which
+  // beat the plain AVX-512 rows). Same runs, 1B IQ4_XS: pp512 62-79 t/s
+  // packed AVX2, 120-183 packed AVX-512; tg128 20.0-23.0 and 27.7-32.2.
   if (type == TensorType::IQ4_XS) {
     return isa >= Isa::Avx512 ? packed_iq4_xs_avx512 : isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   }

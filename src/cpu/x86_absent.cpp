@@ -79,6 +79,12 @@ void packed_q4_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float
 void packed_q6_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q6_k_avx2");
 }
+void packed_q5_k_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_q5_k_avx512");
+}
+void packed_iq4_xs_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_iq4_xs_avx512");
+}
 void packed_q5_k_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_q5_k_avx2");
 }

@@ -133,12 +133,13 @@ TEST_P(PackedK, ReferenceKernelEqualsPlainDot) {
 TEST_P(PackedK, Avx512KernelEqualsReferenceBitForBit) {
   const TensorType type = GetParam();
   if (active_isa() < Isa::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  if (type == TensorType::Q5_K) GTEST_SKIP() << "no AVX-512 kernel for packed Q5_K (plain rows there)";
   const Plain p = make_k(type, kRows, kK, 8);
   const Acts a = make_acts(type, kTokens, kK, 9);
   const auto packed = packed_of(p);
   // The kernels themselves (find_packed_kernel offers Q6_K's unless FERRITE_REPACK_Q6K=0).
-  const PackedKernel fast = type == TensorType::Q4_K ? packed_q4_k_avx512 : packed_q6_k_avx512;
+  const PackedKernel fast = type == TensorType::Q4_K   ? packed_q4_k_avx512
+                            : type == TensorType::Q5_K ? packed_q5_k_avx512
+                                                       : packed_q6_k_avx512;
   const auto want = run_kernel(packed_kernel_ref(type), packed, p, a, kTokens);
   // Every tile width 1..8.
   for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
