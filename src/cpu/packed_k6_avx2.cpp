@@ -53,36 +53,42 @@ inline void sub_values(const uint8_t* gb, int64_t half, int sb, __m256i* w) {
   }
 }
 
-// NT tokens times one 8-row half of a group: per sub-block of 16 the 4
-// weight vectors are built once for all NT tokens (with NT = 8 they and the
-// 8 int32 sums stay in registers).
-template <int NT>
-void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+// NT tokens times H 8-row halves of a group, from half h0: per sub-block
+// of 16 the 4 weight vectors are built once for all NT tokens (with NT = 8
+// they and the 8 int32 sums stay in registers). One token takes both halves
+// per pass (H = 2), so that the memory streams the group's lines once, as
+// in packed_k_avx2.cpp.
+template <int NT, int H>
+void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
   const uint8_t* act0 = a.q8 + t0 * a.row_bytes;
   const auto act = [&](int t, int64_t b) {
     return reinterpret_cast<const BlockQ8_K*>(act0 + t * a.row_bytes) + b;
   };
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[H][NT];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kPackedQ6KBlockBytes;
-    __m256i sc[kSubBlocks];        // scale in both int16 halves of each row's lane
-    __m256i pairs[kSubBlocks / 2];  // (scale of 2q, scale of 2q + 1) as int16
-    for (int q = 0; q < kSubBlocks / 2; ++q) {
-      const __m256i s0 = avx2::load8_i32(gb + kPackedQ6KScOffset + 2 * q * kPackRows + half * kHalfRows);
-      const __m256i s1 = avx2::load8_i32(gb + kPackedQ6KScOffset + (2 * q + 1) * kPackRows + half * kHalfRows);
-      sc[2 * q] = avx2::twice16(s0);
-      sc[2 * q + 1] = avx2::twice16(s1);
-      pairs[q] = avx2::pair16(s0, s1);
-    }
-    __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) {
-      // -32 * sum_sb scale_sb * bsums_sb, two sub-blocks per vpmaddwd.
-      __m256i off = _mm256_setzero_si256();
+    __m256i sc[H][kSubBlocks];        // scale in both int16 halves of each row's lane
+    __m256i sumi[H][NT];
+    for (int h = 0; h < H; ++h) {
+      __m256i pairs[kSubBlocks / 2];  // (scale of 2q, scale of 2q + 1) as int16
       for (int q = 0; q < kSubBlocks / 2; ++q) {
-        off = _mm256_add_epi32(off, _mm256_madd_epi16(pairs[q], bcast32(act(t, b)->bsums + 2 * q)));
+        const __m256i s0 = avx2::load8_i32(gb + kPackedQ6KScOffset + 2 * q * kPackRows + (h0 + h) * kHalfRows);
+        const __m256i s1 = avx2::load8_i32(gb + kPackedQ6KScOffset + (2 * q + 1) * kPackRows + (h0 + h) * kHalfRows);
+        sc[h][2 * q] = avx2::twice16(s0);
+        sc[h][2 * q + 1] = avx2::twice16(s1);
+        pairs[q] = avx2::pair16(s0, s1);
       }
-      sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, kQ6OffsetShift));  // -32 * off
+      for (int t = 0; t < NT; ++t) {
+        // -32 * sum_sb scale_sb * bsums_sb, two sub-blocks per vpmaddwd.
+        __m256i off = _mm256_setzero_si256();
+        for (int q = 0; q < kSubBlocks / 2; ++q) {
+          off = _mm256_add_epi32(off, _mm256_madd_epi16(pairs[q], bcast32(act(t, b)->bsums + 2 * q)));
+        }
+        sumi[h][t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, kQ6OffsetShift));  // -32 * off
+      }
     }
     // Unrolled: each sub-block's shifts and line offsets are constants (the
     // loop kept them at run time: 241 instructions per 256 values and row at
@@ -96,32 +102,43 @@ void q6_k_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t 
           _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line * kLine, _MM_HINT_T0);
         }
       }
-      __m256i w[kLanesPerSub];
-      sub_values(gb, half, sb, w);
-      for (int t = 0; t < NT; ++t) {
-        const int8_t* aq = act(t, b)->qs + sb * 16;
-        const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast32(aq)),
-                                            _mm256_maddubs_epi16(w[1], bcast32(aq + 4)));
-        const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], bcast32(aq + 8)),
-                                            _mm256_maddubs_epi16(w[3], bcast32(aq + 12)));
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, sc[sb]), _mm256_madd_epi16(p1, sc[sb])));
+      for (int h = 0; h < H; ++h) {
+        __m256i w[kLanesPerSub];
+        sub_values(gb, h0 + h, sb, w);
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* aq = act(t, b)->qs + sb * 16;
+          const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast32(aq)),
+                                              _mm256_maddubs_epi16(w[1], bcast32(aq + 4)));
+          const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], bcast32(aq + 8)),
+                                              _mm256_maddubs_epi16(w[3], bcast32(aq + 12)));
+          sumi[h][t] = _mm256_add_epi32(sumi[h][t],
+                                        _mm256_add_epi32(_mm256_madd_epi16(p0, sc[h][sb]), _mm256_madd_epi16(p1, sc[h][sb])));
+        }
       }
     }
-    const __m256 d = avx2::load8_f16(gb + half * kHalfRows * 2);
-    for (int t = 0; t < NT; ++t) {
-      const __m256 p = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act(t, b)->d)), _mm256_cvtepi32_ps(sumi[t])));
-      acc[t] = _mm256_add_ps(acc[t], p);
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = avx2::load8_f16(gb + (h0 + h) * kHalfRows * 2);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 p = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act(t, b)->d)), _mm256_cvtepi32_ps(sumi[h][t])));
+        acc[h][t] = _mm256_add_ps(acc[h][t], p);
+      }
     }
   }
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+  for (int h = 0; h < H; ++h) {
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + (h0 + h) * kHalfRows, acc[h][t]);
+  }
 }
 
 }  // namespace
 
 void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  if (nt == 1) {
+    q6_k_halves<1, 2>(group, 0, a, t0, y, ys);
+    return;
+  }
   using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {q6_k_half<1>, q6_k_half<2>, q6_k_half<3>, q6_k_half<4>,
-                                      q6_k_half<5>, q6_k_half<6>, q6_k_half<7>, q6_k_half<8>};
+  static constexpr Fn kFns[kChunk] = {q6_k_halves<1, 1>, q6_k_halves<2, 1>, q6_k_halves<3, 1>, q6_k_halves<4, 1>,
+                                      q6_k_halves<5, 1>, q6_k_halves<6, 1>, q6_k_halves<7, 1>, q6_k_halves<8, 1>};
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);

@@ -80,26 +80,33 @@ inline void quarter_values(const uint8_t* gb, int64_t half, int sb, int hs, __m2
   }
 }
 
-// NT tokens times one 8-row half of a group. Per quarter of a sub-block
-// (16 elements: 4 vectors, unpacked once for all NT tokens) and token: 4
-// vpmaddubsw added in int16 (4 x 2 x 31 x 127 < 2^15), one vpmaddwd by the
-// rows' scale. With NT = 8 the 8 int32 sums and the 4 weight vectors stay
-// in registers.
-template <bool kFive, int NT>
-void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+// NT tokens times H 8-row halves of a group, from half h0. Per quarter of a
+// sub-block (16 elements: 4 vectors, unpacked once for all NT tokens) and
+// token: 4 vpmaddubsw added in int16 (4 x 2 x 31 x 127 < 2^15), one
+// vpmaddwd by the rows' scale. With NT = 8 the 8 int32 sums and the 4 weight
+// vectors stay in registers. One token takes both halves per pass (H = 2):
+// with one half per pass, the second half found its lines already in L2 and
+// the memory sat idle for half of a decode step (Zen 3, 2 threads: 7B
+// Q4_K_M decode at 49% of the read probe).
+template <bool kFive, int NT, int H>
+void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
   constexpr int64_t kBlockBytes = kFive ? kPackedQ5KBlockBytes : kPackedQ4KBlockBytes;
   const uint8_t* act0 = a.q8 + t0 * a.row_bytes;
   const auto act = [&](int t, int64_t b) {
     return reinterpret_cast<const BlockQ8_K*>(act0 + t * a.row_bytes) + b;
   };
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[H][NT];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kBlockBytes;
-    Scales s;
-    s.load(gb, half);
-    __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    Scales s[H];
+    for (int h = 0; h < H; ++h) s[h].load(gb, h0 + h);
+    __m256i sumi[H][NT];
+    for (auto& row : sumi) {
+      for (auto& v : row) v = _mm256_setzero_si256();
+    }
     // Unrolled: each sub-block's shifts and line offsets are constants.
 #pragma GCC unroll 8
     for (int sb = 0; sb < kSubBlocks; ++sb) {
@@ -111,40 +118,50 @@ void k45_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t
       }
 #pragma GCC unroll 2
       for (int hs = 0; hs < 2; ++hs) {
-        __m256i w[4];
-        quarter_values<kFive>(gb, half, sb, hs, w);
-        for (int t = 0; t < NT; ++t) {
-          const int8_t* aq = act(t, b)->qs + sb * kSubLen + 16 * hs;
-          __m256i s16 = _mm256_maddubs_epi16(w[0], bcast32(aq));
-          for (int j = 1; j < 4; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, s.sc[sb]));
+        for (int h = 0; h < H; ++h) {
+          __m256i w[4];
+          quarter_values<kFive>(gb, h0 + h, sb, hs, w);
+          for (int t = 0; t < NT; ++t) {
+            const int8_t* aq = act(t, b)->qs + sb * kSubLen + 16 * hs;
+            __m256i s16 = _mm256_maddubs_epi16(w[0], bcast32(aq));
+            for (int j = 1; j < 4; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
+            sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(s16, s[h].sc[sb]));
+          }
         }
       }
     }
-    const __m256 d = avx2::load8_f16(gb + half * kHalfRows * 2);
-    const __m256 dmin = avx2::load8_f16(gb + kPackedQ4KDminOffset + half * kHalfRows * 2);
-    for (int t = 0; t < NT; ++t) {
-      // m_sb * (bsums of its two 16s), two sub-blocks per vpmaddwd.
-      const __m256i pairs = bsum_pairs(act(t, b)->bsums);
-      __m256i summ = _mm256_setzero_si256();
-      for (int q = 0; q < kSubBlocks / 2; ++q) {
-        summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.mins[q], _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(kPairLane[q]))));
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = avx2::load8_f16(gb + (h0 + h) * kHalfRows * 2);
+      const __m256 dmin = avx2::load8_f16(gb + kPackedQ4KDminOffset + (h0 + h) * kHalfRows * 2);
+      for (int t = 0; t < NT; ++t) {
+        // m_sb * (bsums of its two 16s), two sub-blocks per vpmaddwd.
+        const __m256i pairs = bsum_pairs(act(t, b)->bsums);
+        __m256i summ = _mm256_setzero_si256();
+        for (int q = 0; q < kSubBlocks / 2; ++q) {
+          summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s[h].mins[q], _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(kPairLane[q]))));
+        }
+        const __m256 ad = _mm256_set1_ps(act(t, b)->d);
+        const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[h][t])));
+        const __m256 p2 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ)));
+        acc[h][t] = _mm256_add_ps(acc[h][t], _mm256_sub_ps(p1, p2));
       }
-      const __m256 ad = _mm256_set1_ps(act(t, b)->d);
-      const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t])));
-      const __m256 p2 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ)));
-      acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(p1, p2));
     }
   }
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+  for (int h = 0; h < H; ++h) {
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + (h0 + h) * kHalfRows, acc[h][t]);
+  }
 }
 
 template <bool kFive>
 void group_kernel(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  if (nt == 1) {
+    k45_halves<kFive, 1, 2>(group, 0, a, t0, y, ys);
+    return;
+  }
   using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {k45_half<kFive, 1>, k45_half<kFive, 2>, k45_half<kFive, 3>,
-                                      k45_half<kFive, 4>, k45_half<kFive, 5>, k45_half<kFive, 6>,
-                                      k45_half<kFive, 7>, k45_half<kFive, 8>};
+  static constexpr Fn kFns[kChunk] = {k45_halves<kFive, 1, 1>, k45_halves<kFive, 2, 1>, k45_halves<kFive, 3, 1>,
+                                      k45_halves<kFive, 4, 1>, k45_halves<kFive, 5, 1>, k45_halves<kFive, 6, 1>,
+                                      k45_halves<kFive, 7, 1>, k45_halves<kFive, 8, 1>};
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);
