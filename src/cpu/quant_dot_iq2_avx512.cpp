@@ -45,6 +45,10 @@ struct Decoded {
   __m512i scale[kPairs];
 };
 
+// (The index and parity steps are quant_tile_avx2.h's seven_bit_fields and
+// sign_bytes_with_parity, written again here: an inline function compiled
+// into both an AVX2 and an AVX-512 unit may be kept by the linker in its
+// AVX-512 form for both, which an AVX2-only CPU cannot run.)
 inline void decode(const BlockIQ2_XXS& w, Decoded& out) {
   // Dwords 2 ib (four grid index bytes) and 2 ib + 1 (four 7-bit sign
   // indices, then the 4-bit scale) of sub-block ib.
