@@ -233,7 +233,7 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   a.data = scratch.act.data();
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
   // Some kernels widen a block of weights once for all the tokens of a call.
-  const int64_t call_tokens = packed_float_call_tokens(w.type);
+  const int64_t call_tokens = packed_float_call_tokens();
   run_packed_groups(w, a, m, y, pool, kernel, amx, call_tokens);
 }
 

@@ -53,7 +53,7 @@ PackedFloatKernel find_packed_float_kernel(TensorType type) {
   return active_isa() >= Isa::Avx2 ? packed_float_kernel_avx2(type) : nullptr;  // Neon sorts below Avx2
 }
 
-int64_t packed_float_call_tokens(TensorType type) {
+int64_t packed_float_call_tokens() {
   return active_isa() >= Isa::Avx512 ? kPackTokens : kPackFloatTokens;
 }
 

@@ -29,7 +29,7 @@ struct PackedFloatActs {
 };
 
 // y[t * y_stride + r] = row r of `group` · activation row t0 + t, t < nt, r < 16.
-// nt <= packed_float_call_tokens(type) at the active level, a multiple of 16 for AMX.
+// nt <= packed_float_call_tokens(), a multiple of 16 for AMX.
 using PackedFloatKernel = void (*)(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y,
                                    int64_t y_stride);
 
@@ -41,8 +41,8 @@ PackedFloatKernel packed_float_kernel_amx_impl(TensorType type);  // BF16 only
 // The fast kernels at the active level (nullptr when absent: the plain rows are used).
 PackedFloatKernel find_packed_float_kernel(TensorType type);
 PackedFloatKernel find_packed_float_kernel_amx(TensorType type);
-// The most tokens find_packed_float_kernel(type)'s kernel takes in one call:
-// kPackFloatTokens where it widens blocks of weights, else kPackTokens.
-int64_t packed_float_call_tokens(TensorType type);
+// The most tokens the active level's kernels take in one call:
+// kPackFloatTokens at AVX2, whose kernels widen blocks of weights, else kPackTokens.
+int64_t packed_float_call_tokens();
 
 }  // namespace ferrite::cpu

@@ -352,7 +352,7 @@ TEST(IsaParity, PackedFloatKernelsMatchTheirReference) {
       if (fast == nullptr) continue;
       std::vector<int64_t> counts;
       for (int64_t nt = 1; nt <= kPackTokens; ++nt) counts.push_back(nt);
-      const int64_t most = packed_float_call_tokens(type);
+      const int64_t most = packed_float_call_tokens();
       if (most > kPackTokens) counts.insert(counts.end(), {kPackTokens + 5, most});
       for (int64_t nt : counts) {
         const std::vector<float> y = run(fast, nt), want = run(packed_float_kernel_ref(type), nt);
