@@ -65,7 +65,7 @@ void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_
         for (int t = 0; t < NT; ++t) {
           const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(act[t][b].qs + 32 * ib + off), v));
           sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, sc));
-          avx2::settle(sumi[t]);
+          if constexpr (NT > 1) avx2::settle(sumi[t]);
         }
       }
     };

@@ -90,7 +90,7 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
         sumi[h][t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, kQ6OffsetShift));  // -32 * off
       }
     }
-    avx2::in_memory(sc);
+    if constexpr (NT > 1) avx2::in_memory(sc);  // decode keeps its schedule
     // Unrolled: each sub-block's shifts and line offsets are constants (the
     // loop kept them at run time: 241 instructions per 256 values and row at
     // NT = 1, callgrind).
@@ -114,7 +114,7 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
                                               _mm256_maddubs_epi16(w[3], bcast32(aq + 12)));
           sumi[h][t] = _mm256_add_epi32(sumi[h][t],
                                         _mm256_add_epi32(_mm256_madd_epi16(p0, sc[h][sb]), _mm256_madd_epi16(p1, sc[h][sb])));
-          avx2::settle(sumi[h][t]);
+          if constexpr (NT > 1) avx2::settle(sumi[h][t]);
         }
       }
     }

@@ -103,7 +103,7 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
     const uint8_t* gb = group + b * kBlockBytes;
     Scales s[H];
     for (int h = 0; h < H; ++h) s[h].load(gb, h0 + h);
-    avx2::in_memory(s);
+    if constexpr (NT > 1) avx2::in_memory(s);  // decode keeps its schedule
     __m256i sumi[H][NT];
     for (auto& row : sumi) {
       for (auto& v : row) v = _mm256_setzero_si256();
@@ -127,7 +127,7 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
             __m256i s16 = _mm256_maddubs_epi16(w[0], bcast32(aq));
             for (int j = 1; j < 4; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
             sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(s16, s[h].sc[sb]));
-            avx2::settle(sumi[h][t]);
+            if constexpr (NT > 1) avx2::settle(sumi[h][t]);
           }
         }
       }
