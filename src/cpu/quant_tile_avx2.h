@@ -194,6 +194,7 @@ void tile_fixed_vecs(const uint8_t* w, size_t wrb, const uint8_t* act, size_t ar
         for (int t = 0; t < NT; ++t) {
           const __m256i a = _mm256_sign_epi8(load256(ab[t]->qs + 32 * v), s);
           acc[t] = _mm256_add_epi32(acc[t], scaled_dot(u, a, sv));
+          if constexpr (NT > 1) asm("" : "+x"(acc[t]));  // as avx2::settle (simd_avx2.h)
         }
       }
       const float dw = _cvtsh_ss(blk.d);
