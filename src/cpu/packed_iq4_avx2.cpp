@@ -27,7 +27,7 @@ constexpr int kSubBlocks = 8;
 constexpr int64_t kLine = 64;
 constexpr int64_t kHalfRows = 8;
 constexpr int kPrefetchBytes = 2048;
-constexpr int64_t kChunk = 8;  // tokens per pass over the weights (kPackTokens)
+constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
 template <int NT>
 void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
@@ -91,9 +91,7 @@ void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_
 }  // namespace
 
 void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {iq4_xs_half<1>, iq4_xs_half<2>, iq4_xs_half<3>, iq4_xs_half<4>,
-                                      iq4_xs_half<5>, iq4_xs_half<6>, iq4_xs_half<7>, iq4_xs_half<8>};
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &iq4_xs_half<NT>; });
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);

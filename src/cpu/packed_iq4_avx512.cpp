@@ -115,17 +115,8 @@ void iq4_xs_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* 
 }  // namespace
 
 void packed_iq4_xs_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static_assert(kPackTokens == 8);
-  switch (nt) {
-    case 1: return iq4_xs_group<1>(group, a, t0, y, ys);
-    case 2: return iq4_xs_group<2>(group, a, t0, y, ys);
-    case 3: return iq4_xs_group<3>(group, a, t0, y, ys);
-    case 4: return iq4_xs_group<4>(group, a, t0, y, ys);
-    case 5: return iq4_xs_group<5>(group, a, t0, y, ys);
-    case 6: return iq4_xs_group<6>(group, a, t0, y, ys);
-    case 7: return iq4_xs_group<7>(group, a, t0, y, ys);
-    default: return iq4_xs_group<8>(group, a, t0, y, ys);
-  }
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &iq4_xs_group<NT>; });
+  kFns[nt - 1](group, a, t0, y, ys);
 }
 
 }  // namespace ferrite::cpu

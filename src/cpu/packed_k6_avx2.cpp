@@ -32,7 +32,7 @@ constexpr int kQ6OffsetShift = 5;  // the -32 offset, as a shift
 constexpr int kPrefetchBytes = 2048;
 constexpr int kBlockLines = (kPackedQ6KBlockBytes + kLine - 1) / kLine;
 constexpr int kLinesPerQuarter = (kBlockLines + 7) / 8;
-constexpr int64_t kChunk = 8;  // tokens per pass over the weights (kPackTokens)
+constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
 // The 4 lanes of sub-block sb (16 elements: quarter c = (sb % 8) / 2 of half
 // super-block hs = sb / 8, its first or second 16) for 8 rows: values 0..63.
@@ -138,9 +138,7 @@ void packed_q6_k_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int
     q6_k_halves<1, 2>(group, 0, a, t0, y, ys);
     return;
   }
-  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {q6_k_halves<1, 1>, q6_k_halves<2, 1>, q6_k_halves<3, 1>, q6_k_halves<4, 1>,
-                                      q6_k_halves<5, 1>, q6_k_halves<6, 1>, q6_k_halves<7, 1>, q6_k_halves<8, 1>};
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &q6_k_halves<NT, 1>; });
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);

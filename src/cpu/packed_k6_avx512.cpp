@@ -100,17 +100,8 @@ void q6_k_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
 }  // namespace
 
 void packed_q6_k_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static_assert(kPackTokens == 8);
-  switch (nt) {
-    case 1: return q6_k_group<1>(group, a, t0, y, ys);
-    case 2: return q6_k_group<2>(group, a, t0, y, ys);
-    case 3: return q6_k_group<3>(group, a, t0, y, ys);
-    case 4: return q6_k_group<4>(group, a, t0, y, ys);
-    case 5: return q6_k_group<5>(group, a, t0, y, ys);
-    case 6: return q6_k_group<6>(group, a, t0, y, ys);
-    case 7: return q6_k_group<7>(group, a, t0, y, ys);
-    default: return q6_k_group<8>(group, a, t0, y, ys);
-  }
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &q6_k_group<NT>; });
+  kFns[nt - 1](group, a, t0, y, ys);
 }
 
 }  // namespace ferrite::cpu

@@ -31,7 +31,7 @@ constexpr int kLanes = kSubLen / 4;  // 4-byte lanes per sub-block
 constexpr int64_t kLine = 64;
 constexpr int64_t kHalfRows = 8;
 constexpr int kPrefetchBytes = 2048;
-constexpr int64_t kChunk = 8;  // tokens per pass over the weights (kPackTokens)
+constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
 // Scales and mins of one super-block for 8 rows.
 struct Scales {
@@ -160,10 +160,7 @@ void group_kernel(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t
     k45_halves<kFive, 1, 2>(group, 0, a, t0, y, ys);
     return;
   }
-  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {k45_halves<kFive, 1, 1>, k45_halves<kFive, 2, 1>, k45_halves<kFive, 3, 1>,
-                                      k45_halves<kFive, 4, 1>, k45_halves<kFive, 5, 1>, k45_halves<kFive, 6, 1>,
-                                      k45_halves<kFive, 7, 1>, k45_halves<kFive, 8, 1>};
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &k45_halves<kFive, NT, 1>; });
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);

@@ -118,17 +118,8 @@ void k45_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y, 
 
 template <bool kFive>
 void k45_dispatch(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static_assert(kPackTokens == 8);
-  switch (nt) {
-    case 1: return k45_group<kFive, 1>(group, a, t0, y, ys);
-    case 2: return k45_group<kFive, 2>(group, a, t0, y, ys);
-    case 3: return k45_group<kFive, 3>(group, a, t0, y, ys);
-    case 4: return k45_group<kFive, 4>(group, a, t0, y, ys);
-    case 5: return k45_group<kFive, 5>(group, a, t0, y, ys);
-    case 6: return k45_group<kFive, 6>(group, a, t0, y, ys);
-    case 7: return k45_group<kFive, 7>(group, a, t0, y, ys);
-    default: return k45_group<kFive, 8>(group, a, t0, y, ys);
-  }
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &k45_group<kFive, NT>; });
+  kFns[nt - 1](group, a, t0, y, ys);
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 // with offset 8 for Q4_0 and 128 for Q8_0, summed over blocks in order.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "cpu/features.h"
 #include "gguf/tensor_type.h"
@@ -31,6 +33,16 @@ struct PackedActs {
   // f16(d * sum) widened, with d = amax / 127 unrounded; else nullptr.
   const float* s = nullptr;
 };
+
+// A kernel's instances per token count, indexed by nt - 1:
+// {make.template operator()<1>(), ..., make.template operator()<kPackTokens>()},
+// e.g. per_token_count([]<int NT>() { return &group_kernel<NT>; }).
+template <typename Make>
+constexpr auto per_token_count(Make make) {
+  return [&]<int... I>(std::integer_sequence<int, I...>) {
+    return std::array{make.template operator()<I + 1>()...};
+  }(std::make_integer_sequence<int, static_cast<int>(kPackTokens)>{});
+}
 
 // y[t * y_stride + r] = row r of `group` (16 packed rows) · token t0 + t,
 // for t < nt (1 <= nt <= kPackTokens), r < 16.

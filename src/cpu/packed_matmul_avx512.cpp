@@ -103,13 +103,10 @@ void q8_0_group(const uint8_t* group, const PackedActs& a, int64_t t0, float* y,
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
 }
 
-using GroupFn = void (*)(const uint8_t*, const PackedActs&, int64_t, float*, int64_t);
-
 template <template <int> class K>
 void dispatch(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static const GroupFn table[kPackTokens] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
-                                             K<5>::run, K<6>::run, K<7>::run, K<8>::run};
-  table[nt - 1](group, a, t0, y, ys);
+  static constexpr auto kTable = per_token_count([]<int NT>() { return &K<NT>::run; });
+  kTable[nt - 1](group, a, t0, y, ys);
 }
 
 template <int NT>
