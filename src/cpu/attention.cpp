@@ -9,6 +9,7 @@
 #include "cpu/alibi.h"
 #include "cpu/attention_avx2.h"
 #include "cpu/attention_avx512.h"
+#include "cpu/attention_blocks.h"
 #include "cpu/attention_rows.h"
 #include "cpu/features.h"
 #include "cpu/tanh_f32.h"
@@ -53,6 +54,16 @@ void attend_one(const AttentionArgs& a, const VecOps& ops, int64_t t, int64_t h,
 }
 
 }  // namespace
+
+void split_attention_tokens(const AttentionArgs& a, int64_t max_tokens, std::vector<int64_t>& starts) {
+  starts.clear();
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const bool same = a.kv_begin == nullptr ||
+                      (t > 0 && a.kv_begin[t] == a.kv_begin[t - 1] && a.kv_len[t] == a.kv_len[t - 1]);
+    if (starts.empty() || !same || t - starts.back() >= max_tokens) starts.push_back(t);
+  }
+  starts.push_back(a.n_tokens);
+}
 
 float mask_term(const AttentionArgs& a, int64_t h, float slope, float m) {
   if (a.dist_bias == nullptr) return slope * m;

@@ -23,12 +23,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "cpu/attention_avx512.h"
 #include "cpu/alibi.h"
+#include "cpu/attention_blocks.h"
 #include "cpu/tanh_f32.h"
 #include "cpu/vec_ops.h"
 
@@ -228,9 +228,7 @@ constexpr int kPvQueries4 = 2;
 constexpr int kPvDims1 = 4;
 constexpr int kPvDims4 = 2;
 
-struct Block {
-  int64_t t0 = 0, n_tok = 0, g = 0;
-};
+using Block = AttentionBlock;
 
 class Worker {
  public:
@@ -407,17 +405,6 @@ class Worker {
   std::vector<float> slopes_;  // [group_]
 };
 
-// Consecutive tokens reading the same cells, at most max_tokens per block.
-void split_tokens(const AttentionArgs& a, int64_t max_tokens, std::vector<int64_t>& starts) {
-  starts.clear();
-  for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const bool same = a.kv_begin == nullptr ||
-                      (t > 0 && a.kv_begin[t] == a.kv_begin[t - 1] && a.kv_len[t] == a.kv_len[t - 1]);
-    if (starts.empty() || !same || t - starts.back() >= max_tokens) starts.push_back(t);
-  }
-  starts.push_back(a.n_tokens);
-}
-
 }  // namespace
 
 bool attention_avx512_applies(const AttentionArgs& a) {
@@ -425,27 +412,7 @@ bool attention_avx512_applies(const AttentionArgs& a) {
 }
 
 void attention_avx512(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& scratch) {
-  if (a.n_tokens <= 0) return;
-  const size_t n_threads = static_cast<size_t>(pool.size());
-  if (scratch.block.size() < n_threads) scratch.block.resize(n_threads);
-  if (scratch.live.size() < n_threads) scratch.live.resize(n_threads);
-  const int64_t group = a.n_head / a.n_head_kv;
-  split_tokens(a, std::clamp<int64_t>(kBlockQueries / group, 1, kMaxBlockTokens), scratch.token_blocks);
-  const std::vector<int64_t>& starts = scratch.token_blocks;
-  const int64_t n_blocks = static_cast<int64_t>(starts.size()) - 1;
-  const int64_t n_items = n_blocks * a.n_head_kv;
-  const VecOps& ops = vec_ops();
-  // Items are taken in order by whichever thread is free; later tokens
-  // (more visible cells under a causal mask) come first.
-  std::atomic<int64_t> next{0};
-  pool.run([&](int ith, int) {
-    Worker w(a, ops, scratch.block[static_cast<size_t>(ith)], scratch.live[static_cast<size_t>(ith)]);
-    for (int64_t item = next.fetch_add(1); item < n_items; item = next.fetch_add(1)) {
-      const int64_t blk = n_blocks - 1 - item / a.n_head_kv;
-      w.run(Block{starts[static_cast<size_t>(blk)], starts[static_cast<size_t>(blk) + 1] - starts[static_cast<size_t>(blk)],
-                  item % a.n_head_kv});
-    }
-  }, 2 * a.n_tokens * a.n_head * (a.kv_begin != nullptr ? std::max<int64_t>(a.mask_stride, 1) : a.n_kv) * a.head_dim);
+  run_attention_blocks<Worker>(a, pool, scratch, vec_ops(), kBlockQueries, kMaxBlockTokens);
 }
 
 }  // namespace ferrite::cpu
