@@ -84,7 +84,8 @@ inline void quarter_values(const uint8_t* gb, int64_t half, int sb, int hs, __m2
 // sub-block (16 elements: 4 vectors, unpacked once for all NT tokens) and
 // token: 4 vpmaddubsw added in int16 (4 x 2 x 31 x 127 < 2^15), one
 // vpmaddwd by the rows' scale. With NT = 8 the 8 int32 sums and the 4 weight
-// vectors stay in registers. One token takes both halves per pass (H = 2):
+// vectors stay in registers for Q4_K (avx2::settle); Q5_K's fifth bits take
+// registers too, and its sums go through the stack. One token takes both halves per pass (H = 2):
 // with one half per pass, the second half found its lines already in L2 and
 // the memory sat idle for half of a decode step (Zen 3, 2 threads: 7B
 // Q4_K_M decode at 49% of the read probe).

@@ -18,11 +18,10 @@
 #include <cstring>
 
 #include "cpu/quant_dot.h"
+#include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 
 namespace ferrite::cpu::avx2 {
-
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Sum of the eight int32 lanes.
 inline int32_t hsum_epi32(__m256i v) {
@@ -194,7 +193,7 @@ void tile_fixed_vecs(const uint8_t* w, size_t wrb, const uint8_t* act, size_t ar
         for (int t = 0; t < NT; ++t) {
           const __m256i a = _mm256_sign_epi8(load256(ab[t]->qs + 32 * v), s);
           acc[t] = _mm256_add_epi32(acc[t], scaled_dot(u, a, sv));
-          if constexpr (NT > 1) asm("" : "+x"(acc[t]));  // as avx2::settle (simd_avx2.h)
+          if constexpr (NT > 1) settle(acc[t]);
         }
       }
       const float dw = _cvtsh_ss(blk.d);
