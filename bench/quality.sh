@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Quantizer quality on the trained testbed (tests/convert/fixtures/testbed-small): for each quantization type,
+# Quantizer quality on the trained testbed (testbed-small, scripts/train_testbed.py): for each quantization type,
 # ferrite quantize with a `ferrite imatrix` matrix against llama.cpp's llama-quantize with a llama-imatrix matrix,
 # both from the same text, both scored by `ferrite perplexity --kl-divergence` against the F16 conversion on the
 # held-out tail of War and Peace (the 10% the model was not trained on; the cut of scripts/train_testbed.py).
@@ -8,7 +8,7 @@
 #
 # LLAMA_CPP_BIN_DIR holds llama-imatrix and llama-quantize (built outside the repository). Environment:
 # CTX (512), IMATRIX_CHUNKS (32, from the training text), KLD_CHUNKS (8), THREADS (2); MODEL: the checkpoint
-# directory to convert (tests/convert/fixtures/testbed-small), or BASE_F16: an F16 GGUF to use as the base instead
+# directory to convert (testbed-small: the repository keeps no trained weights; here /work/testbed/small), or BASE_F16: an F16 GGUF to use as the base instead
 # (the 24M testbed: /work/testbed/large-f16.gguf, converted from scripts/train_testbed.py's large model, same
 # tokenizer and text split). Prints one line a type and side: TYPE ferrite|llama.cpp BYTES KLD ±,
 # PPL(Q)/PPL(base) ±, same top token %.
@@ -38,7 +38,7 @@ cd "$WORK"
 if [ -n "${BASE_F16:-}" ]; then
   ln -sf "$(cd "$OLDPWD" && realpath "$BASE_F16")" f16.gguf
 else
-  MODEL=$(cd "$OLDPWD" && realpath "${MODEL:-tests/convert/fixtures/testbed-small}")
+  MODEL=$(cd "$OLDPWD" && realpath "${MODEL:?MODEL: the trained testbed-small folder (scripts/train_testbed.py), or BASE_F16}")
   "$F" convert "$MODEL" -o f16.gguf --outtype f16 --tokenizer-pre llama-bpe >convert.log 2>&1
 fi
 "$F" imatrix -m f16.gguf -f train.txt -c "$CTX" --chunks "$IMATRIX_CHUNKS" -t "$THREADS" -o ferrite.dat >imatrix_f.log 2>&1

@@ -20,6 +20,14 @@ What it writes under OUT:
            float32, with reference.json and logits.f32 (bert: hidden states)
   summary.json  parameters, losses, held-out perplexities, timings, versions
 
+The repository keeps none of these weights (tests/convert/fixtures): a
+checkpoint becomes a fixture through scripts/seeded_fixtures.py, whose
+`manifest` step turns its safetensors file into weights.json (each tensor's
+shape, mean and spread) and whose `reference` step recomputes logits.f32 from
+the seeded weights that the tests also write; the safetensors file is then
+dropped. The trained small model lives outside the repository for the
+quality benchmarks (bench/QUALITY.md).
+
 --tiny shrinks every size and step count so the logic can be checked on a CPU
 in seconds. Training uses fixed seeds; GPU kernels are not bitwise
 deterministic, so a rerun gives close but not identical weights.

@@ -2,7 +2,7 @@
 // one label, two token types: ms-marco-MiniLM's class;
 // tests/convert/fixtures/tiny/bert-reranker, scripts/train_testbed.py
 // make_tiny_reranker) and what transformers computed for it on the CPU in
-// f32: for its query and each document, BERT's pair [CLS] q [SEP] d [SEP]
+// f32 (from the weights of seeded_checkpoint.h): for its query and each document, BERT's pair [CLS] q [SEP] d [SEP]
 // (tokens from the `tokenizers` WordPiece model) with the segment ids
 // (`token_types`, the document and its [SEP] type 1) and its score, the score
 // with every token type 0, and llama-server's layout [CLS] q [SEP] [SEP] d
@@ -19,6 +19,7 @@
 
 #include "convert/converter.h"
 #include "support/temp_dir.h"
+#include "seeded_checkpoint.h"
 #include "support/test_data.h"
 
 namespace ferrite::test {
@@ -36,7 +37,7 @@ struct CrossEncoderFixture {
 
 inline CrossEncoderFixture load_cross_encoder_fixture() {
   CrossEncoderFixture f;
-  f.dir = std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/convert/fixtures/tiny/bert-reranker";
+  f.dir = fixture_source("tiny/bert-reranker");
   const nlohmann::json j = nlohmann::json::parse(read_file(f.dir / "reference.json"));
   f.query = j.at("query").get<std::string>();
   for (const auto& p : j.at("pairs")) {
@@ -55,7 +56,7 @@ inline std::string convert_cross_encoder(const CrossEncoderFixture& f, const Tem
   opt.outtype = TensorType::F32;
   opt.vocab.pre_override = "llama-bpe";
   const std::string path = out.file("bert-reranker.gguf");
-  convert::convert_checkpoint(f.dir.string(), path, opt);
+  convert::convert_checkpoint(seeded_fixture("tiny/bert-reranker", out).string(), path, opt);
   return path;
 }
 

@@ -11,6 +11,7 @@
 #include "convert/converter.h"
 #include "core/error.h"
 #include "hf_dir.h"
+#include "seeded_checkpoint.h"
 #include "support/test_data.h"
 
 namespace ferrite {
@@ -25,18 +26,15 @@ struct Outcome {
 
 // Converts fixtures/tiny/<arch> after `edit` changed its config.json.
 Outcome convert_edited(const char* arch, const std::function<void(Json&)>& edit) {
-  const auto src = std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/convert/fixtures/tiny" / arch;
-  test::TempDir dir;
-  for (const auto& e : std::filesystem::directory_iterator(src)) {
-    std::filesystem::copy_file(e.path(), dir.path() / e.path().filename());
-  }
-  Json cfg = Json::parse(test::read_file(src / "config.json"));
+  test::TempDir tmp;
+  const std::filesystem::path dir = test::seeded_fixture(std::string("tiny/") + arch, tmp);
+  Json cfg = Json::parse(test::read_file(dir / "config.json"));
   edit(cfg);
-  test::write_json(dir.file("config.json"), cfg);
+  test::write_json((dir / "config.json").string(), cfg);
   convert::ConvertOptions opt;
   opt.vocab.pre_override = "llama-bpe";  // the tiny BPE is in no row of llama.cpp's table
   try {
-    const convert::ConvertPlan plan = convert::convert_checkpoint(dir.path().string(), dir.file("out.gguf"), opt);
+    const convert::ConvertPlan plan = convert::convert_checkpoint(dir.string(), tmp.file("out.gguf"), opt);
     return {"", plan.notes};
   } catch (const Error& e) {
     return {e.what(), {}};

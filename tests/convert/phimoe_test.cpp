@@ -13,14 +13,11 @@
 #include "gguf/file.h"
 #include "gguf/metadata.h"
 #include "hf_dir.h"
+#include "seeded_checkpoint.h"
 #include "support/test_data.h"
 
 namespace ferrite {
 namespace {
-
-std::filesystem::path fixture(const std::string& name) {
-  return std::filesystem::path(FERRITE_SOURCE_DIR) / "tests/convert/fixtures/tiny" / name;
-}
 
 std::string convert(const std::filesystem::path& dir, const test::TempDir& out) {
   convert::ConvertOptions opt;
@@ -33,8 +30,7 @@ std::string convert(const std::filesystem::path& dir, const test::TempDir& out) 
 
 // A copy of a fixture with config.json changed by `edit`.
 std::filesystem::path edited(const std::string& name, const test::TempDir& tmp, void (*edit)(test::Json&)) {
-  const std::filesystem::path dir = tmp.path() / name;
-  std::filesystem::copy(fixture(name), dir);
+  const std::filesystem::path dir = test::seeded_fixture("tiny/" + name, tmp);
   test::Json config = test::Json::parse(test::read_file(dir / "config.json"));
   edit(config);
   test::write_json((dir / "config.json").string(), config);
@@ -44,13 +40,13 @@ std::filesystem::path edited(const std::string& name, const test::TempDir& tmp, 
 TEST(ConvertPhimoe, WritesRouterJitterAndMscale) {
   test::TempDir tmp;
   {
-    const gguf::File f = gguf::File::open(convert(fixture("phimoe"), tmp));
+    const gguf::File f = gguf::File::open(convert(test::seeded_fixture("tiny/phimoe", tmp), tmp));
     const gguf::Metadata md(f);
     EXPECT_EQ(md.opt_float("phimoe.router_jitter_noise"), 0.25f);  // config.json's
     EXPECT_EQ(md.opt_float("phimoe.rope.scaling.attn_factor"), std::nullopt);  // no rope scaling
   }
   {
-    const gguf::File f = gguf::File::open(convert(fixture("phimoe-longrope"), tmp));
+    const gguf::File f = gguf::File::open(convert(test::seeded_fixture("tiny/phimoe-longrope", tmp), tmp));
     const gguf::Metadata md(f);
     EXPECT_EQ(md.opt_float("phimoe.router_jitter_noise"), 0.01f);
     // short_mscale, not LongRoPE's sqrt(1 + ln(1024 / 256) / ln(256)) = 1.118.
