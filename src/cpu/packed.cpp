@@ -84,7 +84,8 @@ void convert_float_group(const uint8_t* plain_group, size_t row_bytes, uint8_t* 
 
 bool packable(TensorType type) {
   return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K ||
-         type == TensorType::Q5_K || type == TensorType::Q6_K || type == TensorType::IQ4_XS || is_float16(type) ||
+         type == TensorType::Q5_K || type == TensorType::Q6_K || type == TensorType::IQ4_XS ||
+         type == TensorType::IQ2_XXS || is_float16(type) ||
          packed_legacy_type(type);
 }
 
@@ -103,6 +104,10 @@ bool packable(const MatView& w) {
   if (w.type == TensorType::IQ4_XS) {
     return w.k % quant::kQKK == 0 &&
            w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockIQ4_XS);
+  }
+  if (w.type == TensorType::IQ2_XXS) {
+    return w.k % quant::kQKK == 0 &&
+           w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockIQ2_XXS);
   }
   if (packed_legacy_type(w.type)) {
     return w.row_bytes == static_cast<uint64_t>(w.k / kQK * packed_legacy_block_bytes(w.type) / kPackRows);
@@ -132,6 +137,10 @@ void pack_rows(const MatView& w, uint8_t* dst) {
     }
     if (w.type == TensorType::IQ4_XS) {
       pack_iq4_xs_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::IQ2_XXS) {
+      pack_iq2_xxs_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     if (packed_legacy_type(w.type)) {
@@ -165,6 +174,10 @@ void unpack_rows(const MatView& w, const uint8_t* packed, uint8_t* dst) {
     }
     if (w.type == TensorType::IQ4_XS) {
       unpack_iq4_xs_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+      continue;
+    }
+    if (w.type == TensorType::IQ2_XXS) {
+      unpack_iq2_xxs_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     if (packed_legacy_type(w.type)) {

@@ -12,7 +12,7 @@
 //   Q8_0: [16 x f16 d] then for j = 0..7, r = 0..15: qs[r][4j .. 4j+3] + 128 (as unsigned)
 //   F16, BF16 (whole rows, no blocks): for j = 0..k/2-1, r = 0..15: row r elements 2j, 2j+1
 //         (one 64-byte line per pair of columns: a bf16 pair per lane for vdpbf16ps, an AMX B row)
-//   Q4_K, Q6_K (super-blocks of 256, row length a multiple of 256): see packed_k.h
+//   Q4_K, Q5_K, Q6_K, IQ4_XS, IQ2_XXS (super-blocks of 256, row length a multiple of 256): see packed_k.h
 // A packed matrix keeps the size of the plain one: group g starts at byte
 // g * kPackRows * row_bytes.
 #pragma once

@@ -1,4 +1,4 @@
-// Packed (16-row interleaved) layouts of Q4_K, Q5_K and Q6_K weights and
+// Packed (16-row interleaved) layouts of Q4_K, Q5_K, Q6_K, IQ4_XS and IQ2_XXS weights and
 // their products with Q8_K activations (packed.h describes the Q4_0/Q8_0 layouts).
 //
 // Group super-block b of 16 rows (16 * 144 bytes, the same bytes as the 16
@@ -76,6 +76,23 @@ void unpack_iq4_xs_group(const uint8_t* packed, size_t row_bytes, int64_t n_bloc
 void packed_iq4_xs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_iq4_xs_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+
+// IQ2_XXS group super-block (16 * 66 bytes): [0,32) 16 x f16 d; [32,544) for
+// ib = 0..7, r = 0..15: the four grid indices of row r's sub-block ib (32
+// values, 8 per index); [544,1056) for ib, r: four sign-and-scale bytes, byte
+// l (values 8l..8l+7) = P(s_l) << 1 | bit l of the sub-block's 4-bit scale,
+// where s_l is the plain block's 7-bit sign index and P its prefix parity
+// (bit j = s_0 ^ ... ^ s_j). The eight sign bits come back as
+// (b & 0xFE) ^ ((b & 0xFE) >> 1): s_0..s_6 and, as bit 7, their parity, which
+// is IQ2_XXS's eighth sign. Product per super-block, as the plain dot:
+//   sumi = sum_ib (2 scale_ib + 1) * (sum_l grid x sign x a),  y += (d * d_a) * f32(sumi);  y *= 1/8 at the end
+constexpr int64_t kPackedIq2XxsBlockBytes = 16 * 66;
+constexpr int64_t kPackedIq2XxsIndexOffset = 32;
+constexpr int64_t kPackedIq2XxsSignOffset = 544;
+void pack_iq2_xxs_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+void unpack_iq2_xxs_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+void packed_iq2_xxs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_iq2_xxs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 
 // Kernels for packed Q4_K with PackedActs whose q8 rows are Q8_K blocks
 // (row_bytes per token, n_blocks = k / 256; d and sum unused).

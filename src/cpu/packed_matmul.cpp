@@ -69,6 +69,8 @@ PackedKernel packed_kernel_ref(TensorType type) {
       return packed_q5_k_ref;
     case TensorType::IQ4_XS:
       return packed_iq4_xs_ref;
+    case TensorType::IQ2_XXS:
+      return packed_iq2_xxs_ref;
     case TensorType::Q6_K:
       return packed_q6_k_ref;
     default:
@@ -115,6 +117,9 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::IQ4_XS) {
     return isa >= Isa::Avx512 ? packed_iq4_xs_avx512 : isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   }
+  // IQ2_XXS at AVX2 only: AVX-512 keeps its plain-row kernel
+  // (quant_dot_iq2_avx512.cpp), which decodes above ik_llama.cpp.
+  if (type == TensorType::IQ2_XXS) return isa == Isa::Avx2 ? packed_iq2_xxs_avx2 : nullptr;
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).

@@ -41,6 +41,8 @@ int64_t row_bytes(TensorType t, int64_t k) {
       return k / 256 * 176;
     case TensorType::Q6_K:
       return k / 256 * 210;
+    case TensorType::IQ2_XXS:
+      return k / 256 * 66;
     default:
       return k / 256 * 136;  // IQ4_XS
   }
@@ -181,7 +183,7 @@ TEST_P(PackedExtremes, FastKernelsEqualReferenceAtTheIntegerLimits) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedExtremes,
                          ::testing::Values(TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,
-                                           TensorType::Q6_K, TensorType::IQ4_XS),
+                                           TensorType::Q6_K, TensorType::IQ4_XS, TensorType::IQ2_XXS),
                          [](const auto& info) { return std::string(tensor_type_name(info.param)); });
 
 }  // namespace

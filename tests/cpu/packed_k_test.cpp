@@ -206,3 +206,59 @@ TEST(PackedIq4Xs, RoundTripsEveryBytePattern) {
 
 }  // namespace
 }  // namespace ferrite::cpu
+
+namespace ferrite::cpu {
+namespace {
+
+// IQ2_XXS from random bytes (every grid index, sign index and scale), each
+// block's d a finite f16 in [2^-10, 2^-6).
+Plain random_iq2_xxs(int64_t n, int64_t k, uint32_t seed) {
+  Plain p;
+  const uint64_t rb = tensor_row_bytes(TensorType::IQ2_XXS, static_cast<uint64_t>(k));
+  p.bytes.resize(rb * static_cast<uint64_t>(n));
+  std::mt19937 rng(seed);
+  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t r = 0; r < n; ++r) {
+    auto* blocks = reinterpret_cast<quant::BlockIQ2_XXS*>(p.bytes.data() + r * rb);
+    for (int64_t b = 0; b < k / quant::kQKK; ++b) blocks[b].d = static_cast<uint16_t>(0x1400 + rng() % 0x1000);
+  }
+  p.view = MatView{TensorType::IQ2_XXS, p.bytes.data(), k, n, rb};
+  return p;
+}
+
+// The sign-and-scale bytes re-encode the 7-bit sign indices (their prefix
+// parity) and the scale: lossless for every byte pattern.
+TEST(PackedIq2Xxs, RoundTripsEveryBytePattern) {
+  Plain p = random_iq2_xxs(kRows, kK, 30);
+  ASSERT_TRUE(packable(p.view));
+  EXPECT_FALSE(packable(random_iq2_xxs(24, kK, 31).view));
+  std::mt19937 rng(32);
+  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
+  const auto packed = packed_of(p);
+  EXPECT_NE(packed, p.bytes);
+  std::vector<uint8_t> back(p.bytes.size());
+  unpack_rows(p.view, packed.data(), back.data());
+  EXPECT_EQ(back, p.bytes);
+}
+
+// The layout's reference equals the plain IQ2_XXS . Q8_K dot bit for bit
+// (the fast kernels against it: isa_parity_test.cpp).
+TEST(PackedIq2Xxs, ReferenceKernelEqualsPlainDot) {
+  const Plain p = random_iq2_xxs(kRows, kK, 33);
+  const Acts a = make_acts(TensorType::IQ2_XXS, kTokens, kK, 34);
+  const auto packed = packed_of(p);
+  const auto y = run_kernel(packed_kernel_ref(TensorType::IQ2_XXS), packed, p, a, kTokens);
+  const QuantDot* qd = quant_dot_ref(TensorType::IQ2_XXS);
+  int nonzero = 0;
+  for (int64_t t = 0; t < kTokens; ++t) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      const float want = qd->dot(p.view.row(r), a.q8.data() + t * a.view.row_bytes, kK);
+      EXPECT_EQ(y[static_cast<size_t>(t * kRows + r)], want) << "t=" << t << " r=" << r;
+      nonzero += want != 0.0f;
+    }
+  }
+  EXPECT_GT(nonzero, kTokens * kRows / 2);
+}
+
+}  // namespace
+}  // namespace ferrite::cpu
