@@ -68,6 +68,20 @@ std::vector<uint8_t> packed_of(const Plain& p) {
   return out;
 }
 
+// Packs p (after overwriting its bytes with random ones when `scramble`
+// seeds it), expects another byte order, and unpacks back to p's bytes.
+void expect_lossless(Plain& p, uint32_t scramble = 0) {
+  if (scramble != 0) {
+    std::mt19937 rng(scramble);
+    for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
+  }
+  const auto packed = packed_of(p);
+  EXPECT_NE(packed, p.bytes);
+  std::vector<uint8_t> back(p.bytes.size());
+  unpack_rows(p.view, packed.data(), back.data());
+  EXPECT_EQ(back, p.bytes);
+}
+
 // Runs `kernel` over all groups and tokens in tiles of up to kPackTokens: [m, n].
 std::vector<float> run_kernel(PackedKernel kernel, const std::vector<uint8_t>& packed, const Plain& p, const Acts& a,
                               int64_t m) {
@@ -86,25 +100,16 @@ class PackedK : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(PackedK, RoundTripsByteForByte) {
   const TensorType type = GetParam();
-  const Plain p = make_k(type, kRows, kK, 1);
+  Plain p = make_k(type, kRows, kK, 1);
   ASSERT_TRUE(packable(p.view));
-  const auto packed = packed_of(p);
-  EXPECT_NE(packed, p.bytes);
-  std::vector<uint8_t> back(p.bytes.size());
-  unpack_rows(p.view, packed.data(), back.data());
-  EXPECT_EQ(back, p.bytes);
+  expect_lossless(p);
 }
 
 TEST_P(PackedK, RoundTripsEveryScaleBitPattern) {
   // Random bytes everywhere (all 6-bit scale/min codes, all d values): still lossless.
   const TensorType type = GetParam();
   Plain p = make_k(type, kPackRows, kK, 2);
-  std::mt19937 rng(3);
-  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
-  const auto packed = packed_of(p);
-  std::vector<uint8_t> back(p.bytes.size());
-  unpack_rows(p.view, packed.data(), back.data());
-  EXPECT_EQ(back, p.bytes);
+  expect_lossless(p, 3);
 }
 
 TEST_P(PackedK, ShapesThatDoNotFitAreNotPackable) {
@@ -195,13 +200,7 @@ TEST(PackedIq4Xs, RoundTripsEveryBytePattern) {
   Plain p = make_k(TensorType::IQ4_XS, kRows, kK, 20);
   ASSERT_TRUE(packable(p.view));
   EXPECT_FALSE(packable(make_k(TensorType::IQ4_XS, 24, kK, 21).view));
-  std::mt19937 rng(22);
-  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
-  const auto packed = packed_of(p);
-  EXPECT_NE(packed, p.bytes);
-  std::vector<uint8_t> back(p.bytes.size());
-  unpack_rows(p.view, packed.data(), back.data());
-  EXPECT_EQ(back, p.bytes);
+  expect_lossless(p, 22);
 }
 
 }  // namespace
@@ -232,13 +231,7 @@ TEST(PackedIq2Xxs, RoundTripsEveryBytePattern) {
   Plain p = random_iq2_xxs(kRows, kK, 30);
   ASSERT_TRUE(packable(p.view));
   EXPECT_FALSE(packable(random_iq2_xxs(24, kK, 31).view));
-  std::mt19937 rng(32);
-  for (auto& b : p.bytes) b = static_cast<uint8_t>(rng());
-  const auto packed = packed_of(p);
-  EXPECT_NE(packed, p.bytes);
-  std::vector<uint8_t> back(p.bytes.size());
-  unpack_rows(p.view, packed.data(), back.data());
-  EXPECT_EQ(back, p.bytes);
+  expect_lossless(p, 32);
 }
 
 // The layout's reference equals the plain IQ2_XXS . Q8_K dot bit for bit
