@@ -29,43 +29,53 @@ constexpr int64_t kHalfRows = 8;
 constexpr int kPrefetchBytes = 2048;
 constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
-template <int NT>
-void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+// NT tokens times H 8-row halves of a group, from half h0. One token takes
+// both halves per pass (H = 2), so that the memory streams the group's lines
+// once, as in packed_k6_avx2.cpp.
+template <int NT, int H>
+void iq4_xs_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
   const BlockQ8_K* act[NT];
   for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[H][NT];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm256_setzero_ps();
+  }
   const __m256i values =
       _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlValues.data())));
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kPackedIq4XsBlockBytes;
-    const __m256i sh = _mm256_cvtepu16_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedIq4XsScalesHOffset + half * kHalfRows * 2)));
-    __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    __m256i sh[H], sumi[H][NT];
+    for (int h = 0; h < H; ++h) {
+      sh[h] = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedIq4XsScalesHOffset + (h0 + h) * kHalfRows * 2)));
+      for (int t = 0; t < NT; ++t) sumi[h][t] = _mm256_setzero_si256();
+    }
     const auto sub_block = [&](int ib) __attribute__((always_inline)) {
-      const __m256i sl = avx2::load8_u32(gb + kPackedIq4XsScalesLOffset + (ib / 2) * kPackRows + half * kHalfRows);
-      const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * (ib % 2)), _mm256_set1_epi32(0x0F)),
-                                         _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * ib), _mm256_set1_epi32(3)), 4));
-      const __m256i sc = avx2::twice16(_mm256_sub_epi32(ls, _mm256_set1_epi32(32)));
-      const uint8_t* qs = gb + kPackedIq4XsQsOffset + 4 * ib * kLine + half * (kLine / 2);
-      _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + kLine, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + 2 * kLine, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + 3 * kLine, _MM_HINT_T0);
+      const uint8_t* qs0 = gb + kPackedIq4XsQsOffset + 4 * ib * kLine;
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + kLine, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + 2 * kLine, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + 3 * kLine, _MM_HINT_T0);
+      for (int h = 0; h < H; ++h) {
+        const __m256i sl = avx2::load8_u32(gb + kPackedIq4XsScalesLOffset + (ib / 2) * kPackRows + (h0 + h) * kHalfRows);
+        const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * (ib % 2)), _mm256_set1_epi32(0x0F)),
+                                           _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh[h], 2 * ib), _mm256_set1_epi32(3)), 4));
+        const __m256i sc = avx2::twice16(_mm256_sub_epi32(ls, _mm256_set1_epi32(32)));
+        const uint8_t* qs = qs0 + (h0 + h) * (kLine / 2);
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        // Lane i % 4 of the sub-block: values 4i..4i+3 (low nibbles), then 16 + 4(i-4).. (high).
-        const __m256i raw = load256(qs + (i % 4) * kLine);
-        const __m256i idx = _mm256_and_si256(i < 4 ? raw : _mm256_srli_epi16(raw, 4), low4);
-        const __m256i v = _mm256_shuffle_epi8(values, idx);
-        const __m256i av = _mm256_sign_epi8(v, v);
-        const int off = i < 4 ? 4 * i : 16 + 4 * (i - 4);
-        for (int t = 0; t < NT; ++t) {
-          const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(act[t][b].qs + 32 * ib + off), v));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, sc));
-          if constexpr (NT > 1) avx2::settle(sumi[t]);
+        for (int i = 0; i < 8; ++i) {
+          // Lane i % 4 of the sub-block: values 4i..4i+3 (low nibbles), then 16 + 4(i-4).. (high).
+          const __m256i raw = load256(qs + (i % 4) * kLine);
+          const __m256i idx = _mm256_and_si256(i < 4 ? raw : _mm256_srli_epi16(raw, 4), low4);
+          const __m256i v = _mm256_shuffle_epi8(values, idx);
+          const __m256i av = _mm256_sign_epi8(v, v);
+          const int off = i < 4 ? 4 * i : 16 + 4 * (i - 4);
+          for (int t = 0; t < NT; ++t) {
+            const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(act[t][b].qs + 32 * ib + off), v));
+            sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(p, sc));
+            if constexpr (NT > 1) avx2::settle(sumi[h][t]);
+          }
         }
       }
     };
@@ -79,19 +89,28 @@ void iq4_xs_half(const uint8_t* group, int64_t half, const PackedActs& a, int64_
     } else {
       for (int ib = 0; ib < kSubBlocks; ++ib) sub_block(ib);
     }
-    const __m256 d = avx2::load8_f16(gb + half * kHalfRows * 2);
-    for (int t = 0; t < NT; ++t) {
-      const __m256 p = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(sumi[t])));
-      acc[t] = _mm256_add_ps(acc[t], p);
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = avx2::load8_f16(gb + (h0 + h) * kHalfRows * 2);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 p =
+            avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(sumi[h][t])));
+        acc[h][t] = _mm256_add_ps(acc[h][t], p);
+      }
     }
   }
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+  for (int h = 0; h < H; ++h) {
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + (h0 + h) * kHalfRows, acc[h][t]);
+  }
 }
 
 }  // namespace
 
 void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static constexpr auto kFns = per_token_count([]<int NT>() { return &iq4_xs_half<NT>; });
+  if (nt == 1) {
+    iq4_xs_halves<1, 2>(group, 0, a, t0, y, ys);
+    return;
+  }
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &iq4_xs_halves<NT, 1>; });
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);
