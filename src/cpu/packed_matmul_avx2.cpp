@@ -98,50 +98,62 @@ struct Q8_0Half {
   }
 };
 
-// NT tokens times one 8-row half of a group.
-template <typename Half, int NT>
-void half_group(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+// NT tokens times H 8-row halves of a group, from half h0. One token takes
+// both halves per pass (H = 2), so that the memory streams the group's lines
+// once (with H = 1 the second half came from L2, half a line at a time).
+template <typename Half, int NT, int H>
+void half_group(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+  __m256 acc[H][NT];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm256_setzero_ps();
+  }
   const uint8_t* act = a.q8 + t0 * a.row_bytes + kActQsOffset;
   const float* ad = a.d + t0 * a.n_blocks;
   const int32_t* as = a.sum + t0 * a.n_blocks;
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * Half::kGroupBlock;
-    for (int64_t line = half * kHalfLine; line < Half::kGroupBlock; line += kLine) {
+    for (int64_t line = h0 * kHalfLine; line < Half::kGroupBlock; line += kLine) {
       _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line, _MM_HINT_T0);
     }
-    __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    __m256i sumi[H][NT];
+    for (auto& row : sumi) {
+      for (auto& v : row) v = _mm256_setzero_si256();
+    }
     for (int part = 0; part < Half::kParts; ++part) {
-      Half w;
-      w.load(gb + kScaleBytes, half, part);
-      for (int t = 0; t < NT; ++t) {
-        const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
-        const __m256i s = w.dot(qa, part);
-        sumi[t] = _mm256_add_epi32(sumi[t], s);
+      for (int h = 0; h < H; ++h) {
+        Half w;
+        w.load(gb + kScaleBytes, h0 + h, part);
+        for (int t = 0; t < NT; ++t) {
+          const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
+          sumi[h][t] = _mm256_add_epi32(sumi[h][t], w.dot(qa, part));
+        }
       }
     }
-    const __m256 dw = avx2::load8_f16(gb + half * kHalfRows * 2);
-    for (int t = 0; t < NT; ++t) {
-      __m256i s = sumi[t];
-      if constexpr (Half::kOffset != 0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(Half::kOffset * as[t * a.n_blocks + b]));
-      acc[t] = block_fma(acc[t], s, dw, ad[t * a.n_blocks + b]);
+    for (int h = 0; h < H; ++h) {
+      const __m256 dw = avx2::load8_f16(gb + (h0 + h) * kHalfRows * 2);
+      for (int t = 0; t < NT; ++t) {
+        __m256i s = sumi[h][t];
+        if constexpr (Half::kOffset != 0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(Half::kOffset * as[t * a.n_blocks + b]));
+        acc[h][t] = block_fma(acc[h][t], s, dw, ad[t * a.n_blocks + b]);
+      }
     }
   }
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+  for (int h = 0; h < H; ++h) {
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + (h0 + h) * kHalfRows, acc[h][t]);
+  }
 }
 
-// Tokens in chunks of up to Half::kChunk per pass over the weights.
+// One token: both halves in one pass. More: tokens in chunks of up to
+// Half::kChunk, one pass per half.
 template <typename Half>
 void group(const uint8_t* g, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  if (nt == 1) {
+    half_group<Half, 1, 2>(g, 0, a, t0, y, ys);
+    return;
+  }
   constexpr int64_t kChunk = Half::kChunk;
-  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kAll[8] = {half_group<Half, 1>, half_group<Half, 2>, half_group<Half, 3>,
-                                 half_group<Half, 4>, half_group<Half, 5>, half_group<Half, 6>,
-                                 half_group<Half, 7>, half_group<Half, 8>};
-  static_assert(kChunk <= 8);
-  const Fn* kFns = kAll;
+  static_assert(kChunk <= kPackTokens);
+  static constexpr auto kFns = per_token_count([]<int NT>() { return &half_group<Half, NT, 1>; });
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](g, half, a, t0 + t, y + t * ys, ys);
