@@ -115,46 +115,59 @@ struct Legacy {
   }
 };
 
-template <TensorType kType, int NT>
-void half_group(const uint8_t* group, int64_t half, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+// NT tokens times H 8-row halves of a group, from half h0. One token takes
+// both halves per pass (H = 2): the memory streams the group's lines once.
+template <TensorType kType, int NT, int H>
+void half_group(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
   using L = Legacy<kType>;
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[H][NT];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm256_setzero_ps();
+  }
   const uint8_t* act = a.q8 + t0 * a.row_bytes + kActQsOffset;
   const int64_t first = t0 * a.n_blocks;
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * L::kGroupBlock;
-    for (int64_t line = half * (kLine / 2); line < L::kGroupBlock; line += kLine) {
+    for (int64_t line = h0 * (kLine / 2); line < L::kGroupBlock; line += kLine) {
       _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line, _MM_HINT_T0);
     }
-    const __m256 dw = L::scales(gb, half);
-    [[maybe_unused]] __m256 mw;
-    if constexpr (L::kMin) mw = avx2::load8_f16(gb + L::kGM + half * kHalfRows * 2);
-    L w;
-    w.load(gb, half);
-    for (int t = 0; t < NT; ++t) {
-      const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
-      const int64_t at = first + t * a.n_blocks + b;
-      __m256i s = w.dot(qa);
-      if constexpr (kType == TensorType::Q5_0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(16 * a.sum[at]));
-      const __m256 da = _mm256_set1_ps(a.d[at]);
-      if constexpr (L::kMin) {
-        const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(s)));
-        const __m256 p2 = avx2::pinned(_mm256_mul_ps(mw, _mm256_set1_ps(a.s[at])));
-        acc[t] = _mm256_add_ps(acc[t], _mm256_add_ps(p1, p2));
-      } else {
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, da), acc[t]);
+    for (int h = 0; h < H; ++h) {
+      const int64_t half = h0 + h;
+      const __m256 dw = L::scales(gb, half);
+      [[maybe_unused]] __m256 mw;
+      if constexpr (L::kMin) mw = avx2::load8_f16(gb + L::kGM + half * kHalfRows * 2);
+      L w;
+      w.load(gb, half);
+      for (int t = 0; t < NT; ++t) {
+        const auto* qa = reinterpret_cast<const int8_t*>(act + t * a.row_bytes + b * sizeof(BlockQ8_0));
+        const int64_t at = first + t * a.n_blocks + b;
+        __m256i s = w.dot(qa);
+        if constexpr (kType == TensorType::Q5_0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(16 * a.sum[at]));
+        const __m256 da = _mm256_set1_ps(a.d[at]);
+        if constexpr (L::kMin) {
+          const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(s)));
+          const __m256 p2 = avx2::pinned(_mm256_mul_ps(mw, _mm256_set1_ps(a.s[at])));
+          acc[h][t] = _mm256_add_ps(acc[h][t], _mm256_add_ps(p1, p2));
+        } else {
+          acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, da), acc[h][t]);
+        }
       }
     }
   }
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + half * kHalfRows, acc[t]);
+  for (int h = 0; h < H; ++h) {
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + (h0 + h) * kHalfRows, acc[h][t]);
+  }
 }
 
 template <TensorType kType>
 void group_kernel(const uint8_t* g, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  if (nt == 1) {
+    half_group<kType, 1, 2>(g, 0, a, t0, y, ys);
+    return;
+  }
   using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {half_group<kType, 1>, half_group<kType, 2>, half_group<kType, 3>,
-                                      half_group<kType, 4>};
+  static constexpr Fn kFns[kChunk] = {half_group<kType, 1, 1>, half_group<kType, 2, 1>, half_group<kType, 3, 1>,
+                                      half_group<kType, 4, 1>};
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     for (int64_t half = 0; half < 2; ++half) kFns[n - 1](g, half, a, t0 + t, y + t * ys, ys);
