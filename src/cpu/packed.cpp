@@ -80,34 +80,42 @@ void convert_float_group(const uint8_t* plain_group, size_t row_bytes, uint8_t* 
   }
 }
 
+// The layouts of 256-value super-blocks (packed_k.h): each type's plain
+// block size and its group packer and unpacker.
+struct SuperBlockLayout {
+  TensorType type;
+  size_t block_bytes;
+  void (*pack)(const uint8_t* plain, size_t row_bytes, int64_t n_blocks, uint8_t* packed);
+  void (*unpack)(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
+};
+
+constexpr SuperBlockLayout kSuperBlockLayouts[] = {
+    {TensorType::Q4_K, sizeof(quant::BlockQ4_K), pack_q4_k_group, unpack_q4_k_group},
+    {TensorType::Q5_K, sizeof(quant::BlockQ5_K), pack_q5_k_group, unpack_q5_k_group},
+    {TensorType::Q6_K, sizeof(quant::BlockQ6_K), pack_q6_k_group, unpack_q6_k_group},
+    {TensorType::IQ4_XS, sizeof(quant::BlockIQ4_XS), pack_iq4_xs_group, unpack_iq4_xs_group},
+    {TensorType::IQ2_XXS, sizeof(quant::BlockIQ2_XXS), pack_iq2_xxs_group, unpack_iq2_xxs_group},
+};
+
+const SuperBlockLayout* super_block_layout(TensorType t) {
+  for (const SuperBlockLayout& l : kSuperBlockLayouts) {
+    if (l.type == t) return &l;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool packable(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K ||
-         type == TensorType::Q5_K || type == TensorType::Q6_K || type == TensorType::IQ4_XS ||
-         type == TensorType::IQ2_XXS || is_float16(type) ||
-         packed_legacy_type(type);
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || super_block_layout(type) != nullptr ||
+         is_float16(type) || packed_legacy_type(type);
 }
 
 bool packable(const MatView& w) {
   if (!packable(w.type) || w.n <= 0 || w.n % kPackRows != 0 || w.k % kQK != 0) return false;
   if (is_float16(w.type)) return w.row_bytes == static_cast<uint64_t>(w.k) * 2;
-  if (w.type == TensorType::Q6_K) {
-    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ6_K);
-  }
-  if (w.type == TensorType::Q4_K) {
-    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ4_K);
-  }
-  if (w.type == TensorType::Q5_K) {
-    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockQ5_K);
-  }
-  if (w.type == TensorType::IQ4_XS) {
-    return w.k % quant::kQKK == 0 &&
-           w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockIQ4_XS);
-  }
-  if (w.type == TensorType::IQ2_XXS) {
-    return w.k % quant::kQKK == 0 &&
-           w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * sizeof(quant::BlockIQ2_XXS);
+  if (const SuperBlockLayout* l = super_block_layout(w.type)) {
+    return w.k % quant::kQKK == 0 && w.row_bytes == static_cast<uint64_t>(w.k / quant::kQKK) * l->block_bytes;
   }
   if (packed_legacy_type(w.type)) {
     return w.row_bytes == static_cast<uint64_t>(w.k / kQK * packed_legacy_block_bytes(w.type) / kPackRows);
@@ -123,24 +131,8 @@ void pack_rows(const MatView& w, uint8_t* dst) {
       convert_float_group<true>(w.row(g * kPackRows), w.row_bytes, dst + g * group_bytes, nullptr, nullptr);
       continue;
     }
-    if (w.type == TensorType::Q6_K) {
-      pack_q6_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::Q4_K) {
-      pack_q4_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::Q5_K) {
-      pack_q5_k_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::IQ4_XS) {
-      pack_iq4_xs_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::IQ2_XXS) {
-      pack_iq2_xxs_group(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+    if (const SuperBlockLayout* l = super_block_layout(w.type)) {
+      l->pack(w.row(g * kPackRows), w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     if (packed_legacy_type(w.type)) {
@@ -160,24 +152,8 @@ void unpack_rows(const MatView& w, const uint8_t* packed, uint8_t* dst) {
       convert_float_group<false>(nullptr, w.row_bytes, nullptr, packed + g * group_bytes, dst + g * group_bytes);
       continue;
     }
-    if (w.type == TensorType::Q6_K) {
-      unpack_q6_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::Q4_K) {
-      unpack_q4_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::Q5_K) {
-      unpack_q5_k_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::IQ4_XS) {
-      unpack_iq4_xs_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
-      continue;
-    }
-    if (w.type == TensorType::IQ2_XXS) {
-      unpack_iq2_xxs_group(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
+    if (const SuperBlockLayout* l = super_block_layout(w.type)) {
+      l->unpack(packed + g * group_bytes, w.row_bytes, w.k / quant::kQKK, dst + g * group_bytes);
       continue;
     }
     if (packed_legacy_type(w.type)) {

@@ -116,8 +116,7 @@ void iq2_xxs_tokens(const uint8_t* group, const PackedActs& a, int64_t t0, float
       const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(gb + 2 * kQuadRows * q)));
       for (int t = 0; t < NT; ++t) {
         const __m128i rows = _mm_add_epi32(_mm256_castsi256_si128(isum[t]), _mm256_extracti128_si256(isum[t], 1));
-        __m128 p = _mm_mul_ps(_mm_mul_ps(d, _mm_set1_ps(act[t][b].d)), _mm_cvtepi32_ps(rows));
-        asm("" : "+x"(p));  // rounded as the reference rounds it, never fused into the sum
+        const __m128 p = avx2::pinned(_mm_mul_ps(_mm_mul_ps(d, _mm_set1_ps(act[t][b].d)), _mm_cvtepi32_ps(rows)));
         float* at = acc[t] + kQuadRows * q;
         _mm_store_ps(at, _mm_add_ps(_mm_load_ps(at), p));
       }

@@ -106,15 +106,7 @@ void iq4_xs_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_
 }  // namespace
 
 void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  if (nt == 1) {
-    iq4_xs_halves<1, 2>(group, 0, a, t0, y, ys);
-    return;
-  }
-  static constexpr auto kFns = per_token_count([]<int NT>() { return &iq4_xs_halves<NT, 1>; });
-  for (int64_t t = 0; t < nt; t += kChunk) {
-    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
-    for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);
-  }
+  run_halves<kChunk>([]<int NT, int H>() { return &iq4_xs_halves<NT, H>; }, group, a, t0, nt, y, ys);
 }
 
 }  // namespace ferrite::cpu

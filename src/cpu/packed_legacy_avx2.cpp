@@ -161,17 +161,7 @@ void half_group(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
 
 template <TensorType kType>
 void group_kernel(const uint8_t* g, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  if (nt == 1) {
-    half_group<kType, 1, 2>(g, 0, a, t0, y, ys);
-    return;
-  }
-  using Fn = void (*)(const uint8_t*, int64_t, const PackedActs&, int64_t, float*, int64_t);
-  static constexpr Fn kFns[kChunk] = {half_group<kType, 1, 1>, half_group<kType, 2, 1>, half_group<kType, 3, 1>,
-                                      half_group<kType, 4, 1>};
-  for (int64_t t = 0; t < nt; t += kChunk) {
-    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
-    for (int64_t half = 0; half < 2; ++half) kFns[n - 1](g, half, a, t0 + t, y + t * ys, ys);
-  }
+  run_halves<kChunk>([]<int NT, int H>() { return &half_group<kType, NT, H>; }, g, a, t0, nt, y, ys);
 }
 
 }  // namespace

@@ -35,13 +35,33 @@ struct PackedActs {
 };
 
 // A kernel's instances per token count, indexed by nt - 1:
-// {make.template operator()<1>(), ..., make.template operator()<kPackTokens>()},
+// {make.template operator()<1>(), ..., make.template operator()<kCount>()},
 // e.g. per_token_count([]<int NT>() { return &group_kernel<NT>; }).
-template <typename Make>
+template <int kCount = static_cast<int>(kPackTokens), typename Make>
 constexpr auto per_token_count(Make make) {
   return [&]<int... I>(std::integer_sequence<int, I...>) {
     return std::array{make.template operator()<I + 1>()...};
-  }(std::make_integer_sequence<int, static_cast<int>(kPackTokens)>{});
+  }(std::make_integer_sequence<int, kCount>{});
+}
+
+// The driver of the kernels that take a 16-row group as two halves of 8
+// rows: Make{}.template operator()<NT, H>() is the instance computing NT
+// tokens times H halves from half h0, called (group, h0, a, t0, y, ys). One
+// token takes both halves in one pass, so that the memory streams the
+// group's lines once; more take chunks of up to kChunk tokens, one pass per
+// half (the weights of a half decoded once for the chunk).
+template <int kChunk, typename Make>
+void run_halves(Make, const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  static_assert(kChunk <= kPackTokens);
+  if (nt == 1) {
+    Make{}.template operator()<1, 2>()(group, 0, a, t0, y, ys);
+    return;
+  }
+  static constexpr auto kFns = per_token_count<kChunk>([]<int NT>() { return Make{}.template operator()<NT, 1>(); });
+  for (int64_t t = 0; t < nt; t += kChunk) {
+    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
+    for (int64_t half = 0; half < 2; ++half) kFns[n - 1](group, half, a, t0 + t, y + t * ys, ys);
+  }
 }
 
 // y[t * y_stride + r] = row r of `group` (16 packed rows) · token t0 + t,

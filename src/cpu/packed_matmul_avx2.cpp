@@ -143,21 +143,9 @@ void half_group(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
   }
 }
 
-// One token: both halves in one pass. More: tokens in chunks of up to
-// Half::kChunk, one pass per half.
 template <typename Half>
 void group(const uint8_t* g, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  if (nt == 1) {
-    half_group<Half, 1, 2>(g, 0, a, t0, y, ys);
-    return;
-  }
-  constexpr int64_t kChunk = Half::kChunk;
-  static_assert(kChunk <= kPackTokens);
-  static constexpr auto kFns = per_token_count([]<int NT>() { return &half_group<Half, NT, 1>; });
-  for (int64_t t = 0; t < nt; t += kChunk) {
-    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
-    for (int64_t half = 0; half < 2; ++half) kFns[n - 1](g, half, a, t0 + t, y + t * ys, ys);
-  }
+  run_halves<Half::kChunk>([]<int NT, int H>() { return &half_group<Half, NT, H>; }, g, a, t0, nt, y, ys);
 }
 
 }  // namespace

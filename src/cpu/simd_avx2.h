@@ -43,6 +43,10 @@ inline __m256 pinned(__m256 v) {
   asm("" : "+x"(v));
   return v;
 }
+inline __m128 pinned(__m128 v) {
+  asm("" : "+x"(v));
+  return v;
+}
 
 // An accumulator settled in its register where it is updated. In the fully
 // unrolled K-quant blocks GCC otherwise defers the additions: it parked
