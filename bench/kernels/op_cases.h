@@ -5,7 +5,7 @@
 //   rope          [T, n_head, head_dim] in place (angle table precomputed, as per batch)
 //   swiglu        silu(gate) * up over [T, n_ff] (gated feed-forward, SiLU)
 //   geglu         gelu(gate) * up over [T, n_ff] (gated feed-forward, GELU as the
-//                 models evaluate it: the f16 table, cpu/gelu_f16.h)
+//                 models evaluate it: the f16 table, cpu/ops/gelu_f16.h)
 // Attention runs on the pool (as the runtime calls it); the others run on
 // one thread, as the runtime calls them, and are held against the limits of
 // one thread. Outputs are written apart from the inputs so that repeated
@@ -21,14 +21,14 @@
 #include <vector>
 
 #include "core/fp16.h"
-#include "cpu/activations.h"
-#include "cpu/attention.h"
-#include "cpu/attention_avx2.h"
-#include "cpu/attention_avx512.h"
+#include "cpu/ops/activations.h"
+#include "cpu/attention/attention.h"
+#include "cpu/attention/attention_avx2.h"
+#include "cpu/attention/attention_avx512.h"
 #include "cpu/features.h"
-#include "cpu/gelu_f16.h"
-#include "cpu/norm.h"
-#include "cpu/rope.h"
+#include "cpu/ops/gelu_f16.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
 #include "lab.h"
 
 namespace ferrite::kbench {

@@ -24,7 +24,7 @@
 
 #include "backend/weight.h"
 #include "core/error.h"
-#include "cpu/rope.h"
+#include "cpu/ops/rope.h"
 
 namespace ferrite::backend {
 
@@ -92,7 +92,7 @@ struct AttentionSpec {
   float temp_floor = 0.0f;
   float scale = 0.0f;                      // score scale; 0: 1/sqrt(head_dim)
   float softcap = 0.0f;                    // attention logit soft-cap; 0: none
-  // ALiBi (cpu/alibi.h): head h adds alibi_slope(h, n_head, max_alibi_bias)
+  // ALiBi (cpu/attention/alibi.h): head h adds alibi_slope(h, n_head, max_alibi_bias)
   // times the mask, which then holds -|q_pos - k_pos| for visible cells
   // (KvView::mask, made so by the runtime for models with
   // HParams::max_alibi_bias > 0); 0: none. Keys then carry no position.
@@ -103,7 +103,7 @@ struct AttentionSpec {
   // T5's relative position bias (model/arch_t5.cpp): host f32 [n_rel_buckets,
   // n_head], llama.cpp's attn_rel_b; head h's score of key position k for
   // query position q gains rel_bias[bucket(k - q) * n_head + h]
-  // (cpu/rel_pos_bias.h: causal buckets in attention(), whose mask then holds
+  // (cpu/attention/rel_pos_bias.h: causal buckets in attention(), whose mask then holds
   // -(q - k) for visible cells as for ALiBi; bidirectional ones in
   // encoder_attention()). null: none.
   const float* rel_bias = nullptr;

@@ -1,7 +1,7 @@
 // The run-time switches of the backends, read from the environment once, in
 // one place (switches.cpp), and passed down from there: the model load takes
 // the repacking ones (model/packed_weights.h), the CPU kernels their AMX and
-// Q6_K choices (cpu/packed_matmul.h), a context's CUDA backend the CUDA ones
+// Q6_K choices (cpu/packed/packed_matmul.h), a context's CUDA backend the CUDA ones
 // (runtime/context.h ContextParams::switches). `ferrite info --json` shows
 // them. Every switch is on by default except FERRITE_CUDA_EXACT.
 //

@@ -53,7 +53,7 @@ struct FfnWeights {
 // SoftmaxWeight (gpt-oss): the top-k chosen on the logits, their weights the
 // softmax over the k chosen logits only. SparseMixer (phimoe): k rounds of
 // the best remaining logit, weighed by the softmax over the remaining
-// experts within a relative gap of 2 MoeWeights::jitter (cpu/sparsemixer.h).
+// experts within a relative gap of 2 MoeWeights::jitter (cpu/ops/sparsemixer.h).
 enum class MoeGating : uint8_t { Softmax, Sigmoid, SoftmaxWeight, SparseMixer };
 
 // A mixture-of-experts feed-forward: router, stacked experts, optional
@@ -71,7 +71,7 @@ struct MoeWeights {
   // gpt-oss: biases (optional) of the router [n_expert] (added to its logits)
   // and of every expert's gate and up [n_ff, n_expert] and down [n_embd, n_expert].
   Weight gate_inp_b, gate_exps_b, up_exps_b, down_exps_b;
-  // > 0: the experts' activation is gpt-oss's clamped SwiGLU (cpu/activations.h
+  // > 0: the experts' activation is gpt-oss's clamped SwiGLU (cpu/ops/activations.h
   // swiglu_oai) with this alpha and limit instead of silu(gate) * up.
   float oai_alpha = 0.0f, oai_limit = 0.0f;
   // llama4: each chosen expert's weight multiplies its input instead of its

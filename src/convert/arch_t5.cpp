@@ -34,7 +34,7 @@
 namespace ferrite::convert {
 namespace {
 
-constexpr int64_t kMaxDistance = 128;  // cpu/rel_pos_bias.h's kRelMaxDistance
+constexpr int64_t kMaxDistance = 128;  // cpu/attention/rel_pos_bias.h's kRelMaxDistance
 
 bool scales_decoder_output(const Params& p) {
   if (auto s = p.opt_bool({"scale_decoder_outputs"})) return *s;

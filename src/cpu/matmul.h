@@ -19,7 +19,7 @@ namespace ferrite::cpu {
 
 // A 2-D weight matrix: n rows of k elements, each row `row_bytes` long.
 struct MatView {
-  // Rows per interleaved group of a packed matrix (cpu/packed.h).
+  // Rows per interleaved group of a packed matrix (cpu/packed/packed.h).
   static constexpr int64_t kPackGroupRows = 16;
 
   TensorType type = TensorType::F32;

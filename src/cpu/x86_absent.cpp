@@ -9,19 +9,19 @@
 #include <stdexcept>
 #include <string>
 
-#include "cpu/act_quant.h"
-#include "cpu/attention_avx2.h"
-#include "cpu/attention_avx512.h"
-#include "cpu/attention_rows.h"
-#include "cpu/gelu_f16.h"
+#include "cpu/dot/act_quant.h"
+#include "cpu/attention/attention_avx2.h"
+#include "cpu/attention/attention_avx512.h"
+#include "cpu/attention/attention_rows.h"
+#include "cpu/ops/gelu_f16.h"
 #include "cpu/hw_limits.h"
-#include "cpu/packed_float.h"
-#include "cpu/packed_k.h"
-#include "cpu/packed_legacy.h"
-#include "cpu/packed_matmul.h"
-#include "cpu/quant_dot.h"
-#include "cpu/quant_dot_iq.h"
-#include "cpu/quant_dot_k.h"
+#include "cpu/packed/packed_float.h"
+#include "cpu/packed/packed_k.h"
+#include "cpu/packed/packed_legacy.h"
+#include "cpu/packed/packed_matmul.h"
+#include "cpu/dot/quant_dot.h"
+#include "cpu/dot/quant_dot_iq.h"
+#include "cpu/dot/quant_dot_k.h"
 #include "cpu/vec_ops.h"
 
 namespace ferrite::cpu {

@@ -3,7 +3,7 @@
 // rope_freqs when the file has them) where
 //   - every kLlama4NoRopeStep-th layer (il + 1 a multiple of it) attends
 //     without RoPE over the whole causal context, its queries scaled by the
-//     attention temperature of their position (cpu/attn_temperature.h:
+//     attention temperature of their position (cpu/attention/attn_temperature.h:
 //     attention.temperature_scale, default 0.1, and temperature_length, the
 //     floor scale, default 8192);
 //   - the other layers rotate q and k, norm each head of both without a

@@ -8,7 +8,7 @@
 // attention.layer_norm_epsilon, else the attention.layer_norm_rms_epsilon
 // that llama.cpp's converter writes), separate Q/K/V with biases, an
 // output-projection bias, an output bias, and experts in every layer routed
-// by "sparsemixer" (backend::MoeGating::SparseMixer, cpu/sparsemixer.h;
+// by "sparsemixer" (backend::MoeGating::SparseMixer, cpu/ops/sparsemixer.h;
 // Phi-3.5-MoE: 16 experts, 2 used) with the router jitter of the key
 // phimoe.router_jitter_noise, ferrite's own (llama.cpp's converter writes
 // none; absent: Phi-3.5-MoE's 0.01). The window of attention.sliding_window

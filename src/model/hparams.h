@@ -30,7 +30,7 @@ struct RopeParams {
   float yarn_attn_factor = 1.0f;
   float yarn_beta_fast = 32.0f;
   float yarn_beta_slow = 1.0f;
-  // YaRN's correction range rounded to whole pairs (cpu/rope.h):
+  // YaRN's correction range rounded to whole pairs (cpu/ops/rope.h):
   // rope.scaling.yarn_truncate (ferrite's key, from transformers'
   // rope_scaling truncate; llama.cpp has none and always rounds), true when
   // absent except where the architecture says otherwise (gpt-oss).

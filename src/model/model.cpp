@@ -2,7 +2,7 @@
 
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/features.h"
-#include "cpu/packed_matmul.h"
+#include "cpu/packed/packed_matmul.h"
 #include "gguf/metadata.h"
 #include "model/step.h"
 

@@ -11,8 +11,8 @@
 #include "cpu/backend/cpu_backend.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
-#include "cpu/packed_float.h"
-#include "cpu/packed_matmul.h"
+#include "cpu/packed/packed_float.h"
+#include "cpu/packed/packed_matmul.h"
 #include "model/weights.h"
 
 namespace ferrite::model {

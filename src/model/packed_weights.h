@@ -1,4 +1,4 @@
-// Weights repacked at load for the CPU's products (cpu/packed.h): every
+// Weights repacked at load for the CPU's products (cpu/packed/packed.h): every
 // Q4_0/Q8_0/F16/BF16 matrix whose rows come in groups of 16 is copied once into the
 // interleaved layout, and the plain pages of the mapping are handed back to
 // the kernel (they are re-read from the file only if something touches them:
@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cpu/packed.h"
+#include "cpu/packed/packed.h"
 #include "gguf/file.h"
 
 namespace ferrite::model {

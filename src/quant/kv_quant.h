@@ -2,7 +2,7 @@
 // values per block): which types a cache may use, the byte size of a row,
 // quantizing a row when K/V are written, and reading one back as f16 for
 // attention. An f32 or bf16 cache keeps its rows the same way (plain rows of
-// any length; attention reads them as they are, cpu/attention_rows.h).
+// any length; attention reads them as they are, cpu/attention/attention_rows.h).
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/rope.h"
+#include "cpu/ops/rope.h"
 #include "gguf/tensor_type.h"
 #include "model/forward.h"
 #include "model/hparams.h"
@@ -84,7 +84,7 @@ class KvCache {
   };
 
   // Types: f16, or f32, bf16 (rows of K / V as written, bf16 rounded;
-  // attention reads them as they are, cpu/attention_rows.h), or q8_0, q4_0,
+  // attention reads them as they are, cpu/attention/attention_rows.h), or q8_0, q4_0,
   // q4_1, q5_0, q5_1, iq4_nl (rows of K / V quantized when written, read
   // back as f16 by attention; needs n_embd_kv a multiple of 32;
   // model/kv_quant.h). Throws InvalidArgument for a

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/rope.h"
+#include "cpu/ops/rope.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
 #include "model/longrope.h"

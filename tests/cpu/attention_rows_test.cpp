@@ -1,4 +1,4 @@
-// Attention over a cache of rows (cpu/attention_rows.h: the f32 and bf16 KV
+// Attention over a cache of rows (cpu/attention/attention_rows.h: the f32 and bf16 KV
 // caches): every level's path (generic, AVX2, AVX-512, those the host runs)
 // against the double-precision reference on fresh random inputs (a new seed
 // per run, printed with any failure; FERRITE_TEST_SEED=N repeats it), over
@@ -17,8 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
-#include "cpu/attention.h"
-#include "cpu/attention_rows.h"
+#include "cpu/attention/attention.h"
+#include "cpu/attention/attention_rows.h"
 #include "cpu/features.h"
 
 namespace ferrite::cpu {

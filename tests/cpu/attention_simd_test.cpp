@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/attention.h"
-#include "cpu/attention_avx2.h"
-#include "cpu/attention_avx512.h"
+#include "cpu/attention/attention.h"
+#include "cpu/attention/attention_avx2.h"
+#include "cpu/attention/attention_avx512.h"
 #include "cpu/features.h"
 #include "random_data.h"
 

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
-#include "cpu/alibi.h"
-#include "cpu/attention.h"
+#include "cpu/attention/alibi.h"
+#include "cpu/attention/attention.h"
 #include "cpu/features.h"
 #include "random_data.h"
 

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "cpu/features.h"
-#include "cpu/packed_matmul.h"
+#include "cpu/packed/packed_matmul.h"
 #include "quant/type_traits.h"
 
 namespace ferrite::cpu {

@@ -10,7 +10,7 @@
 
 #include "core/fp16.h"
 #include "cpu/features.h"
-#include "cpu/gelu_f16.h"
+#include "cpu/ops/gelu_f16.h"
 
 namespace ferrite {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/activations.h"
-#include "cpu/norm.h"
-#include "cpu/rope.h"
+#include "cpu/ops/activations.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
 #include "random_data.h"
 
 namespace ferrite::cpu {

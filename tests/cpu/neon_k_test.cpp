@@ -22,7 +22,7 @@
 #include "core/fp16.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
-#include "cpu/quant_dot.h"
+#include "cpu/dot/quant_dot.h"
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"

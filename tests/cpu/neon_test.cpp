@@ -19,7 +19,7 @@
 
 #include "cpu/features.h"
 #include "cpu/matmul.h"
-#include "cpu/quant_dot.h"
+#include "cpu/dot/quant_dot.h"
 #include "cpu/thread_pool.h"
 #include "cpu/vec_ops.h"
 #include "gguf/tensor_type.h"

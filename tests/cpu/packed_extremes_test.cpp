@@ -16,9 +16,9 @@
 
 #include "core/fp16.h"
 #include "cpu/features.h"
-#include "cpu/packed.h"
-#include "cpu/packed_k.h"
-#include "cpu/packed_matmul.h"
+#include "cpu/packed/packed.h"
+#include "cpu/packed/packed_k.h"
+#include "cpu/packed/packed_matmul.h"
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"
 

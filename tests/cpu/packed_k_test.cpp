@@ -1,4 +1,4 @@
-// Packed Q4_K, Q5_K and Q6_K (cpu/packed_k.h): the layout round-trips byte for byte, its
+// Packed Q4_K, Q5_K and Q6_K (cpu/packed/packed_k.h): the layout round-trips byte for byte, its
 // reference kernel equals the plain reference K . Q8_K dot, the AVX-512
 // kernel equals the layout's reference bit for bit, and matmul() on a packed
 // view agrees with the plain reference product.
@@ -11,10 +11,10 @@
 
 #include "cpu/features.h"
 #include "cpu/matmul.h"
-#include "cpu/packed.h"
-#include "cpu/packed_k.h"
-#include "cpu/packed_matmul.h"
-#include "cpu/quant_dot.h"
+#include "cpu/packed/packed.h"
+#include "cpu/packed/packed_k.h"
+#include "cpu/packed/packed_matmul.h"
+#include "cpu/dot/quant_dot.h"
 #include "cpu/thread_pool.h"
 #include "quant/blocks.h"
 #include "quant/type_traits.h"

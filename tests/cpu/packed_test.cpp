@@ -1,4 +1,4 @@
-// Repacked weights (cpu/packed.h): the layout round-trips byte for byte, the
+// Repacked weights (cpu/packed/packed.h): the layout round-trips byte for byte, the
 // reference kernel of the layout equals the plain reference product, the
 // AVX-512 kernel equals the layout's reference bit for bit, and matmul() on a
 // packed view equals the plain reference for every token count and thread count.
@@ -11,11 +11,11 @@
 #include "core/fp16.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
-#include "cpu/packed.h"
-#include "cpu/packed_float.h"
-#include "cpu/packed_legacy.h"
-#include "cpu/packed_matmul.h"
-#include "cpu/quant_dot.h"
+#include "cpu/packed/packed.h"
+#include "cpu/packed/packed_float.h"
+#include "cpu/packed/packed_legacy.h"
+#include "cpu/packed/packed_matmul.h"
+#include "cpu/dot/quant_dot.h"
 #include "quant/blocks.h"
 #include "quant/type_traits.h"
 #include "random_data.h"
@@ -306,7 +306,7 @@ TEST(PackedFloat, KernelsAndMatmulMatchPlainReference) {
 }  // namespace
 }  // namespace ferrite::cpu
 
-// Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (cpu/packed_legacy.h): lossless for every byte
+// Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (cpu/packed/packed_legacy.h): lossless for every byte
 // pattern; their products are tested at every level by isa_parity_test.cpp.
 namespace ferrite::cpu {
 namespace {

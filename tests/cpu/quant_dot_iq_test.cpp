@@ -19,11 +19,11 @@
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
-#include "cpu/act_quant.h"
+#include "cpu/dot/act_quant.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
-#include "cpu/quant_dot.h"
-#include "cpu/quant_dot_iq.h"
+#include "cpu/dot/quant_dot.h"
+#include "cpu/dot/quant_dot_iq.h"
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"

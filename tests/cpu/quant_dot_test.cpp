@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/act_quant.h"
-#include "cpu/quant_dot.h"
+#include "cpu/dot/act_quant.h"
+#include "cpu/dot/quant_dot.h"
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"
 #include "quant/type_traits.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/sparsemixer.h"
+#include "cpu/ops/sparsemixer.h"
 #include "model/ref_sparsemixer.h"
 
 namespace ferrite {

@@ -1,4 +1,4 @@
-// cpu::tanh_f32 (the soft-cap's tanh, cpu/tanh_f32_impl.h): within 2 ulp of
+// cpu::tanh_f32 (the soft-cap's tanh, cpu/ops/tanh_f32_impl.h): within 2 ulp of
 // tanh in double everywhere, odd, with the limits of tanh; and on x86-64
 // glibc 2.36, the library llama.cpp's goldens came from, equal to its tanhf
 // bit for bit on a sample of every float. (arm64's glibc 2.36 builds the
@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/tanh_f32.h"
+#include "cpu/ops/tanh_f32.h"
 
 namespace ferrite::cpu {
 namespace {

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
-#include "cpu/attention.h"
+#include "cpu/attention/attention.h"
 #include "cpu/features.h"
 #include "cpu/matmul.h"
 #include "cpu/thread_pool.h"
@@ -95,7 +95,7 @@ TEST(GpuCpuOrder, FloatMatmulBitsEqualCpu) {
 }
 
 // Q4_1, Q5_0 and Q5_1 in the exact mode: the CPU's integer dot per block
-// (cpu/quant_dot_legacy_ref.cpp: (d_w d_a) sum(q a) (+ m_w s_a), Q8_1
+// (cpu/dot/quant_dot_legacy_ref.cpp: (d_w d_a) sum(q a) (+ m_w s_a), Q8_1
 // activations for Q4_1/Q5_1), the blocks summed in another order. With one
 // or two blocks per row no order differs: the same bits; longer rows within
 // 1e-6 of sum |w x| (float sums of up to 35 terms).

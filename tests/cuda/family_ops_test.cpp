@@ -1,7 +1,7 @@
 // The kernels of the non-Llama families (kernels/family_ops.cu) against
-// their CPU twins on fresh random inputs: LayerNorm (cpu/norm.h), the f16
-// table GELU (cpu/gelu_f16.h: the same table, so the same bits), SiLU and the
-// SwiGLU of a fused gate|up product (cpu/activations.h), scaling,
+// their CPU twins on fresh random inputs: LayerNorm (cpu/ops/norm.h), the f16
+// table GELU (cpu/ops/gelu_f16.h: the same table, so the same bits), SiLU and the
+// SwiGLU of a fused gate|up product (cpu/ops/activations.h), scaling,
 // soft-capping (as the CPU backend writes it), column gathers, and the
 // encoders' attention (the CPU backend's, cpu/backend/cpu_attention.cpp).
 #include <cmath>
@@ -11,11 +11,11 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/activations.h"
+#include "cpu/ops/activations.h"
 #include "cpu/backend/cpu_backend.h"
-#include "cpu/gelu_f16.h"
-#include "cpu/norm.h"
-#include "cpu/tanh_f32.h"
+#include "cpu/ops/gelu_f16.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/tanh_f32.h"
 #include "cuda/kernels/ops.h"
 #include "device_util.h"
 
@@ -111,7 +111,7 @@ TEST(GpuFamilyOps, ScaleSoftcapAndColumns) {
   EXPECT_EQ(to_host<float>(od, cols.size()), cols);
 }
 
-// The device's tanh is the host's (cpu/tanh_f32_impl.h), bit for bit, on a
+// The device's tanh is the host's (cpu/ops/tanh_f32_impl.h), bit for bit, on a
 // sample of the whole float line (soft-capping at 1 is tanh itself) and on
 // every float of [-1, 1] around the branches of its expm1.
 TEST(GpuFamilyOps, TanhIsTheCpuTanhOnTheFloatLine) {
@@ -148,7 +148,7 @@ TEST(GpuFamilyOps, TanhIsTheCpuTanhOnTheFloatLine) {
 // The encoders' attention against a plain double reference of its
 // definition: each token attends to every token of its own sequence; with
 // ALiBi (max bias 8, 3 heads: slopes 2^-4, 2^-8 and 2^-2 by the definition of
-// cpu/alibi.h) head h adds -slope_h |pos_t - pos_u|.
+// cpu/attention/alibi.h) head h adds -slope_h |pos_t - pos_u|.
 TEST(GpuFamilyOps, AttentionWithinSequences) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/activations.h"
+#include "cpu/ops/activations.h"
 #include "cuda/kernels/moe_ops.h"
 #include "cuda/kernels/ops.h"
 #include "device_util.h"

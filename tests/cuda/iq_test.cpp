@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "cpu/act_quant.h"
+#include "cpu/dot/act_quant.h"
 #include "cpu/matmul.h"
 #include "cuda/kernels/iq_tables.h"
 #include "cuda/backend/linear.h"

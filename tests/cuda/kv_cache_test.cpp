@@ -1,7 +1,7 @@
 // The GPU's KV cache of block types (q8_0, q4_0, q4_1, q5_0, q5_1: cuda/kv_store.cu,
 // cuda/kv_blocks.cuh and the attention kernels' typed reads) and of f32 and
 // bf16 rows against the CPU's (model/kv_quant.h, cpu::attention_ref and its
-// cache of rows cpu/attention_rows.h, runtime::Context) on fresh random
+// cache of rows cpu/attention/attention_rows.h, runtime::Context) on fresh random
 // inputs: the store kernel bit for bit, attention within f16 (bf16, f32)
 // rounding, whole models within the bounds justified at check_model.
 #include <algorithm>
@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "cpu/attention.h"
+#include "cpu/attention/attention.h"
 #include "cuda/kernels/ops.h"
 #include "device_util.h"
 #include "model/kv_quant.h"

@@ -1,5 +1,5 @@
 // llama4 on the GPU: its two kernels (cuda/kernels/llama4_ops.h) against
-// their CPU twins (cpu/attn_temperature.h) on random inputs, and the tiny
+// their CPU twins (cpu/attention/attn_temperature.h) on random inputs, and the tiny
 // llama4 (tests/model/tiny_llama4.h: chunked RoPE layers with the q/k norm,
 // a NoPE layer with the attention temperature, dense and expert layers with
 // the weighted expert inputs and the shared expert) against the
@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/attn_temperature.h"
+#include "cpu/attention/attn_temperature.h"
 #include "cuda/kernels/llama4_ops.h"
 #include "device_util.h"
 #include "model/model.h"

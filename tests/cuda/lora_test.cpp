@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "convert/lora_writer.h"
-#include "cpu/lora.h"
+#include "cpu/ops/lora.h"
 #include "cuda/kernels/lora.h"
 #include "device_util.h"
 #include "model/lora_adapter.h"

@@ -1,6 +1,6 @@
 // The kernels multi-head latent attention adds on the GPU against their CPU
 // twins, on fresh random inputs: the per-head product (heads_product.cu vs
-// cpu/heads_product.cpp) with F32 and F16 weights over strided views, and
+// cpu/attention/heads_product.cpp) with F32 and F16 weights over strided views, and
 // DeepSeek-V3's router options of moe_route (sigmoid gating, a selection
 // bias that ranks without weighting, renormalisation and scale) against the
 // CPU backend's rule (cpu_ffn.cpp moe) written out here.
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fp16.h"
-#include "cpu/heads_product.h"
+#include "cpu/attention/heads_product.h"
 #include "cpu/thread_pool.h"
 #include "cuda/kernels/heads_product.h"
 #include "cuda/kernels/moe_ops.h"

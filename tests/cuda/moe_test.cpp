@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/activations.h"
+#include "cpu/ops/activations.h"
 #include "cpu/vec_ops.h"
 #include "cuda/kernels/moe_ops.h"
 #include "device_util.h"

@@ -10,11 +10,11 @@
 
 #include "core/fp16.h"
 #include "core/error.h"
-#include "cpu/act_quant.h"
-#include "cpu/activations.h"
-#include "cpu/attention.h"
-#include "cpu/norm.h"
-#include "cpu/rope.h"
+#include "cpu/dot/act_quant.h"
+#include "cpu/ops/activations.h"
+#include "cpu/attention/attention.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
 #include "cuda/kernels/ops.h"
 #include "device_util.h"
 #include "quant/type_traits.h"
@@ -457,7 +457,7 @@ TEST(GpuAttention, PerTokenRanges) {
 
 // ALiBi (the CPU twin: cpu::attention_ref with max_alibi_bias): every kernel
 // adds each head's slope times the distance mask; 12 heads take both slope
-// series (cpu/alibi.h), 8 the power-of-two one.
+// series (cpu/attention/alibi.h), 8 the power-of-two one.
 TEST(GpuAttention, Alibi) {
   FERRITE_REQUIRE_GPU();
   std::mt19937 rng = fresh_rng();

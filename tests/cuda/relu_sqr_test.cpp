@@ -1,12 +1,12 @@
 // The squared ReLU kernel (cuda/kernels/relu_sqr.h) against its CPU twin
-// (cpu/relu_sqr.h) on fresh random inputs: the same bits, zeros for the
+// (cpu/ops/relu_sqr.h) on fresh random inputs: the same bits, zeros for the
 // negative half and for -0.
 #include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "cpu/relu_sqr.h"
+#include "cpu/ops/relu_sqr.h"
 #include "cuda/kernels/relu_sqr.h"
 #include "device_util.h"
 

@@ -1,4 +1,4 @@
-// RWKV's kernels (cuda/kernels/rwkv.h) against their CPU twins (cpu/rwkv.h)
+// RWKV's kernels (cuda/kernels/rwkv.h) against their CPU twins (cpu/recurrent/rwkv.h)
 // on fresh random inputs, two sequences' tokens interleaved in one batch for
 // the token shift and the wkv recurrences; and the tiny rwkv6 and rwkv7
 // models (tests/model/tiny_rwkv.h) with every layer on the GPU, and with
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/rwkv.h"
+#include "cpu/recurrent/rwkv.h"
 #include "cuda/kernels/rwkv.h"
 #include "device_util.h"
 #include "model/model.h"

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/sparsemixer.h"
+#include "cpu/ops/sparsemixer.h"
 #include "cuda/kernels/moe_ops.h"
 #include "device_util.h"
 

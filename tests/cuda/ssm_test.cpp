@@ -1,5 +1,5 @@
 // The Mamba-2 kernels (cuda/kernels/ssm.h) against their CPU twins
-// (cpu/ssm.h) on fresh random inputs, with two sequences' tokens interleaved
+// (cpu/recurrent/ssm.h) on fresh random inputs, with two sequences' tokens interleaved
 // in one batch (each kernel walks the tokens in order with the state of the
 // token's slot); and the tiny mamba2 and granitehybrid models (tests/model
 // ref_*.h) with every layer on the GPU against the CPU's logits, in one pass
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/ssm.h"
+#include "cpu/recurrent/ssm.h"
 #include "cuda/kernels/ssm.h"
 #include "device_util.h"
 #include "model/model.h"

@@ -2,7 +2,7 @@
 // reference of their definitions, the same as their CPU twins compute
 // (CpuBackend::encoder_attention with AttentionSpec::rel_bias,
 // CpuBackend::cross_attention): attention_seq with the bidirectional
-// relative position bias (cpu/rel_pos_bias.h, distances past 128 included),
+// relative position bias (cpu/attention/rel_pos_bias.h, distances past 128 included),
 // and attention_cross over another set of rows, each query seeing its own
 // sequence's rows only.
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cpu/rel_pos_bias.h"
+#include "cpu/attention/rel_pos_bias.h"
 #include "cuda/kernels/ops.h"
 #include "device_util.h"
 

@@ -2,7 +2,7 @@
 //
 // Tolerance. Like llama.cpp we round the activations of every matrix product
 // to the weight type's operand format (f16, bf16, or the 8-bit blocks of
-// cpu/act_quant.h) and otherwise follow its arithmetic, so F16/BF16 models
+// cpu/dot/act_quant.h) and otherwise follow its arithmetic, so F16/BF16 models
 // agree to ~2e-8 of the logit scale and quantized models agree to ~1e-7 at
 // first. But each 8-bit activation rounding is a discontinuity: a last-bit
 // difference in the value being rounded (our quantized dot products sum

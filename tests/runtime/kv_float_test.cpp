@@ -1,4 +1,4 @@
-// The f32 and bf16 KV caches (runtime/kv_cache.h, cpu/attention_rows.h).
+// The f32 and bf16 KV caches (runtime/kv_cache.h, cpu/attention/attention_rows.h).
 //   - f32: stories260K's logits with an f32 cache against a double-precision
 //     forward without any f16 rounding (tests/convert/ref_llama.h, with
 //     llama.cpp's RoPE angles, which ferrite keeps); the f16 cache's

@@ -20,7 +20,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "cpu/attention.h"
+#include "cpu/attention/attention.h"
 #include "model/kv_quant.h"
 #include "quant/type_traits.h"
 

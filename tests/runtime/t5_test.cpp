@@ -31,7 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "cpu/rel_pos_bias.h"
+#include "cpu/attention/rel_pos_bias.h"
 #include "model/golden.h"
 #include "model/model.h"
 #include "model/tiny_t5.h"

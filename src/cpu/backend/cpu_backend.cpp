@@ -6,9 +6,9 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "cpu/norm.h"
-#include "cpu/rope.h"
-#include "cpu/tanh_f32.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
+#include "cpu/ops/tanh_f32.h"
 #include "cpu/vec_ops.h"
 #include "quant/type_traits.h"
 

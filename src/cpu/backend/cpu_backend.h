@@ -1,5 +1,5 @@
 // The CPU backend: the operations of backend/ops.h on host memory with the
-// CPU kernels (cpu/*.h) and a thread pool. Operations run as they are issued;
+// CPU kernels (src/cpu and its subfolders) and a thread pool. Operations run as they are issued;
 // the results are in their buffers when an operation returns. Its arithmetic
 // is the reference the model goldens (tests/model) hold bit for bit.
 //
@@ -72,7 +72,7 @@ class CpuBackend final : public backend::Backend {
   void store_kv(int64_t layer, const float* k, const float* v, const backend::KvView* view = nullptr);
   // The layer's cache into the attention kernel's arguments: f16 (quantized
   // rows read back as f16), or, when K or V is f32 / bf16, a cache of rows
-  // (cpu/attention_rows.h; the other half as f16 rows).
+  // (cpu/attention/attention_rows.h; the other half as f16 rows).
   void bind_cache(int64_t layer, AttentionArgs& a, const backend::KvView* view = nullptr);
   // out = down(act(gate h) * up h) (+ biases), or down(act(up h)) without gate; act SiLU or f16-table GELU.
   void ffn_gated(const backend::FfnWeights& w, bool gelu, const float* h, int64_t n, float* out);
@@ -88,7 +88,7 @@ class CpuBackend final : public backend::Backend {
   const backend::ForwardBatch* batch_ = nullptr;
   const backend::KvView* kv_ = nullptr;
   std::vector<backend::RopeConfig> ropes_;  // this step's tables, by id
-  std::vector<float> rel_table_;            // T5's bias per head and distance (cpu/rel_pos_bias.h)
+  std::vector<float> rel_table_;            // T5's bias per head and distance (cpu/attention/rel_pos_bias.h)
 };
 
 }  // namespace ferrite::cpu

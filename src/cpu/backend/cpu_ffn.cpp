@@ -4,13 +4,13 @@
 #include <numeric>
 #include <vector>
 
-#include "cpu/activations.h"
-#include "cpu/attn_temperature.h"
+#include "cpu/ops/activations.h"
+#include "cpu/attention/attn_temperature.h"
 #include "cpu/backend/cpu_backend.h"
-#include "cpu/gelu_f16.h"
+#include "cpu/ops/gelu_f16.h"
 #include "cpu/matmul.h"
-#include "cpu/relu_sqr.h"
-#include "cpu/sparsemixer.h"
+#include "cpu/ops/relu_sqr.h"
+#include "cpu/ops/sparsemixer.h"
 
 namespace ferrite::cpu {
 namespace {
@@ -69,7 +69,7 @@ void CpuBackend::feed_forward(const backend::FfnSpec& spec, backend::Act h_act, 
     }
     product(w.down, w.down_b, up, n, y);
   } else {
-    // GELU as llama.cpp computes it (cpu/gelu_f16.h).
+    // GELU as llama.cpp computes it (cpu/ops/gelu_f16.h).
     ffn_gated(w, spec.kind == backend::FfnKind::GeluF16, h, n, y);
   }
   finish(out, accumulate);

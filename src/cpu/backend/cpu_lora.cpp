@@ -3,7 +3,7 @@
 // order (the product, then each adapter's scaled term, then the bias).
 #include "backend/lora.h"
 #include "cpu/backend/cpu_backend.h"
-#include "cpu/lora.h"
+#include "cpu/ops/lora.h"
 
 namespace ferrite::cpu {
 

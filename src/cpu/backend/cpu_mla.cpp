@@ -9,11 +9,11 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "cpu/attention.h"
+#include "cpu/attention/attention.h"
 #include "cpu/backend/cpu_backend.h"
-#include "cpu/heads_product.h"
-#include "cpu/norm.h"
-#include "cpu/rope.h"
+#include "cpu/attention/heads_product.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
 
 namespace ferrite::cpu {
 

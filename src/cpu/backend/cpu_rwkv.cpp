@@ -1,14 +1,14 @@
 // RWKV's time and channel mixes on the CPU (CpuBackend::rwkv_time_mix,
 // rwkv_channel_mix; backend::RwkvSpec in ops.h): the products for the whole
 // batch, the token shift and the wkv recurrence token by token in batch
-// order with each token's state (KvView::rs; the kernels of cpu/rwkv.h).
+// order with each token's state (KvView::rs; the kernels of cpu/recurrent/rwkv.h).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "core/error.h"
 #include "cpu/backend/cpu_backend.h"
-#include "cpu/rwkv.h"
+#include "cpu/recurrent/rwkv.h"
 
 namespace ferrite::cpu {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "cpu/backend/cpu_backend.h"
-#include "cpu/ssm.h"
+#include "cpu/recurrent/ssm.h"
 
 namespace ferrite::cpu {
 

@@ -7,7 +7,7 @@
 
 #include "backend/matmul_observer.h"
 #include "backend/ops.h"
-#include "cpu/attention.h"
+#include "cpu/attention/attention.h"
 #include "cpu/matmul.h"
 
 namespace ferrite::cpu {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "cpu/rope.h"
+#include "cpu/ops/rope.h"
 #include "cuda/kernels/check.h"
 
 namespace ferrite::cuda {

@@ -186,7 +186,7 @@ class CudaBackend final : public backend::Backend {
   // The device RoPE tables of id (cos then sin, [n, n_rot/2] each).
   const float* rope_cos(int id) const;
   const float* rope_sin(int id) const;
-  // T5's bias per head and distance (cpu/rel_pos_bias.h) of a relative
+  // T5's bias per head and distance (cpu/attention/rel_pos_bias.h) of a relative
   // position bias table on the device, made and uploaded at its first use.
   const float* rel_table(const float* rel_b, int64_t n_buckets, bool bidirectional);
   // Scratch of `bytes` (grown on demand; by index).

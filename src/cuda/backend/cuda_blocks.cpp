@@ -11,7 +11,7 @@
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/llama4_ops.h"
 #include "cuda/kernels/relu_sqr.h"
-#include "cpu/rel_pos_bias.h"
+#include "cpu/attention/rel_pos_bias.h"
 
 namespace ferrite::cuda {
 namespace {

@@ -2,7 +2,7 @@
 // CPU's steps (cpu/backend/cpu_mla.cpp) with the GPU's kernels: products
 // through LinearRunner, the latent row and the query heads assembled by
 // strided copies, the absorbed per-head matrices by heads_product (twin of
-// cpu/heads_product.h), RoPE, the cache store and the attention kernels of
+// cpu/attention/heads_product.h), RoPE, the cache store and the attention kernels of
 // the other families over one KV head of kv_lora + rope values.
 #include <cmath>
 

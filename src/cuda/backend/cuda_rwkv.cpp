@@ -1,6 +1,6 @@
 // RWKV's time and channel mixes on the GPU (CudaBackend::rwkv_time_mix,
 // rwkv_channel_mix): the CPU's steps (cpu/backend/cpu_rwkv.cpp) with the
-// twins of cpu/rwkv.h (kernels/rwkv.h). As for the Mamba-2 mixer
+// twins of cpu/recurrent/rwkv.h (kernels/rwkv.h). As for the Mamba-2 mixer
 // (cuda_ssm.cpp), the recurrent state stays in the runtime's host memory:
 // the rows of the batch's sequences are copied to the device before the
 // layer's kernels and back after them, so these steps synchronise with the

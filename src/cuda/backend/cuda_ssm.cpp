@@ -1,5 +1,5 @@
 // The Mamba-2 mixer on the GPU (CudaBackend::ssm), the CPU's steps
-// (cpu/backend/cpu_ssm.cpp) with the twins of cpu/ssm.h (kernels/ssm.h).
+// (cpu/backend/cpu_ssm.cpp) with the twins of cpu/recurrent/ssm.h (kernels/ssm.h).
 // The recurrent state stays in the runtime's host memory (KvView::rs): the
 // rows of the batch's sequences are copied to the device before the layer's
 // kernels and back after them, so a step with SSM layers synchronises with

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cpu/rope.h"
+#include "cpu/ops/rope.h"
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/kernels/check.h"
 

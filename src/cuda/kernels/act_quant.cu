@@ -1,4 +1,4 @@
-// Activation quantization on the GPU, the same values as cpu/act_quant.cpp:
+// Activation quantization on the GPU, the same values as cpu/dot/act_quant.cpp:
 //   Q8_0 (per 32): d = amax / 127, q = rint(x * (127 / amax)), d stored as f16.
 //   Q8_1: Q8_0 plus s = f16(d * sum(q)) with d before its rounding.
 //   Q8_K (per 256): v = the first value of largest magnitude, iscale = -127 / v,

@@ -1,5 +1,5 @@
 // Attention over the KV cache (f16, or rows of block types read value by value), one block per (token, head), with the
-// CPU's arithmetic (cpu/attention.cpp on its AVX-512 path) so that float
+// CPU's arithmetic (cpu/attention/attention.cpp on its AVX-512 path) so that float
 // models reproduce the CPU's bits: q rounded to f16; s_j = (q·K_j) * scale
 // in the CPU's dot order (cuda/cpu_order.cuh), soft-capped, plus the mask;
 // softmax with the CPU's exp (polynomial on groups of 16, libm's on the
@@ -11,7 +11,7 @@
 // A cache of a block type (Typed) is read value by value, each value
 // dequantized and rounded to f16 as the CPU's read-back (model/kv_quant.h
 // kv_row_to_f16) rounds it, so it gives the CPU's bits too. An f32 or bf16
-// K / V (cpu/attention_rows.h) is read as it is, the query and probabilities
+// K / V (cpu/attention/attention_rows.h) is read as it is, the query and probabilities
 // rounded to its type (kept for f32): its CPU twin attention_rows sums in
 // another order, so the two agree to f32 rounding, not bit for bit.
 #include <algorithm>
@@ -19,7 +19,7 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cpu/alibi.h"
+#include "cpu/attention/alibi.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/cpu_order.cuh"
 #include "cuda/kernels/device_math.cuh"
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionPara
   for (int64_t d = tid; d < hd; d += kThreads) q16[d] = kv_round_q(p.k_type, q[d]);
   __syncthreads();
 
-  // Scores s_j = (q·K_j) * scale (+ soft-cap) + slope * mask_j (slope 1 without ALiBi, cpu/alibi.h).
+  // Scores s_j = (q·K_j) * scale (+ soft-cap) + slope * mask_j (slope 1 without ALiBi, cpu/attention/alibi.h).
   const float slope = cpu::alibi_slope(h, p.n_head, p.max_alibi_bias);
   auto finish_score = [&](int64_t j, float dot) {
     float s = __fmul_rn(dot, p.scale);

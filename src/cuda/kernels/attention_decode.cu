@@ -8,7 +8,7 @@
 // memory at the end. Arithmetic: q rounded as the CPU rounds it for the K
 // type (f16; bf16 for bf16 K; kept for f32 K: kv_round_q); scores,
 // probabilities and sums in f32 (the CPU rounds probabilities to f16), so
-// results differ from cpu/attention.cpp within f16 rounding, like the tiled
+// results differ from cpu/attention/attention.cpp within f16 rounding, like the tiled
 // kernel's. A cache of a block type (Typed) is read block by block into
 // registers (kv_blocks.cuh: a lane's HD / 32 values never straddle a block),
 // its values unrounded f32 (the CPU rounds them to f16); f32 and bf16 rows
@@ -27,7 +27,7 @@
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cpu/alibi.h"
+#include "cpu/attention/alibi.h"
 #include "backend/switches.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_math.cuh"

@@ -9,13 +9,13 @@
 // Arithmetic: q rounded as the CPU rounds it for the K type (kv_round_q:
 // f16, bf16, or kept for f32 K); scores, the running max and
 // sum, and the output in f32; probabilities stay f32 (the CPU rounds them
-// to f16), so results differ from cpu/attention.cpp within f16 rounding.
+// to f16), so results differ from cpu/attention/attention.cpp within f16 rounding.
 // A cache of a block type (Typed) is dequantized while a tile is loaded into
 // shared memory (kv_blocks.cuh), unrounded f32 (the CPU rounds to f16).
 #include <cuda_fp16.h>
 
 #include "core/error.h"
-#include "cpu/alibi.h"
+#include "cpu/attention/alibi.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kv_blocks.cuh"

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "cpu/tanh_f32_impl.h"
+#include "cpu/ops/tanh_f32_impl.h"
 
 namespace ferrite::cuda {
 
@@ -16,7 +16,7 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr int64_t kExpGroup = 16;
 
 // Each operation rounded on its own (no contraction), for the libm
-// algorithms of cpu/tanh_f32_impl.h.
+// algorithms of cpu/ops/tanh_f32_impl.h.
 struct RoundedOps {
   static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
   static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }

@@ -2,8 +2,8 @@
 // families"): LayerNorm, scaling, soft-capping, GELU through llama.cpp's f16
 // table, SiLU, the SwiGLU of a fused gate|up product, column gathers, and
 // the encoders' attention within a sequence. Each mirrors its CPU twin:
-// cpu/norm.cpp layer_norm (f32 terms summed in double), cpu/gelu_f16.cpp
-// (the CPU's table itself, copied to the device), cpu/activations.cpp
+// cpu/ops/norm.cpp layer_norm (f32 terms summed in double), cpu/ops/gelu_f16.cpp
+// (the CPU's table itself, copied to the device), cpu/ops/activations.cpp
 // (silu with the row kernels' exp), cpu/backend/cpu_attention.cpp
 // encoder_attention (f32 scores, ALiBi, softmax, weighted sum).
 #include <cuda_fp16.h>
@@ -11,9 +11,9 @@
 #include <mutex>
 
 #include "core/error.h"
-#include "cpu/alibi.h"
-#include "cpu/rel_pos_bias.h"
-#include "cpu/gelu_f16.h"
+#include "cpu/attention/alibi.h"
+#include "cpu/attention/rel_pos_bias.h"
+#include "cpu/ops/gelu_f16.h"
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/device_buffer.h"
 #include "cuda/kernels/device_math.cuh"
@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kNormThreads = 256;
-// gelu_f16's bounds (cpu/gelu_f16.cpp): the table is bypassed beyond them.
+// gelu_f16's bounds (cpu/ops/gelu_f16.cpp): the table is bypassed beyond them.
 constexpr float kGeluLowCut = -10.0f;
 constexpr float kGeluHighCut = 10.0f;
 constexpr int64_t kGeluTableSize = int64_t{1} << 16;

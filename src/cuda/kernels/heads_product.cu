@@ -1,4 +1,4 @@
-// The per-head product (heads_product.h; CPU twin cpu/heads_product.cpp).
+// The per-head product (heads_product.h; CPU twin cpu/attention/heads_product.cpp).
 #include <cuda_fp16.h>
 
 #include <string>

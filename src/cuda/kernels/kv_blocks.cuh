@@ -169,7 +169,7 @@ __device__ __forceinline__ void kv_read(TensorType t, const uint8_t* row, int e,
 }
 
 // A query value rounded as the CPU rounds it for a K cache of type t
-// (cpu/attention_rows.h): kept for f32, to bf16 for bf16, to f16 otherwise
+// (cpu/attention/attention_rows.h): kept for f32, to bf16 for bf16, to f16 otherwise
 // (f16 and the block types, which the CPU reads back as f16).
 __device__ __forceinline__ float kv_round_q(TensorType t, float x) {
   if (t == TensorType::F32) return x;

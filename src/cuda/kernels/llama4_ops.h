@@ -1,5 +1,5 @@
 // llama4's element-wise steps on the GPU, each the twin of a CPU function
-// (cpu/attn_temperature.h) with the same f32 arithmetic per element
+// (cpu/attention/attn_temperature.h) with the same f32 arithmetic per element
 // (tests/cuda/llama4_ops_test.cpp).
 #pragma once
 

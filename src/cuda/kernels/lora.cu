@@ -1,6 +1,6 @@
 // The last step of a LoRA term on the GPU: y[t] += s_t * u[t], s_t the
 // token's user scale through alpha / rank. CPU twin: cpu::lora_scale_add
-// (cpu/lora.h), the same float operations in the same order per element.
+// (cpu/ops/lora.h), the same float operations in the same order per element.
 #include "cuda/kernels/check.h"
 #include "cuda/kernels/lora.h"
 

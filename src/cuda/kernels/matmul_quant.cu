@@ -8,7 +8,7 @@
 //   Q3_K: d_a d ((sc0 - 32) sum_{16}(q a) + (sc1 - 32) sum_{16}(...)), q signed
 //   Q2_K: d_a (d (sc0 sum_{16}(q a) + ...) - dmin (m0 sum_{16}(a) + m1 sum_{16}(a)))
 //   Q5_0: d_w d_a sum((q - 16) a)       Q4_1, Q5_1: d_w d_a sum(q a) + m_w s_a
-// (Q8_1 activations for Q4_1/Q5_1: s_a = f16(d sum(q)); cpu/quant_dot_legacy_ref.cpp.)
+// (Q8_1 activations for Q4_1/Q5_1: s_a = f16(d sum(q)); cpu/dot/quant_dot_legacy_ref.cpp.)
 // One warp per weight row; each lane takes 32-element chunks (16-byte loads
 // for Q4_0/Q8_0 repacked, and Q4_K). Up to kCols activation rows share the
 // weights a lane decoded; blocks walk column chunks fastest so that a row

@@ -1,5 +1,5 @@
 // Mixture-of-experts kernels (moe_ops.h): the router's softmax and top-k
-// (one warp per token; or phimoe's sparsemixer, twin of cpu/sparsemixer.h), the weighted sum of the experts' outputs with the
+// (one warp per token; or phimoe's sparsemixer, twin of cpu/ops/sparsemixer.h), the weighted sum of the experts' outputs with the
 // gated shared expert (one thread per output element), and the expert
 // products of F32/F16 weights with the expert read on the device (one warp
 // per weight row). The quantized expert products are gemv_quant_experts

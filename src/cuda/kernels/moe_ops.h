@@ -32,7 +32,7 @@ constexpr int64_t kMoeMaxExperts = 256;
 // probabilities; the k largest logits are chosen and their weights are the
 // softmax over those k (the CPU's softmax_inplace); renorm is then moot.
 // sparsemixer (phimoe, backend::MoeGating::SparseMixer; CPU twin
-// cpu::sparsemixer_route, cpu/sparsemixer.h): k rounds of the largest
+// cpu::sparsemixer_route, cpu/ops/sparsemixer.h): k rounds of the largest
 // logit left, weighed by the softmax at it over the experts left within
 // the relative gap 2 jitter; never renormalised (renorm is moot).
 struct MoeRouteOptions {

@@ -12,9 +12,9 @@
 
 namespace ferrite::cuda {
 
-// ---- activations for quantized products (cpu/act_quant.h) ----------------
+// ---- activations for quantized products (cpu/dot/act_quant.h) ----------------
 
-// Q8_1: Q8_0's values plus s per block (cpu/act_quant.h's Q8_1, the
+// Q8_1: Q8_0's values plus s per block (cpu/dot/act_quant.h's Q8_1, the
 // format llama.cpp multiplies Q4_1/Q5_1 weights with).
 enum class ActFormat { Q8_0, Q8_K, Q8_1 };
 constexpr int kActFormats = 3;
@@ -77,7 +77,7 @@ void quantized_act_to_f32(const QuantAct& a, int64_t m, int64_t k, float* out, c
 // ---- the dequantized product (dequant_product.cu) --------------------------
 // The exact mode's product for the IQ/TQ types: rows dequantized to f32 times
 // the activations' 8-bit round trip in f32 (matmul_float's order), as the
-// CPU multiplied them before its integer IQ/TQ dots (cpu/quant_dot_iq_ref.cpp:
+// CPU multiplied them before its integer IQ/TQ dots (cpu/dot/quant_dot_iq_ref.cpp:
 // per-block integer sums). Within the golden tolerances of those, not their bits.
 bool exact_dequantized(TensorType t);
 
@@ -153,7 +153,7 @@ bool pdl_chain_enabled();
 void rms_norm(const float* x, const float* w, float eps, int64_t rows, int64_t n, float* y, cudaStream_t s);
 
 // Rotates x [n_tokens, n_heads, head_dim] in place with the tables cos/sin
-// [n_tokens, n_rot/2] (cpu/rope.h): NeoX pairs (i, i + n_rot/2) or adjacent pairs.
+// [n_tokens, n_rot/2] (cpu/ops/rope.h): NeoX pairs (i, i + n_rot/2) or adjacent pairs.
 void rope(float* x, const float* cos_t, const float* sin_t, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
           int n_rot, bool neox, cudaStream_t s);
 
@@ -221,7 +221,7 @@ void swiglu_oai(const float* gate, const float* up, int64_t n, float alpha, floa
 // x = min(max(x, -c), c), n elements (cpu::clamp_inplace's twin; mpt's clamp_kqv).
 void clamp(float* x, float c, int64_t n, cudaStream_t s);
 // y = gelu(gate) * up, or gelu(gate) when up is null, through the CPU's f16
-// table (cpu/gelu_f16.h, copied to the device once): the CPU's values.
+// table (cpu/ops/gelu_f16.h, copied to the device once): the CPU's values.
 void geglu_f16(const float* gate, const float* up, int64_t n, float* y, cudaStream_t s);
 const uint16_t* gelu_table_device();
 // x [rows, n] = silu(x) (the row kernels' exp, as swiglu).
@@ -233,8 +233,8 @@ void gather_columns(const float* src, int64_t ld, int64_t col0, int64_t rows, in
                     cudaStream_t s);
 // The encoders' attention (no cache): out [n, n_head * head_dim] = softmax(q k^T * scale + alibi) v per head
 // over the tokens u with seq[u] == seq[t] (seq null: all), q, k, v [n, n_head * head_dim] f32; n at most 4096.
-// max_alibi_bias > 0: head h adds alibi_slope(h) * -|pos[t] - pos[u]| (cpu/alibi.h; pos on the device).
-// dist_bias (device [n_head, 2 kRelMaxDistance + 1], cpu/rel_pos_bias.h, bidirectional; null: none): head h
+// max_alibi_bias > 0: head h adds alibi_slope(h) * -|pos[t] - pos[u]| (cpu/attention/alibi.h; pos on the device).
+// dist_bias (device [n_head, 2 kRelMaxDistance + 1], cpu/attention/rel_pos_bias.h, bidirectional; null: none): head h
 // adds dist_bias[h * (2 kRelMaxDistance + 1) + kRelMaxDistance + clamp(pos[u] - pos[t])] (T5).
 // CPU twin: CpuBackend::encoder_attention.
 void attention_seq(const float* q, const float* k, const float* v, const int32_t* seq, const int32_t* pos,
@@ -272,7 +272,7 @@ struct KvCacheRef {
 void store_kv_typed(const float* k, const float* v, const int32_t* slots, int64_t n_tokens, int64_t n_embd_kv,
                     const KvCacheRef& k_cache, const KvCacheRef& v_cache, cudaStream_t s);
 
-// ---- attention over the cache (cpu/attention.h semantics) ------------------
+// ---- attention over the cache (cpu/attention/attention.h semantics) ------------------
 
 struct AttentionParams {
   const float* q = nullptr;         // [n_tokens, n_head, head_dim]
@@ -306,16 +306,16 @@ struct AttentionParams {
   const int32_t* decode_tokens = nullptr;  // [n_decode_tokens] (device)
   int64_t n_decode_tokens = 0;
   float scale = 1.0f, softcap = 0.0f;
-  // ALiBi (cpu/alibi.h): head h adds alibi_slope(h) * mask, the mask then
+  // ALiBi (cpu/attention/alibi.h): head h adds alibi_slope(h) * mask, the mask then
   // holding -|q_pos - k_pos| for visible cells; 0: none.
   float max_alibi_bias = 0.0f;
-  // T5's relative position bias (cpu/rel_pos_bias.h, causal; device [n_head,
+  // T5's relative position bias (cpu/attention/rel_pos_bias.h, causal; device [n_head,
   // n_dist]): head h adds dist_bias[h * n_dist + min(-mask, n_dist - 1)]
   // instead of the mask, which holds -(q_pos - k_pos); the exact kernel
   // only. Null: none.
   const float* dist_bias = nullptr;
   int64_t n_dist = 0;
-  // Attention sinks (cpu/attention.h): head h's logit sinks[h] joins the
+  // Attention sinks (cpu/attention/attention.h): head h's logit sinks[h] joins the
   // softmax's maximum and denominator (device [n_head]); null: none.
   const float* sinks = nullptr;
   float* out = nullptr;             // [n_tokens, n_head, head_dim]

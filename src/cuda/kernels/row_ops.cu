@@ -1,6 +1,6 @@
 // Row and element-wise kernels of the decoder: RMSNorm, RoPE, SwiGLU, bias
 // and residual adds, f16 conversion, embedding rows, row gathers, KV writes.
-// Arithmetic follows the CPU kernels (cpu/norm.cpp: f32 squares summed in
+// Arithmetic follows the CPU kernels (cpu/ops/norm.cpp: f32 squares summed in
 // double; cpu/vec_ops: RoPE with fused multiply-adds, SiLU with fast_exp).
 #include <cuda_fp16.h>
 

@@ -1,4 +1,4 @@
-// RWKV's kernels (backend::RwkvSpec, backend/ops.h): the twins of cpu/rwkv.h,
+// RWKV's kernels (backend::RwkvSpec, backend/ops.h): the twins of cpu/recurrent/rwkv.h,
 // run over a whole batch. The token shift and the wkv recurrences walk the
 // tokens in batch order, each with the state of its slot (idx[t] indexes
 // states of the batch's distinct sequences in device memory), so sequences
@@ -10,7 +10,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cpu/rwkv.h"
+#include "cpu/recurrent/rwkv.h"
 
 namespace ferrite::cuda {
 

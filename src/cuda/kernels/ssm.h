@@ -1,5 +1,5 @@
 // The Mamba-2 mixer's kernels (backend::SsmSpec, backend/ops.h): the twins of
-// cpu/ssm.h, run over a whole batch. Tokens go in batch order, each with
+// cpu/recurrent/ssm.h, run over a whole batch. Tokens go in batch order, each with
 // the state of its slot (states [n_slots, ...] in device memory), so that
 // several sequences interleaved in one batch each advance their own state:
 // one thread per channel (conv) or per head row (scan) walks the tokens in

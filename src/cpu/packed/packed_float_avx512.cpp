@@ -1,0 +1,119 @@
+// AVX-512 kernels for packed F16/BF16 weights (packed.h, packed_float.h).
+// One 64-byte load holds a pair of columns of 16 rows.
+//   BF16: vdpbf16ps with the token's broadcast bf16 pair: 16 rows' sums.
+//   F16:  the load converted to f32 as two halves (rows 0-7, rows 8-15, each
+//         lane pair one row's two columns), times the token's f32 pair
+//         broadcast; the lane pairs are added at the end.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "cpu/packed/packed.h"
+#include "cpu/packed/packed_float.h"
+#include "cpu/packed/packed_matmul.h"
+
+namespace ferrite::cpu {
+namespace {
+
+constexpr int64_t kLine = 64;  // bytes of one column pair of the group
+constexpr int kPrefetchBytes = 2048;
+
+template <int NT>
+void bf16_group(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+  // Independent chains (vdpbf16ps latency): at least 10 accumulators in flight
+  // (one chain per token of an 8-token tile left two units latency-bound).
+  constexpr int kChains = NT <= 4 ? 4 : 2;
+  __m512 acc[kChains][NT];
+  for (auto& c : acc) {
+    for (auto& v : c) v = _mm512_setzero_ps();
+  }
+  const auto* act = static_cast<const uint16_t*>(a.data) + t0 * a.k;
+  const int64_t pairs = a.k / 2;
+  for (int64_t j = 0; j < pairs; j += kChains) {
+    for (int c = 0; c < kChains; ++c) {
+      const uint8_t* line = group + (j + c) * kLine;
+      _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+      const __m512bh w = (__m512bh)_mm512_loadu_si512(line);
+      for (int t = 0; t < NT; ++t) {
+        int32_t pair;
+        std::memcpy(&pair, act + t * a.k + 2 * (j + c), sizeof(pair));
+        acc[c][t] = _mm512_dpbf16_ps(acc[c][t], w, (__m512bh)_mm512_set1_epi32(pair));
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    __m512 sum = acc[0][t];
+    for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[c][t]);
+    _mm512_storeu_ps(y + t * ys, sum);
+  }
+}
+
+template <int NT>
+void f16_group(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+  __m512 lo[NT], hi[NT];
+  for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_ps();
+  const auto* act = static_cast<const float*>(a.data) + t0 * a.k;
+  const int64_t pairs = a.k / 2;
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint8_t* line = group + j * kLine;
+    _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+    const __m512 w_lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)));
+    const __m512 w_hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + kLine / 2)));
+    for (int t = 0; t < NT; ++t) {
+      double pair;
+      std::memcpy(&pair, act + t * a.k + 2 * j, sizeof(pair));
+      const __m512 x = _mm512_castpd_ps(_mm512_set1_pd(pair));  // x0 x1 x0 x1 ...
+      lo[t] = _mm512_fmadd_ps(w_lo, x, lo[t]);
+      hi[t] = _mm512_fmadd_ps(w_hi, x, hi[t]);
+    }
+  }
+  // Row r's two columns sit in lanes 2r, 2r+1 of lo (r < 8) or hi (r >= 8).
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  for (int t = 0; t < NT; ++t) {
+    const __m512 s = _mm512_add_ps(_mm512_permutex2var_ps(lo[t], even, hi[t]),
+                                   _mm512_permutex2var_ps(lo[t], odd, hi[t]));
+    _mm512_storeu_ps(y + t * ys, s);
+  }
+}
+
+using GroupFn = void (*)(const uint8_t*, const PackedFloatActs&, int64_t, float*, int64_t);
+
+template <template <int> class K>
+void dispatch(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  static const GroupFn table[kPackTokens] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
+                                             K<5>::run, K<6>::run, K<7>::run, K<8>::run};
+  table[nt - 1](group, a, t0, y, ys);
+}
+
+template <int NT>
+struct Bf16 {
+  static void run(const uint8_t* g, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+    bf16_group<NT>(g, a, t0, y, ys);
+  }
+};
+template <int NT>
+struct F16 {
+  static void run(const uint8_t* g, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+    f16_group<NT>(g, a, t0, y, ys);
+  }
+};
+
+}  // namespace
+
+PackedFloatKernel packed_float_kernel_avx512(TensorType type) {
+  switch (type) {
+    case TensorType::BF16:
+      return dispatch<Bf16>;
+    case TensorType::F16:
+      return dispatch<F16>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ferrite::cpu

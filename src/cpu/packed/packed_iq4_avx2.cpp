@@ -1,0 +1,112 @@
+// AVX2 kernel for packed IQ4_XS (layout and formula in packed_k.h), bit for
+// bit the layout's reference. A 16-row group is taken as two halves of 8
+// rows (one 32-byte half of each 64-byte line), 8 int32 lanes = 8 rows.
+// The nibbles index the 16 non-linear values with vpshufb; the values are
+// signed (|v| <= 127), so each product goes as |v| x sign(a, v) through
+// vpmaddubsw (a pair stays below 2^15) and vpmaddwd by the rows' sub-block
+// scales (ls - 32). Integer sums are exact; the f32 finish per super-block is
+// the reference's.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "cpu/packed/packed.h"
+#include "cpu/packed/packed_k.h"
+#include "cpu/simd_avx2.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
+
+namespace ferrite::cpu {
+namespace {
+
+using avx2::bcast32;
+using avx2::load256;
+using quant::BlockQ8_K;
+
+constexpr int kSubBlocks = 8;
+constexpr int64_t kLine = 64;
+constexpr int64_t kHalfRows = 8;
+constexpr int kPrefetchBytes = 2048;
+constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
+
+// NT tokens times H 8-row halves of a group, from half h0. One token takes
+// both halves per pass (H = 2), so that the memory streams the group's lines
+// once, as in packed_k6_avx2.cpp.
+template <int NT, int H>
+void iq4_xs_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
+  const BlockQ8_K* act[NT];
+  for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes);
+  __m256 acc[H][NT];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm256_setzero_ps();
+  }
+  const __m256i values =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlValues.data())));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* gb = group + b * kPackedIq4XsBlockBytes;
+    __m256i sh[H], sumi[H][NT];
+    for (int h = 0; h < H; ++h) {
+      sh[h] = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedIq4XsScalesHOffset + (h0 + h) * kHalfRows * 2)));
+      for (int t = 0; t < NT; ++t) sumi[h][t] = _mm256_setzero_si256();
+    }
+    const auto sub_block = [&](int ib) __attribute__((always_inline)) {
+      const uint8_t* qs0 = gb + kPackedIq4XsQsOffset + 4 * ib * kLine;
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + kLine, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + 2 * kLine, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + 3 * kLine, _MM_HINT_T0);
+      for (int h = 0; h < H; ++h) {
+        const __m256i sl = avx2::load8_u32(gb + kPackedIq4XsScalesLOffset + (ib / 2) * kPackRows + (h0 + h) * kHalfRows);
+        const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * (ib % 2)), _mm256_set1_epi32(0x0F)),
+                                           _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh[h], 2 * ib), _mm256_set1_epi32(3)), 4));
+        const __m256i sc = avx2::twice16(_mm256_sub_epi32(ls, _mm256_set1_epi32(32)));
+        const uint8_t* qs = qs0 + (h0 + h) * (kLine / 2);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          // Lane i % 4 of the sub-block: values 4i..4i+3 (low nibbles), then 16 + 4(i-4).. (high).
+          const __m256i raw = load256(qs + (i % 4) * kLine);
+          const __m256i idx = _mm256_and_si256(i < 4 ? raw : _mm256_srli_epi16(raw, 4), low4);
+          const __m256i v = _mm256_shuffle_epi8(values, idx);
+          const __m256i av = _mm256_sign_epi8(v, v);
+          const int off = i < 4 ? 4 * i : 16 + 4 * (i - 4);
+          for (int t = 0; t < NT; ++t) {
+            const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(act[t][b].qs + 32 * ib + off), v));
+            sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(p, sc));
+            if constexpr (NT > 1) avx2::settle(sumi[h][t]);
+          }
+        }
+      }
+    };
+    // Unrolled for decode (few tokens: the sub-block's shifts and offsets
+    // become constants, 106 -> 98 instructions per 256 values and row), not
+    // for 8 tokens, whose unrolled body outgrows the decoded-uop cache (7-10%
+    // slower on the device Xeon's lab).
+    if constexpr (NT <= 2) {
+#pragma GCC unroll 8
+      for (int ib = 0; ib < kSubBlocks; ++ib) sub_block(ib);
+    } else {
+      for (int ib = 0; ib < kSubBlocks; ++ib) sub_block(ib);
+    }
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = avx2::load8_f16(gb + (h0 + h) * kHalfRows * 2);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 p =
+            avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(sumi[h][t])));
+        acc[h][t] = _mm256_add_ps(acc[h][t], p);
+      }
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ys + (h0 + h) * kHalfRows, acc[h][t]);
+  }
+}
+
+}  // namespace
+
+void packed_iq4_xs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  run_halves<kChunk>([]<int NT, int H>() { return &iq4_xs_halves<NT, H>; }, group, a, t0, nt, y, ys);
+}
+
+}  // namespace ferrite::cpu
