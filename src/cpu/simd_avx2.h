@@ -16,6 +16,23 @@ inline __m256i bcast32(const void* p) {
   return _mm256_set1_epi32(v);
 }
 
+// Part i of kParts of the 64-byte lines of one kBytes block at `block`,
+// prefetched into L1: a kernel calls it once per step of its block loop with
+// block = the current block plus its prefetch distance, so every line of the
+// stream is requested ahead, spread evenly over the loop. The packed AVX2
+// kernels fetch 4 KiB ahead: at 2 KiB (and with only the nibble lines of
+// Q4_K/Q5_K) a one-token product waited on memory, then computed, with little
+// overlap (Zen 5, AVX2 cap, 2 threads, 1B tg64 in 3 interleaved rounds:
+// Q5_K_M 28-30 -> 37-41 t/s, Q6_K 24-29 -> 36, Q4_0 46-63 -> 54-72).
+template <int64_t kBytes, int kParts>
+inline void prefetch_part(const uint8_t* block, int i) {
+  constexpr int64_t kLines = (kBytes + 63) / 64;
+  constexpr int64_t kPer = (kLines + kParts - 1) / kParts;
+  for (int64_t l = i * kPer; l < (i + 1) * kPer && l < kLines; ++l) {
+    _mm_prefetch(reinterpret_cast<const char*>(block + l * 64), _MM_HINT_T0);
+  }
+}
+
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Eight bytes widened to eight int32 lanes, unsigned / signed.

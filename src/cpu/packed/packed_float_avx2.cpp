@@ -31,7 +31,7 @@ namespace {
 
 constexpr int64_t kLine = 64;  // bytes of one column pair of the group
 constexpr int64_t kHalfRows = 8;
-constexpr int kPrefetchBytes = 1024;
+constexpr int kPrefetchBytes = 4096;
 constexpr int64_t kChunk = 3;  // tokens per pass over a block of widened weights (12 accumulators)
 
 // The two widened vectors of column pair j for one half.

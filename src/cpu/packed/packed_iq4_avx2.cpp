@@ -26,7 +26,7 @@ using quant::BlockQ8_K;
 constexpr int kSubBlocks = 8;
 constexpr int64_t kLine = 64;
 constexpr int64_t kHalfRows = 8;
-constexpr int kPrefetchBytes = 2048;
+constexpr int kPrefetchBytes = 4096;
 constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
 // NT tokens times H 8-row halves of a group, from half h0. One token takes
@@ -53,10 +53,7 @@ void iq4_xs_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_
     }
     const auto sub_block = [&](int ib) __attribute__((always_inline)) {
       const uint8_t* qs0 = gb + kPackedIq4XsQsOffset + 4 * ib * kLine;
-      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + kLine, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + 2 * kLine, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qs0) + kPrefetchBytes + 3 * kLine, _MM_HINT_T0);
+      avx2::prefetch_part<kPackedIq4XsBlockBytes, kSubBlocks>(gb + kPrefetchBytes, ib);
       for (int h = 0; h < H; ++h) {
         const __m256i sl = avx2::load8_u32(gb + kPackedIq4XsScalesLOffset + (ib / 2) * kPackRows + (h0 + h) * kHalfRows);
         const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * (ib % 2)), _mm256_set1_epi32(0x0F)),

@@ -29,9 +29,7 @@ constexpr int kLanesPerSub = 4;  // per sub-block of 16
 constexpr int64_t kLine = 64;    // bytes of one lane of 16 rows
 constexpr int64_t kHalfRows = 8;
 constexpr int kQ6OffsetShift = 5;  // the -32 offset, as a shift
-constexpr int kPrefetchBytes = 2048;
-constexpr int kBlockLines = (kPackedQ6KBlockBytes + kLine - 1) / kLine;
-constexpr int kLinesPerQuarter = (kBlockLines + 7) / 8;
+constexpr int kPrefetchBytes = 4096;
 constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
 // The 4 lanes of sub-block sb (16 elements: quarter c = (sb % 8) / 2 of half
@@ -96,13 +94,7 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
     // NT = 1, callgrind).
 #pragma GCC unroll 16
     for (int sb = 0; sb < kSubBlocks; ++sb) {
-      if (sb % 2 == 0) {
-        const int quarter = sb / 2;
-        for (int line = quarter * kLinesPerQuarter; line < (quarter + 1) * kLinesPerQuarter && line < kBlockLines;
-             ++line) {
-          _mm_prefetch(reinterpret_cast<const char*>(gb) + kPrefetchBytes + line * kLine, _MM_HINT_T0);
-        }
-      }
+      avx2::prefetch_part<kPackedQ6KBlockBytes, kSubBlocks>(gb + kPrefetchBytes, sb);
       for (int h = 0; h < H; ++h) {
         __m256i w[kLanesPerSub];
         sub_values(gb, h0 + h, sb, w);

@@ -30,7 +30,7 @@ constexpr int kSubLen = kQKK / kSubBlocks;
 constexpr int kLanes = kSubLen / 4;  // 4-byte lanes per sub-block
 constexpr int64_t kLine = 64;
 constexpr int64_t kHalfRows = 8;
-constexpr int kPrefetchBytes = 2048;
+constexpr int kPrefetchBytes = 4096;
 constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
 // Scales and mins of one super-block for 8 rows.
@@ -112,12 +112,7 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
     // Unrolled: each sub-block's shifts and line offsets are constants.
 #pragma GCC unroll 8
     for (int sb = 0; sb < kSubBlocks; ++sb) {
-      if (sb % 2 == 0) {
-        const uint8_t* qs = gb + kPackedQ4KQsOffset + (sb / 2) * kLanes * kLine;
-        for (int j = 0; j < kLanes; ++j) {
-          _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes + j * kLine, _MM_HINT_T0);
-        }
-      }
+      avx2::prefetch_part<kBlockBytes, kSubBlocks>(gb + kPrefetchBytes, sb);
 #pragma GCC unroll 2
       for (int hs = 0; hs < 2; ++hs) {
         for (int h = 0; h < H; ++h) {

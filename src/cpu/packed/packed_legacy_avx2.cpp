@@ -29,7 +29,7 @@ using quant::kQK;
 constexpr int64_t kLine = 64;
 constexpr int64_t kHalfRows = 8;
 constexpr int64_t kActQsOffset = 2;  // BlockQ8_0: f16 d, then 32 int8
-constexpr int kPrefetchBytes = 1024;
+constexpr int kPrefetchBytes = 4096;
 constexpr int64_t kChunk = 4;  // tokens per pass over the weights
 
 template <TensorType kType>

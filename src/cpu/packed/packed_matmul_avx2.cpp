@@ -33,7 +33,7 @@ constexpr int64_t kHalfRows = kPackRows / 2;
 constexpr int64_t kLine = 64;      // one 4-byte lane of 16 rows
 constexpr int64_t kHalfLine = 32;  // ... of 8 rows
 constexpr int64_t kActQsOffset = 2;  // BlockQ8_0: f16 d, then 32 int8
-constexpr int kPrefetchBytes = 1024;
+constexpr int kPrefetchBytes = 4096;
 
 using avx2::bcast32;
 using avx2::load256;
