@@ -104,11 +104,12 @@ constexpr int64_t kItemsPerThread = 8;
 
 // The 16-row groups of a packed matrix in chunks, per token tile of
 // kTokenTile (items token-tile major), taken by the threads in turn
-// (ThreadPool::run_items); per group, AMX tiles of 16 tokens where `amx` is
-// set, the rest in tiles of up to kPackTokens.
+// (ThreadPool::run_items); per group, tiles of 16 tokens to `wide` where it
+// is set (AMX, or a kernel that decodes the weights once for many tokens),
+// the rest in tiles of up to kPackTokens.
 template <typename Acts, typename Kernel>
 void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, ThreadPool& pool, Kernel kernel,
-                       Kernel amx, int64_t call_tokens = kPackTokens) {
+                       Kernel wide, int64_t call_tokens = kPackTokens) {
   const int64_t n_groups = w.n / kPackRows;
   const size_t group_bytes = static_cast<size_t>(kPackRows) * w.row_bytes;
   const int64_t chunk = std::max<int64_t>(1, n_groups / (pool.size() * kItemsPerThread));
@@ -119,10 +120,10 @@ void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, Thr
     const int64_t g0 = item % n_chunks * chunk, g1 = std::min(g0 + chunk, n_groups);
     for (int64_t g = g0; g < g1; ++g) {
       int64_t t = t0;
-      if (amx != nullptr) {
-        const int64_t n_amx = (t1 - t) / kAmxTokens * kAmxTokens;
-        if (n_amx > 0) amx(w.packed + g * group_bytes, a, t, n_amx, y + t * w.n + g * kPackRows, w.n);
-        t += n_amx;
+      if (wide != nullptr) {
+        const int64_t n_wide = (t1 - t) / kAmxTokens * kAmxTokens;
+        if (n_wide > 0) wide(w.packed + g * group_bytes, a, t, n_wide, y + t * w.n + g * kPackRows, w.n);
+        t += n_wide;
       }
       for (; t < t1; t += call_tokens) {
         kernel(w.packed + g * group_bytes, a, t, std::min(call_tokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
@@ -177,8 +178,8 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
     }
     a.s = scratch.corr.data();
   }
-  const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
-  run_packed_groups(w, a, m, y, pool, kernel, amx);
+  const PackedKernel wide = m >= kAmxTokens ? find_packed_kernel_wide(w.type) : nullptr;
+  run_packed_groups(w, a, m, y, pool, kernel, wide);
 }
 
 // Packed K-quant weights (packed_k.h) times activations quantized to Q8_K:
@@ -194,8 +195,8 @@ void packed_product_k(const MatView& w, PackedKernel kernel, const QuantDot& qd,
   scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
   for (int64_t t = 0; t < m; ++t) qd.quantize(x + t * k, scratch.act.data() + t * a.row_bytes, k);
   a.q8 = scratch.act.data();
-  const PackedKernel amx = m >= kAmxTokens ? find_packed_kernel_amx(w.type) : nullptr;
-  run_packed_groups(w, a, m, y, pool, kernel, amx);
+  const PackedKernel wide = m >= kAmxTokens ? find_packed_kernel_wide(w.type) : nullptr;
+  run_packed_groups(w, a, m, y, pool, kernel, wide);
 }
 
 // Packed F16/BF16 weights: activations rounded to the weight's 16-bit type

@@ -253,5 +253,32 @@ TEST(PackedIq2Xxs, ReferenceKernelEqualsPlainDot) {
   EXPECT_GT(nonzero, kTokens * kRows / 2);
 }
 
+// The many-token AVX2 kernel (weights decoded once per call) equals the
+// layout's reference bit for bit: one call per group with every token, for
+// counts below, at and above its pass of 64 tokens, from a nonzero first token.
+TEST(PackedIq2Xxs, WideAvx2KernelEqualsReferenceBitForBit) {
+  if (active_isa() < Isa::Avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  const Plain p = random_iq2_xxs(kRows, kK, 35);
+  constexpr int64_t kMany = 150;
+  const Acts a = make_acts(TensorType::IQ2_XXS, kMany, kK, 36);
+  const auto packed = packed_of(p);
+  const auto want = run_kernel(packed_kernel_ref(TensorType::IQ2_XXS), packed, p, a, kMany);
+  const size_t group_bytes = static_cast<size_t>(kPackRows) * p.view.row_bytes;
+  for (const int64_t t0 : {int64_t{0}, int64_t{3}}) {
+    for (const int64_t nt : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{80}, kMany - t0}) {
+      std::vector<float> y(static_cast<size_t>(nt * kRows), -1.0f);
+      for (int64_t g = 0; g < kRows / kPackRows; ++g) {
+        packed_iq2_xxs_wide_avx2(packed.data() + g * group_bytes, a.view, t0, nt, y.data() + g * kPackRows, kRows);
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        for (int64_t r = 0; r < kRows; ++r) {
+          const float got = y[static_cast<size_t>(t * kRows + r)], ref = want[static_cast<size_t>((t0 + t) * kRows + r)];
+          EXPECT_EQ(std::memcmp(&got, &ref, sizeof(float)), 0) << "t0=" << t0 << " nt=" << nt << " t=" << t << " r=" << r;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ferrite::cpu

@@ -10,6 +10,7 @@
 // per super-block is the reference's.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cpu/packed/packed.h"
@@ -129,6 +130,72 @@ void iq2_xxs_tokens(const uint8_t* group, const PackedActs& a, int64_t t0, float
   }
 }
 
+// One super-block of a group decoded for many tokens: per row and
+// sub-block the 32 magnitudes, the signed values and the odd scale (int16
+// in every lane). 12 KiB, in L1 while the call's tokens run over it.
+struct Decoded {
+  __m256i mag[kPackRows][kSubBlocks];
+  __m256i val[kPackRows][kSubBlocks];
+  __m256i scale[kPackRows][kSubBlocks];
+};
+
+void decode_block(const uint8_t* gb, Decoded& d) {
+  for (int q = 0; q < kPackRows / kQuadRows; ++q) {
+    for (int ib = 0; ib < kSubBlocks; ++ib) {
+      const uint8_t* idx = gb + kPackedIq2XxsIndexOffset + (ib * kPackRows + kQuadRows * q) * 4;
+      const __m128i sas = _mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(gb + kPackedIq2XxsSignOffset + (ib * kPackRows + kQuadRows * q) * 4));
+      const __m128i u = _mm_and_si128(sas, _mm_set1_epi8(static_cast<char>(0xFE)));
+      const __m256i signs = _mm256_broadcastsi128_si256(_mm_xor_si128(u, _mm_srli_epi16(u, 1)));
+      const __m128i bit_sums = _mm_maddubs_epi16(_mm_and_si128(sas, _mm_set1_epi8(1)), _mm_set1_epi32(0x08040201));
+      const __m128i odd = _mm_or_si128(_mm_slli_epi32(_mm_madd_epi16(bit_sums, _mm_set1_epi16(1)), 1), _mm_set1_epi32(1));
+      const __m256i scales = _mm256_broadcastsi128_si256(odd);
+      for (int j = 0; j < kQuadRows; ++j) {
+        const int r = kQuadRows * q + j;
+        const __m256i w = grid4(idx + 4 * j);
+        d.mag[r][ib] = w;
+        d.val[r][ib] = _mm256_sign_epi8(w, row_signs(signs, j));
+        d.scale[r][ib] = row_scale(scales, j);
+      }
+    }
+  }
+}
+
+// Tokens of a call over one decoded super-block, NT (1 or 2) at a time so
+// that each decoded vector loaded serves both: per token, row and 32 values
+// 4 operations (vpsignb of the activations by the values, vpmaddubsw with
+// the magnitudes, vpmaddwd by the scale, add); a quad of rows' 8 lanes
+// folded once per super-block, then the f32 step of the reference.
+template <int NT>
+void tokens_over_block(const Decoded& d, const uint8_t* gb, const PackedActs& a, int64_t t0, int64_t b, float* acc) {
+  const BlockQ8_K* act[NT];
+  for (int t = 0; t < NT; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(a.q8 + (t0 + t) * a.row_bytes) + b;
+  for (int q = 0; q < kPackRows / kQuadRows; ++q) {
+    __m256i s[NT][kQuadRows] = {};
+    for (int ib = 0; ib < kSubBlocks; ++ib) {
+      __m256i av[NT];
+      for (int t = 0; t < NT; ++t) av[t] = load256(act[t]->qs + 32 * ib);
+      for (int j = 0; j < kQuadRows; ++j) {
+        const int r = kQuadRows * q + j;
+        const __m256i mag = d.mag[r][ib], val = d.val[r][ib], sc = d.scale[r][ib];
+        for (int t = 0; t < NT; ++t) {
+          s[t][j] = _mm256_add_epi32(s[t][j], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(av[t], val)), sc));
+        }
+      }
+    }
+    const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(gb + 2 * kQuadRows * q)));
+    for (int t = 0; t < NT; ++t) {
+      const __m256i f = fold_rows(s[t][0], s[t][1], s[t][2], s[t][3]);
+      const __m128i rows = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
+      const __m128 prod = avx2::pinned(_mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(act[t]->d)), _mm_cvtepi32_ps(rows)));
+      float* at = acc + t * kPackRows + kQuadRows * q;
+      _mm_store_ps(at, _mm_add_ps(_mm_load_ps(at), prod));
+    }
+  }
+}
+
+constexpr int64_t kWideTokens = 64;  // tokens per pass over the decoded blocks
+
 }  // namespace
 
 void packed_iq2_xxs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
@@ -136,6 +203,30 @@ void packed_iq2_xxs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, 
   for (int64_t t = 0; t < nt; t += kChunk) {
     const int64_t n = nt - t < kChunk ? nt - t : kChunk;
     kFns[n - 1](group, a, t0 + t, y + t * ys, ys);
+  }
+}
+
+// Many tokens: each super-block decoded once per pass of up to kWideTokens
+// tokens instead of once per kChunk (bit for bit the same sums).
+void packed_iq2_xxs_wide_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y,
+                              int64_t ys) {
+  alignas(32) Decoded d;
+  alignas(32) float acc[kWideTokens * kPackRows];
+  for (int64_t t = 0; t < nt; t += kWideTokens) {
+    const int64_t n = nt - t < kWideTokens ? nt - t : kWideTokens;
+    std::fill(acc, acc + n * kPackRows, 0.0f);
+    for (int64_t b = 0; b < a.n_blocks; ++b) {
+      const uint8_t* gb = group + b * kPackedIq2XxsBlockBytes;
+      decode_block(gb, d);
+      int64_t i = 0;
+      for (; i + 2 <= n; i += 2) tokens_over_block<2>(d, gb, a, t0 + t + i, b, acc + i * kPackRows);
+      if (i < n) tokens_over_block<1>(d, gb, a, t0 + t + i, b, acc + i * kPackRows);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      for (int r = 0; r < kPackRows; r += 8) {
+        _mm256_storeu_ps(y + (t + i) * ys + r, _mm256_mul_ps(_mm256_load_ps(acc + i * kPackRows + r), _mm256_set1_ps(0.125f)));
+      }
+    }
   }
 }
 

@@ -97,6 +97,14 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
   return active_isa() >= Isa::Avx512 && amx_available() ? packed_kernel_amx_impl(type) : nullptr;
 }
 
+PackedKernel find_packed_kernel_wide(TensorType type) {
+  if (PackedKernel amx = find_packed_kernel_amx(type)) return amx;
+  if (type == TensorType::IQ2_XXS && find_packed_kernel(type, active_isa()) == packed_iq2_xxs_avx2) {
+    return packed_iq2_xxs_wide_avx2;
+  }
+  return nullptr;
+}
+
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   // Neon sorts below Avx2: `isa >= Isa::Avx2` is false for it.
   if (type == TensorType::Q4_K) {
@@ -117,9 +125,14 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::IQ4_XS) {
     return isa >= Isa::Avx512 ? packed_iq4_xs_avx512 : isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   }
-  // IQ2_XXS at AVX2 only: AVX-512 keeps its plain-row kernel
-  // (quant_dot_iq2_avx512.cpp), which decodes above ik_llama.cpp.
-  if (type == TensorType::IQ2_XXS) return isa == Isa::Avx2 ? packed_iq2_xxs_avx2 : nullptr;
+  // IQ2_XXS: the packed AVX2 kernels at AVX-512 too, now that prefill
+  // decodes each super-block once per call (find_packed_kernel_wide). Zen 5,
+  // 1B IQ2_XXS, 2 threads, 3 interleaved rounds, plain-row AVX-512 kernel
+  // (quant_dot_iq2_avx512.cpp, one vpgatherdq per 64 values) -> packed:
+  // pp512 95.6-102.4 -> 103.0-112.9 t/s, tg64 25.1-29.8 -> 30.7-34.9
+  // (ik_llama.cpp -rtr 1: 102.9, 35.8). The device Xeon's gathers were
+  // faster (1.22x ik there with the plain rows); not measured packed there.
+  if (type == TensorType::IQ2_XXS) return isa >= Isa::Avx2 ? packed_iq2_xxs_avx2 : nullptr;
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).
