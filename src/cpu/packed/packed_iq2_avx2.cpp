@@ -62,20 +62,28 @@ inline __m256i fold_rows(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
   return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
 }
 
+// Rows 4q..4q+3, sub-block ib: their 16 sign bytes with the eighth sign
+// restored (for row_signs) and their odd scales 2 s + 1 as int32 (for
+// row_scale), each in both halves.
+inline void quad_signs_scales(const uint8_t* gb, int q, int ib, __m256i& signs, __m256i& scales) {
+  const __m128i sas =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedIq2XxsSignOffset + (ib * kPackRows + kQuadRows * q) * 4));
+  const __m128i u = _mm_and_si128(sas, _mm_set1_epi8(static_cast<char>(0xFE)));
+  signs = _mm256_broadcastsi128_si256(_mm_xor_si128(u, _mm_srli_epi16(u, 1)));
+  // Scale bits l = 0..3 of each row's four bytes -> 2 s + 1 per row.
+  const __m128i bit_sums = _mm_maddubs_epi16(_mm_and_si128(sas, _mm_set1_epi8(1)), _mm_set1_epi32(0x08040201));
+  const __m128i odd = _mm_or_si128(_mm_slli_epi32(_mm_madd_epi16(bit_sums, _mm_set1_epi16(1)), 1), _mm_set1_epi32(1));
+  scales = _mm256_broadcastsi128_si256(odd);
+}
+
 // Rows 4q..4q+3 of super-block b, tokens t0.. (NT of them): their integer sums per token.
 template <int NT>
 inline void quad_block(const uint8_t* gb, int q, const BlockQ8_K* const* act, int64_t b, __m256i (&isum)[NT]) {
   for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
   const auto sub_block = [&](int ib) __attribute__((always_inline)) {
     const uint8_t* idx = gb + kPackedIq2XxsIndexOffset + (ib * kPackRows + kQuadRows * q) * 4;
-    const __m128i sas =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedIq2XxsSignOffset + (ib * kPackRows + kQuadRows * q) * 4));
-    const __m128i u = _mm_and_si128(sas, _mm_set1_epi8(static_cast<char>(0xFE)));
-    const __m256i signs = _mm256_broadcastsi128_si256(_mm_xor_si128(u, _mm_srli_epi16(u, 1)));
-    // Scale bits l = 0..3 of each row's four bytes -> 2 s + 1 per row (int32).
-    const __m128i bit_sums = _mm_maddubs_epi16(_mm_and_si128(sas, _mm_set1_epi8(1)), _mm_set1_epi32(0x08040201));
-    const __m128i odd = _mm_or_si128(_mm_slli_epi32(_mm_madd_epi16(bit_sums, _mm_set1_epi16(1)), 1), _mm_set1_epi32(1));
-    const __m256i scales = _mm256_broadcastsi128_si256(odd);
+    __m256i signs, scales;
+    quad_signs_scales(gb, q, ib, signs, scales);
     // Row by row, each row's product made where it is decoded: the four
     // rows' magnitudes, signs and scales all live at once spilled (12 vectors).
     __m256i p[NT][kQuadRows];
@@ -143,13 +151,8 @@ void decode_block(const uint8_t* gb, Decoded& d) {
   for (int q = 0; q < kPackRows / kQuadRows; ++q) {
     for (int ib = 0; ib < kSubBlocks; ++ib) {
       const uint8_t* idx = gb + kPackedIq2XxsIndexOffset + (ib * kPackRows + kQuadRows * q) * 4;
-      const __m128i sas = _mm_loadu_si128(
-          reinterpret_cast<const __m128i*>(gb + kPackedIq2XxsSignOffset + (ib * kPackRows + kQuadRows * q) * 4));
-      const __m128i u = _mm_and_si128(sas, _mm_set1_epi8(static_cast<char>(0xFE)));
-      const __m256i signs = _mm256_broadcastsi128_si256(_mm_xor_si128(u, _mm_srli_epi16(u, 1)));
-      const __m128i bit_sums = _mm_maddubs_epi16(_mm_and_si128(sas, _mm_set1_epi8(1)), _mm_set1_epi32(0x08040201));
-      const __m128i odd = _mm_or_si128(_mm_slli_epi32(_mm_madd_epi16(bit_sums, _mm_set1_epi16(1)), 1), _mm_set1_epi32(1));
-      const __m256i scales = _mm256_broadcastsi128_si256(odd);
+      __m256i signs, scales;
+      quad_signs_scales(gb, q, ib, signs, scales);
       for (int j = 0; j < kQuadRows; ++j) {
         const int r = kQuadRows * q + j;
         const __m256i w = grid4(idx + 4 * j);

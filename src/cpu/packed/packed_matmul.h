@@ -95,6 +95,7 @@ void configure_packed_kernels(bool amx, bool q6k);
 // The AMX kernel for packed weights of `type` (nt a multiple of 16) when
 // amx_available() and the active level is AVX-512, or nullptr.
 PackedKernel find_packed_kernel_amx(TensorType type);
+PackedKernel packed_kernel_amx_impl(TensorType type);  // packed_matmul_amx.cpp
 
 // The kernel for tiles of 16 tokens (nt a multiple of 16) at the active
 // level: the AMX kernel where find_packed_kernel_amx has one, else a type's
@@ -102,6 +103,5 @@ PackedKernel find_packed_kernel_amx(TensorType type);
 // once per kPackTokens), or nullptr (then all tokens take the
 // find_packed_kernel kernel).
 PackedKernel find_packed_kernel_wide(TensorType type);
-PackedKernel packed_kernel_amx_impl(TensorType type);  // packed_matmul_amx.cpp
 
 }  // namespace ferrite::cpu
