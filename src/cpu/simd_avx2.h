@@ -48,6 +48,18 @@ inline __m256i twice16(__m256i v) {
   return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
 }
 
+// Signed bytes of 8 rows (half 0: rows 0-7 of `rows16`'s 16, half 1: rows
+// 8-15), each in both int16 halves of its row's lane (a sub-block's scales as
+// a vpmaddwd factor, as twice16 makes them): the 16 bytes in both
+// 128-bit lanes, each row's byte put in the high byte of two int16s by
+// vpshufb, then shifted down with its sign.
+inline __m256i twice_scales(const void* rows16, int64_t half) {
+  const auto lane = [&](int j) { return static_cast<int>(0x00800080u | static_cast<uint32_t>(8 * half + j) * 0x01000100u); };
+  const __m256i pick = _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(4), lane(5), lane(6), lane(7));
+  const __m256i rows = _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(rows16)));
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(rows, pick), 8);
+}
+
 // Lanes of a (low half) and b (high half) as int16 pairs.
 inline __m256i pair16(__m256i a, __m256i b) {
   return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
@@ -68,9 +80,12 @@ inline __m128 pinned(__m128 v) {
 // An accumulator settled in its register where it is updated. In the fully
 // unrolled K-quant blocks GCC otherwise defers the additions: it parked
 // each token's products on the stack (119 spill stores per super-block of
-// packed Q4_K at 8 tokens, 285 for Q6_K) to add them at the end. Not for
-// one token: there the same barriers cost decode 14% (Zen 3, 1B Q4_K_M
-// tg64, 6 interleaved runs: 16.1-17.0 t/s with, 18.0-19.7 without).
+// packed Q4_K at 8 tokens, 285 for Q6_K) to add them at the end. It does so
+// for one token too (IQ4_XS: 128 stores per super-block of 16 rows), but
+// whether the barrier pays there depends on the kernel and the core: on
+// Zen 3, before the 4 KiB prefetch, it cost Q4_K decode 14% (1B Q4_K_M tg64,
+// 6 interleaved runs: 16.1-17.0 t/s with, 18.0-19.7 without); on Zen 5 since,
+// it gains Q4_K, Q6_K and IQ4_XS 4-13% in the lab and loses Q5_K 4%.
 inline void settle(__m256i& acc) { asm("" : "+x"(acc)); }
 
 // Values the compiler keeps in memory from here on (each use a load), so

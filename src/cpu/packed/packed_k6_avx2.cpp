@@ -51,6 +51,17 @@ inline void sub_values(const uint8_t* gb, int64_t half, int sb, __m256i* w) {
   }
 }
 
+// The scales of sub-blocks 2q and 2q + 1 (`sc32`: 16 rows each) for the 8
+// rows of `half`, as int16 pairs (2q low, 2q + 1 high) per row's lane: both
+// sub-blocks' bytes of the half in each 128-bit lane, then as above.
+inline __m256i scale_pairs(const uint8_t* sc32, int64_t half) {
+  const auto lane = [](int j) { return static_cast<int>(0x00800080u | static_cast<uint32_t>(j) << 8 | static_cast<uint32_t>(8 + j) << 24); };
+  const __m256i pick = _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(4), lane(5), lane(6), lane(7));
+  const __m256i both = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc32));
+  const __m256i halves = half == 0 ? _mm256_permute4x64_epi64(both, 0x88) : _mm256_permute4x64_epi64(both, 0xDD);
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(halves, pick), 8);
+}
+
 // NT tokens times H 8-row halves of a group, from half h0: per sub-block
 // of 16 the 4 weight vectors are built once for all NT tokens (with NT = 8
 // they and the 8 int32 sums stay in registers). One token takes both halves
@@ -68,17 +79,10 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
   }
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kPackedQ6KBlockBytes;
-    __m256i sc[H][kSubBlocks];        // scale in both int16 halves of each row's lane
     __m256i sumi[H][NT];
     for (int h = 0; h < H; ++h) {
-      __m256i pairs[kSubBlocks / 2];  // (scale of 2q, scale of 2q + 1) as int16
-      for (int q = 0; q < kSubBlocks / 2; ++q) {
-        const __m256i s0 = avx2::load8_i32(gb + kPackedQ6KScOffset + 2 * q * kPackRows + (h0 + h) * kHalfRows);
-        const __m256i s1 = avx2::load8_i32(gb + kPackedQ6KScOffset + (2 * q + 1) * kPackRows + (h0 + h) * kHalfRows);
-        sc[h][2 * q] = avx2::twice16(s0);
-        sc[h][2 * q + 1] = avx2::twice16(s1);
-        pairs[q] = avx2::pair16(s0, s1);
-      }
+      __m256i pairs[kSubBlocks / 2];
+      for (int q = 0; q < kSubBlocks / 2; ++q) pairs[q] = scale_pairs(gb + kPackedQ6KScOffset + 2 * q * kPackRows, h0 + h);
       for (int t = 0; t < NT; ++t) {
         // -32 * sum_sb scale_sb * bsums_sb, two sub-blocks per vpmaddwd.
         __m256i off = _mm256_setzero_si256();
@@ -88,7 +92,6 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
         sumi[h][t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, kQ6OffsetShift));  // -32 * off
       }
     }
-    if constexpr (NT > 1) avx2::in_memory(sc);  // decode keeps its schedule
     // Unrolled: each sub-block's shifts and line offsets are constants (the
     // loop kept them at run time: 241 instructions per 256 values and row at
     // NT = 1, callgrind).
@@ -98,6 +101,7 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
       for (int h = 0; h < H; ++h) {
         __m256i w[kLanesPerSub];
         sub_values(gb, h0 + h, sb, w);
+        const __m256i sc = avx2::twice_scales(gb + kPackedQ6KScOffset + sb * kPackRows, h0 + h);
         for (int t = 0; t < NT; ++t) {
           const int8_t* aq = act(t, b)->qs + sb * 16;
           const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast32(aq)),
@@ -105,8 +109,8 @@ void q6_k_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t 
           const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], bcast32(aq + 8)),
                                               _mm256_maddubs_epi16(w[3], bcast32(aq + 12)));
           sumi[h][t] = _mm256_add_epi32(sumi[h][t],
-                                        _mm256_add_epi32(_mm256_madd_epi16(p0, sc[h][sb]), _mm256_madd_epi16(p1, sc[h][sb])));
-          if constexpr (NT > 1) avx2::settle(sumi[h][t]);
+                                        _mm256_add_epi32(_mm256_madd_epi16(p0, sc), _mm256_madd_epi16(p1, sc)));
+          avx2::settle(sumi[h][t]);
         }
       }
     }
