@@ -82,10 +82,12 @@ inline __m128 pinned(__m128 v) {
 // each token's products on the stack (119 spill stores per super-block of
 // packed Q4_K at 8 tokens, 285 for Q6_K) to add them at the end. It does so
 // for one token too (IQ4_XS: 128 stores per super-block of 16 rows), but
-// whether the barrier pays there depends on the kernel and the core: on
-// Zen 3, before the 4 KiB prefetch, it cost Q4_K decode 14% (1B Q4_K_M tg64,
-// 6 interleaved runs: 16.1-17.0 t/s with, 18.0-19.7 without); on Zen 5 since,
-// it gains Q4_K, Q6_K and IQ4_XS 4-13% in the lab and loses Q5_K 4%.
+// whether the barrier pays there depends on the kernel: one-token Q6_K and
+// IQ4_XS gain 6-13% with it (lab, 1 thread, AVX2 cap, Zen 5 and the device
+// Xeon), while Q4_K lost 14% in decode on Zen 3 (1B Q4_K_M tg64, 6
+// interleaved runs: 16.1-17.0 t/s with, 18.0-19.7 without) and 5% in the
+// Xeon's lab (Zen 5's gained 4%), and Q5_K 4% in Zen 5's: those two settle
+// only for several tokens.
 inline void settle(__m256i& acc) { asm("" : "+x"(acc)); }
 
 // Values the compiler keeps in memory from here on (each use a load), so

@@ -123,10 +123,7 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
             __m256i s16 = _mm256_maddubs_epi16(w[0], bcast32(aq));
             for (int j = 1; j < 4; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
             sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(s16, s[h].sc[sb]));
-            // Settled for one token too, except Q5_K: Zen 5 lab, 1 thread, 6
-            // interleaved rounds (2048 x 4096, cold): Q4_K 188 -> 180 us,
-            // Q5_K 269 -> 279.
-            if constexpr (NT > 1 || !kFive) avx2::settle(sumi[h][t]);
+            if constexpr (NT > 1) avx2::settle(sumi[h][t]);
           }
         }
       }
