@@ -35,9 +35,8 @@ inline void prefetch_part(const uint8_t* block, int i) {
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// Eight bytes widened to eight int32 lanes, unsigned / signed.
+// Eight unsigned bytes widened to eight int32 lanes.
 inline __m256i load8_u32(const void* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
-inline __m256i load8_i32(const void* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
 
 // Eight f16 values widened to f32.
 inline __m256 load8_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }

@@ -53,7 +53,9 @@ inline void sub_values(const uint8_t* gb, int64_t half, int sb, __m256i* w) {
 
 // The scales of sub-blocks 2q and 2q + 1 (`sc32`: 16 rows each) for the 8
 // rows of `half`, as int16 pairs (2q low, 2q + 1 high) per row's lane: both
-// sub-blocks' bytes of the half in each 128-bit lane, then as above.
+// sub-blocks' bytes of the half in each 128-bit lane, then each byte put high
+// in its int16 by vpshufb and shifted down with its sign, as in
+// avx2::twice_scales.
 inline __m256i scale_pairs(const uint8_t* sc32, int64_t half) {
   const auto lane = [](int j) { return static_cast<int>(0x00800080u | static_cast<uint32_t>(j) << 8 | static_cast<uint32_t>(8 + j) << 24); };
   const __m256i pick = _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(4), lane(5), lane(6), lane(7));

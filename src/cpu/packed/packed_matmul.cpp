@@ -130,8 +130,9 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   // 1B IQ2_XXS, 2 threads, 3 interleaved rounds, plain-row AVX-512 kernel
   // (quant_dot_iq2_avx512.cpp, one vpgatherdq per 64 values) -> packed:
   // pp512 95.6-102.4 -> 103.0-112.9 t/s, tg64 25.1-29.8 -> 30.7-34.9
-  // (ik_llama.cpp -rtr 1: 102.9, 35.8). The device Xeon's gathers were
-  // faster (1.22x ik there with the plain rows); not measured packed there.
+  // (ik_llama.cpp -rtr 1: 102.9, 35.8). On the device Xeon, where the
+  // gathers had decoded at 1.22x ik, packed: pp256 1.08-1.24x ik, tg64
+  // 1.08-1.17x (3 rounds, session 18).
   if (type == TensorType::IQ2_XXS) return isa >= Isa::Avx2 ? packed_iq2_xxs_avx2 : nullptr;
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
