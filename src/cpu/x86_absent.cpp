@@ -46,6 +46,7 @@ const VecOps& vec_ops_avx512() { return vec_ops_ref(); }
 PackedFloatKernel packed_float_kernel_avx2(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_avx512(TensorType) { return nullptr; }
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType) { return nullptr; }
+PackedFloatKernel packed_float_pair_kernel_avx512(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
 PackedKernel packed_legacy_avx2(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx512(TensorType) { return nullptr; }

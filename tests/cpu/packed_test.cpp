@@ -299,6 +299,24 @@ TEST(PackedFloat, KernelsAndMatmulMatchPlainReference) {
         }
       }
       for (size_t i = 0; i < y_lay.size(); ++i) ASSERT_NEAR(y_lay[i], y_ref[i], float_tolerance(type, kK));
+      // Two adjacent groups per call: groups 0 and 1 (the third is left to the one-group kernel).
+      const PackedFloatKernel pair = packed_float_pair_kernel_avx512(type);
+      if (pair != nullptr && detected_isa() >= Isa::Avx512) {
+        std::vector<float> y_pair(y_ref.size(), -1.0f);
+        for (int64_t t = 0; t < m; t += kPackTokens) {
+          pair(packed.data(), acts, t, std::min(kPackTokens, m - t), y_pair.data() + t * kN, kN);
+        }
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t r = 0; r < kN; ++r) {
+            const size_t at = static_cast<size_t>(i * kN + r);
+            if (r < 2 * kPackRows) {
+              ASSERT_NEAR(y_pair[at], y_lay[at], 1e-4 * kK / 4) << "pair t=" << i << " r=" << r;
+            } else {
+              ASSERT_EQ(y_pair[at], -1.0f) << "pair wrote past its 32 rows, t=" << i << " r=" << r;
+            }
+          }
+        }
+      }
     }
   }
 }

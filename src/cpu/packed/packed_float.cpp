@@ -57,6 +57,10 @@ int64_t packed_float_call_tokens() {
   return active_isa() >= Isa::Avx512 ? kPackTokens : kPackFloatTokens;
 }
 
+PackedFloatKernel find_packed_float_pair_kernel(TensorType type) {
+  return active_isa() >= Isa::Avx512 ? packed_float_pair_kernel_avx512(type) : nullptr;
+}
+
 PackedFloatKernel find_packed_float_kernel_amx(TensorType type) {
   return active_isa() >= Isa::Avx512 && amx_available() ? packed_float_kernel_amx_impl(type) : nullptr;
 }

@@ -37,10 +37,14 @@ PackedFloatKernel packed_float_kernel_ref(TensorType type);
 PackedFloatKernel packed_float_kernel_avx2(TensorType type);  // BF16 reads PackedFloatActs::wide
 PackedFloatKernel packed_float_kernel_avx512(TensorType type);
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType type);  // BF16 only
+// Two adjacent groups per call (BF16 only): rows r < 32 from `group` and the
+// group kPackRows * k values after it; y as for one group, 32 rows wide.
+PackedFloatKernel packed_float_pair_kernel_avx512(TensorType type);
 
 // The fast kernels at the active level (nullptr when absent: the plain rows are used).
 PackedFloatKernel find_packed_float_kernel(TensorType type);
 PackedFloatKernel find_packed_float_kernel_amx(TensorType type);
+PackedFloatKernel find_packed_float_pair_kernel(TensorType type);  // nullptr where the level has none
 // The most tokens the active level's kernels take in one call:
 // kPackFloatTokens at AVX2, whose kernels widen blocks of weights, else kPackTokens.
 int64_t packed_float_call_tokens();

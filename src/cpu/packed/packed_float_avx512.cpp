@@ -1,6 +1,7 @@
 // AVX-512 kernels for packed F16/BF16 weights (packed.h, packed_float.h).
 // One 64-byte load holds a pair of columns of 16 rows.
-//   BF16: vdpbf16ps with the token's broadcast bf16 pair: 16 rows' sums.
+//   BF16: vdpbf16ps with the token's broadcast bf16 pair: 16 rows' sums; the
+//         pair kernel takes two adjacent groups, one broadcast for both.
 //   F16:  the load converted to f32 as two halves (rows 0-7, rows 8-15, each
 //         lane pair one row's two columns), times the token's f32 pair
 //         broadcast; the lane pairs are added at the end.
@@ -22,33 +23,47 @@ namespace {
 constexpr int64_t kLine = 64;  // bytes of one column pair of the group
 constexpr int kPrefetchBytes = 2048;
 
-template <int NT>
-void bf16_group(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
-  // Independent chains (vdpbf16ps latency): at least 10 accumulators in flight
-  // (one chain per token of an 8-token tile left two units latency-bound).
-  constexpr int kChains = NT <= 4 ? 4 : 2;
-  __m512 acc[kChains][NT];
+// G adjacent 16-row groups (the next one kPackRows * k bf16 values on) times
+// NT tokens: each broadcast activation pair feeds G vdpbf16ps. With G = 1 a
+// 64-byte line load and a broadcast load come with every vdpbf16ps of an
+// 8-token tile, and the loads held Zen 5 to ~75% of its two vdpbf16ps per
+// cycle; G = 2 takes 5 loads per 8 of them.
+template <int NT, int G>
+void bf16_groups(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+  // Independent chains (vdpbf16ps: ~6 cycles' latency, 2 per cycle): at least
+  // 12 accumulators in flight for a full tile, 8 for a small one.
+  constexpr int kChains = (NT <= 4 ? 4 : 2) / G;
+  __m512 acc[kChains][G][NT];
   for (auto& c : acc) {
-    for (auto& v : c) v = _mm512_setzero_ps();
+    for (auto& g : c) {
+      for (auto& v : g) v = _mm512_setzero_ps();
+    }
   }
   const auto* act = static_cast<const uint16_t*>(a.data) + t0 * a.k;
   const int64_t pairs = a.k / 2;
+  const int64_t group_bytes = pairs * kLine;
   for (int64_t j = 0; j < pairs; j += kChains) {
     for (int c = 0; c < kChains; ++c) {
-      const uint8_t* line = group + (j + c) * kLine;
-      _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
-      const __m512bh w = (__m512bh)_mm512_loadu_si512(line);
+      __m512bh w[G];
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* line = group + g * group_bytes + (j + c) * kLine;
+        _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+        w[g] = (__m512bh)_mm512_loadu_si512(line);
+      }
       for (int t = 0; t < NT; ++t) {
         int32_t pair;
         std::memcpy(&pair, act + t * a.k + 2 * (j + c), sizeof(pair));
-        acc[c][t] = _mm512_dpbf16_ps(acc[c][t], w, (__m512bh)_mm512_set1_epi32(pair));
+        const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+        for (int g = 0; g < G; ++g) acc[c][g][t] = _mm512_dpbf16_ps(acc[c][g][t], w[g], x);
       }
     }
   }
-  for (int t = 0; t < NT; ++t) {
-    __m512 sum = acc[0][t];
-    for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[c][t]);
-    _mm512_storeu_ps(y + t * ys, sum);
+  for (int g = 0; g < G; ++g) {
+    for (int t = 0; t < NT; ++t) {
+      __m512 sum = acc[0][g][t];
+      for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[c][g][t]);
+      _mm512_storeu_ps(y + t * ys + g * kPackRows, sum);
+    }
   }
 }
 
@@ -93,7 +108,13 @@ void dispatch(const uint8_t* group, const PackedFloatActs& a, int64_t t0, int64_
 template <int NT>
 struct Bf16 {
   static void run(const uint8_t* g, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
-    bf16_group<NT>(g, a, t0, y, ys);
+    bf16_groups<NT, 1>(g, a, t0, y, ys);
+  }
+};
+template <int NT>
+struct Bf16Pair {
+  static void run(const uint8_t* g, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+    bf16_groups<NT, 2>(g, a, t0, y, ys);
   }
 };
 template <int NT>
@@ -114,6 +135,10 @@ PackedFloatKernel packed_float_kernel_avx512(TensorType type) {
     default:
       return nullptr;
   }
+}
+
+PackedFloatKernel packed_float_pair_kernel_avx512(TensorType type) {
+  return type == TensorType::BF16 ? dispatch<Bf16Pair> : nullptr;
 }
 
 }  // namespace ferrite::cpu
