@@ -106,8 +106,9 @@ constexpr int64_t kItemsPerThread = 8;
 // kTokenTile (items token-tile major), taken by the threads in turn
 // (ThreadPool::run_items); per group, tiles of 16 tokens to `wide` where it
 // is set (AMX, or a kernel that decodes the weights once for many tokens),
-// the rest in tiles of up to kPackTokens. Where `pair` is set (and `wide`
-// not), two adjacent groups go to it per call, chunks holding even counts.
+// the rest in tiles of up to kPackTokens. Where `pair` is set (callers set
+// it or `wide`, not both), two adjacent groups go to it per call, chunks
+// holding even counts.
 template <typename Acts, typename Kernel>
 void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, ThreadPool& pool, Kernel kernel,
                        Kernel wide, int64_t call_tokens = kPackTokens, Kernel pair = nullptr) {
@@ -122,7 +123,7 @@ void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, Thr
     const int64_t g0 = item % n_chunks * chunk, g1 = std::min(g0 + chunk, n_groups);
     for (int64_t g = g0; g < g1; ++g) {
       int64_t t = t0;
-      if (pair != nullptr && wide == nullptr && g + 1 < g1) {
+      if (pair != nullptr && g + 1 < g1) {
         for (; t < t1; t += call_tokens) {
           pair(w.packed + g * group_bytes, a, t, std::min(call_tokens, t1 - t), y + t * w.n + g * kPackRows, w.n);
         }
@@ -244,9 +245,11 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
   // Some kernels widen a block of weights once for all the tokens of a call.
   const int64_t call_tokens = packed_float_call_tokens();
-  // Two groups per call where the level has such a kernel and the call has
-  // a token tile's worth (decode keeps one group's stream per call).
-  const PackedFloatKernel pair = m >= kPackTokens ? find_packed_float_pair_kernel(w.type) : nullptr;
+  // Two groups per call where the level has such a kernel, no AMX kernel
+  // takes the tiles, and the call has a token tile's worth (decode keeps one
+  // group's stream per call).
+  const PackedFloatKernel pair =
+      amx == nullptr && m >= kPackTokens ? find_packed_float_pair_kernel(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, amx, call_tokens, pair);
 }
 

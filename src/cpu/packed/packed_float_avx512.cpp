@@ -30,8 +30,9 @@ constexpr int kPrefetchBytes = 2048;
 // cycle; G = 2 takes 5 loads per 8 of them.
 template <int NT, int G>
 void bf16_groups(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
-  // Independent chains (vdpbf16ps: ~6 cycles' latency, 2 per cycle): at least
-  // 12 accumulators in flight for a full tile, 8 for a small one.
+  // Independent chains (vdpbf16ps: ~6 cycles' latency, 2 per cycle, so ~12 in
+  // flight keep both units busy): G x NT x kChains accumulators, 10-16 for
+  // 5-8 tokens, 4-16 for 1-4.
   constexpr int kChains = (NT <= 4 ? 4 : 2) / G;
   __m512 acc[kChains][G][NT];
   for (auto& c : acc) {
