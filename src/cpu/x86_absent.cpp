@@ -95,6 +95,9 @@ void packed_iq4_xs_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, flo
 void packed_iq2_xxs_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_iq2_xxs_avx2");
 }
+void packed_iq2_xxs_avx512(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
+  absent("packed_iq2_xxs_avx512");
+}
 void packed_iq2_xxs_wide_avx2(const uint8_t*, const PackedActs&, int64_t, int64_t, float*, int64_t) {
   absent("packed_iq2_xxs_wide_avx2");
 }

@@ -93,6 +93,7 @@ void pack_iq2_xxs_group(const uint8_t* plain, size_t row_bytes, int64_t n_blocks
 void unpack_iq2_xxs_group(const uint8_t* packed, size_t row_bytes, int64_t n_blocks, uint8_t* plain);
 void packed_iq2_xxs_ref(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 void packed_iq2_xxs_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
+void packed_iq2_xxs_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);
 // Many tokens (any nt; the matmul gives it tiles of 16): each super-block
 // decoded once per call for all its tokens, bit-identical to the above.
 void packed_iq2_xxs_wide_avx2(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys);

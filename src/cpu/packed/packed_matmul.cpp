@@ -99,7 +99,7 @@ PackedKernel find_packed_kernel_amx(TensorType type) {
 
 PackedKernel find_packed_kernel_wide(TensorType type) {
   if (PackedKernel amx = find_packed_kernel_amx(type)) return amx;
-  if (type == TensorType::IQ2_XXS && find_packed_kernel(type, active_isa()) == packed_iq2_xxs_avx2) {
+  if (type == TensorType::IQ2_XXS && active_isa() == Isa::Avx2) {
     return packed_iq2_xxs_wide_avx2;
   }
   return nullptr;
@@ -125,15 +125,17 @@ PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   if (type == TensorType::IQ4_XS) {
     return isa >= Isa::Avx512 ? packed_iq4_xs_avx512 : isa >= Isa::Avx2 ? packed_iq4_xs_avx2 : nullptr;
   }
-  // IQ2_XXS: the packed AVX2 kernels at AVX-512 too, now that prefill
-  // decodes each super-block once per call (find_packed_kernel_wide). Zen 5,
-  // 1B IQ2_XXS, 2 threads, 3 interleaved rounds, plain-row AVX-512 kernel
-  // (quant_dot_iq2_avx512.cpp, one vpgatherdq per 64 values) -> packed:
-  // pp512 95.6-102.4 -> 103.0-112.9 t/s, tg64 25.1-29.8 -> 30.7-34.9
-  // (ik_llama.cpp -rtr 1: 102.9, 35.8). On the device Xeon, where the
-  // gathers had decoded at 1.22x ik, packed: pp256 1.08-1.24x ik, tg64
-  // 1.08-1.17x (3 rounds, session 18).
-  if (type == TensorType::IQ2_XXS) return isa >= Isa::Avx2 ? packed_iq2_xxs_avx2 : nullptr;
+  // IQ2_XXS: packed from AVX2 up. Before the AVX-512 kernel (a pair of rows
+  // per vector, the signs a mask register), AVX-512 took the AVX2 kernels,
+  // which had beaten the plain-row AVX-512 kernel (one vpgatherdq per 64
+  // values; session 18). Zen 5, 1B IQ2_XXS, 2 threads, interleaved: tg64
+  // 35.3-36.1 -> 50.5-51.2 t/s (3 rounds), pp512 101.9-108.9 -> 145.7-148.4
+  // (2 rounds; its eight tokens per call beat the AVX2 many-token kernel,
+  // which find_packed_kernel_wide now keeps to AVX2). A vpgatherqq in place
+  // of its eight scalar loads halved its speed.
+  if (type == TensorType::IQ2_XXS) {
+    return isa >= Isa::Avx512 ? packed_iq2_xxs_avx512 : isa >= Isa::Avx2 ? packed_iq2_xxs_avx2 : nullptr;
+  }
   if (packed_legacy_type(type)) return isa == Isa::Avx2 ? packed_legacy_avx2(type) : nullptr;
   if (type == TensorType::Q6_K) {
     // On unless configured off (FERRITE_REPACK_Q6K=0: plain rows and the row-tile kernel).

@@ -99,7 +99,7 @@ PackedKernel packed_kernel_amx_impl(TensorType type);  // packed_matmul_amx.cpp
 
 // The kernel for tiles of 16 tokens (nt a multiple of 16) at the active
 // level: the AMX kernel where find_packed_kernel_amx has one, else a type's
-// many-token kernel (IQ2_XXS from AVX2 up: weights decoded once per call, not
+// many-token kernel (IQ2_XXS at AVX2: weights decoded once per call, not
 // once per kPackTokens), or nullptr (then all tokens take the
 // find_packed_kernel kernel).
 PackedKernel find_packed_kernel_wide(TensorType type);
