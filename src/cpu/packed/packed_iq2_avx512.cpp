@@ -91,8 +91,7 @@ inline __m128i fold_quad(__m512i p01, __m512i p23) {
 template <int NT>
 inline void quad_block(const uint8_t* gb, int q, const BlockQ8_K* const* act, int64_t b, __m512i (&sum)[NT][2]) {
   for (int t = 0; t < NT; ++t) sum[t][0] = sum[t][1] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-  for (int ib = 0; ib < kSubBlocks; ++ib) {
+  const auto sub_block = [&](int ib) __attribute__((always_inline)) {
     const int64_t at = (ib * kPackRows + kQuadRows * q) * 4;
     const uint8_t* idx = gb + kPackedIq2XxsIndexOffset + at;
     const uint8_t* sas = gb + kPackedIq2XxsSignOffset + at;
@@ -112,6 +111,14 @@ inline void quad_block(const uint8_t* gb, int q, const BlockQ8_K* const* act, in
         sum[t][j] = _mm512_add_epi32(sum[t][j], _mm512_madd_epi16(_mm512_maddubs_epi16(mag[j], signed_a), sc[j]));
       }
     }
+  };
+  // Unrolled only for few tokens: with more, gcc turned the sums of the
+  // unrolled sub-blocks into a tree and kept the products on the stack.
+  if constexpr (NT <= 2) {
+#pragma GCC unroll 8
+    for (int ib = 0; ib < kSubBlocks; ++ib) sub_block(ib);
+  } else {
+    for (int ib = 0; ib < kSubBlocks; ++ib) sub_block(ib);
   }
 }
 
