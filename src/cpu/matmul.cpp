@@ -144,7 +144,8 @@ void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, Thr
 
 // Packed weights (packed.h) times activations quantized to Q8_0: the
 // 16-row groups split between threads, tokens in AMX tiles of 16 where the
-// CPU has AMX, the rest in VNNI tiles of up to kPackTokens.
+// CPU has AMX, the rest in VNNI tiles of up to kPackTokens (two groups per
+// call where the level has a pair kernel).
 void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, const float* x, int64_t m, float* y,
                     ThreadPool& pool, MatmulScratch& scratch) {
   const int64_t k = w.k;
@@ -189,7 +190,10 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
     a.s = scratch.corr.data();
   }
   const PackedKernel wide = m >= kAmxTokens ? find_packed_kernel_wide(w.type) : nullptr;
-  run_packed_groups(w, a, m, y, pool, kernel, wide);
+  // Two groups per call where the level has such a kernel and no AMX kernel
+  // takes the tiles (as packed_float_product).
+  const PackedKernel pair = wide == nullptr && m >= kPackTokens ? find_packed_pair_kernel(w.type) : nullptr;
+  run_packed_groups(w, a, m, y, pool, kernel, wide, kPackTokens, pair);
 }
 
 // Packed K-quant weights (packed_k.h) times activations quantized to Q8_K:

@@ -50,6 +50,7 @@ PackedFloatKernel packed_float_pair_kernel_avx512(TensorType) { return nullptr; 
 PackedKernel packed_kernel_avx2(TensorType) { return nullptr; }
 PackedKernel packed_legacy_avx2(TensorType) { return nullptr; }
 PackedKernel packed_kernel_avx512(TensorType) { return nullptr; }
+PackedKernel packed_pair_kernel_avx512(TensorType) { return nullptr; }
 PackedKernel packed_kernel_amx_impl(TensorType) { return nullptr; }
 bool attention_avx512_applies(const AttentionArgs&) { return false; }
 bool attention_avx2_applies(const AttentionArgs&) { return false; }

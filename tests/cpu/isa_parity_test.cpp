@@ -228,6 +228,26 @@ TEST(IsaParity, PackedKernelsEqualTheirReferenceBitForBit) {
             << tensor_type_name(type) << " " << isa_name(isa) << " nt=" << nt;
       }
     }
+    // The two-group kernel: both groups' rows as the reference gives them,
+    // nothing written past its 32 rows (y rows 48 wide here).
+    const PackedKernel pair = packed_pair_kernel_avx512(type);
+    if (pair == nullptr || detected_isa() < Isa::Avx512) continue;
+    for (int64_t nt = 1; nt <= kPackTokens; ++nt) {
+      const int64_t t0 = kTokens - nt, stride = kN + kPackRows;
+      std::vector<float> y(static_cast<size_t>(nt * stride), -1.0f), want(static_cast<size_t>(nt * kN), -2.0f);
+      pair(w.packed.data(), acts, t0, nt, y.data(), stride);
+      for (int64_t g = 0; g < kN / kPackRows; ++g) {
+        const uint8_t* group = w.packed.data() + g * kPackRows * w.view.row_bytes;
+        packed_kernel_ref(type)(group, acts, t0, nt, want.data() + g * kPackRows, kN);
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        ASSERT_EQ(std::memcmp(y.data() + t * stride, want.data() + t * kN, kN * sizeof(float)), 0)
+            << tensor_type_name(type) << " pair nt=" << nt << " t=" << t;
+        for (int64_t r = kN; r < stride; ++r) {
+          ASSERT_EQ(y[static_cast<size_t>(t * stride + r)], -1.0f) << "pair wrote past its 32 rows, nt=" << nt;
+        }
+      }
+    }
   }
 }
 

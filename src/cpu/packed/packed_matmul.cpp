@@ -105,6 +105,10 @@ PackedKernel find_packed_kernel_wide(TensorType type) {
   return nullptr;
 }
 
+PackedKernel find_packed_pair_kernel(TensorType type) {
+  return active_isa() >= Isa::Avx512 ? packed_pair_kernel_avx512(type) : nullptr;
+}
+
 PackedKernel find_packed_kernel(TensorType type, Isa isa) {
   // Neon sorts below Avx2: `isa >= Isa::Avx2` is false for it.
   if (type == TensorType::Q4_K) {
