@@ -153,11 +153,7 @@ void iq2_xxs_tokens(const uint8_t* group, const PackedActs& a, int64_t t0, float
 }  // namespace
 
 void packed_iq2_xxs_avx512(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static constexpr auto kFns = per_token_count([]<int NT>() { return &iq2_xxs_tokens<NT>; });
-  for (int64_t t = 0; t < nt; t += kChunk) {
-    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
-    kFns[n - 1](group, a, t0 + t, y + t * ys, ys);
-  }
+  run_token_chunks<kChunk>([]<int NT>() { return &iq2_xxs_tokens<NT>; }, group, a, t0, nt, y, ys);
 }
 
 }  // namespace ferrite::cpu

@@ -44,6 +44,20 @@ constexpr auto per_token_count(Make make) {
   }(std::make_integer_sequence<int, kCount>{});
 }
 
+// The driver of the kernels that take all of a call's tokens kChunk at a
+// time: Make{}.template operator()<NT>() is the instance computing NT
+// tokens (1 <= NT <= kChunk), called (group, a, t0, y, ys). (Make is a
+// lambda of the kernel's own file, so each level's instance stays its own.)
+template <int kChunk, typename Make>
+void run_token_chunks(Make, const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y,
+                      int64_t ys) {
+  static constexpr auto kFns = per_token_count<kChunk>([]<int NT>() { return Make{}.template operator()<NT>(); });
+  for (int64_t t = 0; t < nt; t += kChunk) {
+    const int64_t n = nt - t < kChunk ? nt - t : kChunk;
+    kFns[n - 1](group, a, t0 + t, y + t * ys, ys);
+  }
+}
+
 // The driver of the kernels that take a 16-row group as two halves of 8
 // rows: Make{}.template operator()<NT, H>() is the instance computing NT
 // tokens times H halves from half h0, called (group, h0, a, t0, y, ys). One
@@ -79,8 +93,8 @@ PackedKernel packed_kernel_avx2(TensorType type);    // Q4_0, Q8_0 (packed_matmu
 PackedKernel packed_kernel_avx512(TensorType type);
 
 // Two adjacent 16-row groups per call (y: their 32 rows), for products of
-// kPackTokens tokens or more: the level's kernel where it has one (Q8_0 at
-// AVX-512, packed_matmul_avx512.cpp), else nullptr.
+// kPackTokens tokens or more: the level's kernel where it has one (Q4_0 and
+// Q8_0 at AVX-512, packed_matmul_avx512.cpp), else nullptr.
 PackedKernel find_packed_pair_kernel(TensorType type);
 PackedKernel packed_pair_kernel_avx512(TensorType type);
 

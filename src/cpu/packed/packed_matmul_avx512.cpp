@@ -156,43 +156,27 @@ void q8_0_groups(const uint8_t* group, const PackedActs& a, int64_t t0, float* y
 // accumulators stay in registers.
 constexpr int64_t kPairTokens = 4;
 
-// Two groups for any count of tokens, kPairTokens at a time.
-template <template <int, int> class K>
-void pair_calls(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static constexpr auto kFns = per_token_count<kPairTokens>([]<int NT>() { return &K<NT, 2>::run; });
-  for (int64_t t = 0; t < nt; t += kPairTokens) {
-    const int64_t n = nt - t < kPairTokens ? nt - t : kPairTokens;
-    kFns[n - 1](group, a, t0 + t, y + t * ys, ys);
-  }
+// One group per call (any count of tokens up to kPackTokens), or two,
+// kPairTokens at a time.
+template <int G>
+void q4_0_calls(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  run_token_chunks<G == 1 ? kPackTokens : kPairTokens>([]<int NT>() { return &q4_0_groups<NT, G>; }, group, a, t0,
+                                                         nt, y, ys);
 }
-
-template <template <int, int> class K>
-void dispatch(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
-  static constexpr auto kTable = per_token_count([]<int NT>() { return &K<NT, 1>::run; });
-  kTable[nt - 1](group, a, t0, y, ys);
+template <int G>
+void q8_0_calls(const uint8_t* group, const PackedActs& a, int64_t t0, int64_t nt, float* y, int64_t ys) {
+  run_token_chunks<G == 1 ? kPackTokens : kPairTokens>([]<int NT>() { return &q8_0_groups<NT, G>; }, group, a, t0,
+                                                         nt, y, ys);
 }
-
-template <int NT, int G>
-struct Q4 {
-  static void run(const uint8_t* g, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
-    q4_0_groups<NT, G>(g, a, t0, y, ys);
-  }
-};
-template <int NT, int G>
-struct Q8 {
-  static void run(const uint8_t* g, const PackedActs& a, int64_t t0, float* y, int64_t ys) {
-    q8_0_groups<NT, G>(g, a, t0, y, ys);
-  }
-};
 
 }  // namespace
 
 PackedKernel packed_kernel_avx512(TensorType type) {
   switch (type) {
     case TensorType::Q4_0:
-      return dispatch<Q4>;
+      return q4_0_calls<1>;
     case TensorType::Q8_0:
-      return dispatch<Q8>;
+      return q8_0_calls<1>;
     default:
       return nullptr;
   }
@@ -201,9 +185,9 @@ PackedKernel packed_kernel_avx512(TensorType type) {
 PackedKernel packed_pair_kernel_avx512(TensorType type) {
   switch (type) {
     case TensorType::Q4_0:
-      return pair_calls<Q4>;
+      return q4_0_calls<2>;
     case TensorType::Q8_0:
-      return pair_calls<Q8>;
+      return q8_0_calls<2>;
     default:
       return nullptr;
   }
