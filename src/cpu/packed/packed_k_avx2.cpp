@@ -33,23 +33,44 @@ constexpr int64_t kHalfRows = 8;
 constexpr int kPrefetchBytes = 4096;
 constexpr int64_t kChunk = kPackTokens;  // tokens per pass over the weights
 
-// Scales and mins of one super-block for 8 rows.
-struct Scales {
-  __m256i sc[kSubBlocks];     // scale of sub-block sb in both int16 halves of each lane
-  __m256i mins[kSubBlocks / 2];  // (m of 2q, m of 2q + 1) as int16 pairs
+// The 6-bit scales of sub-block sb for the 8 rows of `half`, each in both
+// int16 halves of its row's lane (vpmaddwd's factor): the 16 rows' sc bytes
+// broadcast, each row's byte picked into two int16s, its low 6 bits kept.
+inline __m256i sub_block_scales(const uint8_t* gb, int sb, int64_t half) {
+  const auto lane = [&](int j) { return static_cast<int>(0x80008000u | static_cast<uint32_t>(8 * half + j) * 0x00010001u); };
+  const __m256i pick = _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(4), lane(5), lane(6), lane(7));
+  const __m256i rows =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedQ4KScOffset + sb * kPackRows)));
+  return _mm256_and_si256(_mm256_shuffle_epi8(rows, pick), _mm256_set1_epi16(63));
+}
 
-  void load(const uint8_t* gb, int64_t half) {
-    const __m256i low6 = _mm256_set1_epi32(63);
-    const __m256i low4 = _mm256_set1_epi32(0x0F);
-    __m256i m[kSubBlocks];
-    for (int sb = 0; sb < kSubBlocks; ++sb) {
-      const __m256i s = avx2::load8_u32(gb + kPackedQ4KScOffset + sb * kPackRows + half * kHalfRows);
-      const __m256i hi = _mm256_and_si256(
-          _mm256_srli_epi32(avx2::load8_u32(gb + kPackedQ4KMhiOffset + sb * kHalfRows), static_cast<int>(4 * half)), low4);
-      sc[sb] = avx2::twice16(_mm256_and_si256(s, low6));
-      m[sb] = _mm256_or_si256(_mm256_srli_epi32(s, 6), _mm256_slli_epi32(hi, 2));
+// The mins of one super-block: for each half and pair q of sub-blocks, the
+// 8 rows' (m_2q, m_2q+1) as int16 pairs. Built for the 16 rows at once, as
+// bytes: sub-block 2q in the low 128-bit lane, 2q+1 in the high one, the low
+// 2 bits from the top of the sc bytes and the high 4 from the Mhi nibbles
+// (rows 0-7 low, 8-15 high: spread over two quadwords, the second shifted).
+// (One Scales per half cost a super-block's one-token product a fifth of its
+// instructions: 8-bit lanes widened to 32 bits before any work.)
+struct Mins {
+  __m256i pair[2][kSubBlocks / 2];
+
+  void load(const uint8_t* gb) {
+    const __m256i spread = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 8,
+                                            9, 10, 11, 12, 13, 14, 15);
+    const __m256i nibble_shift = _mm256_setr_epi64x(0, 4, 0, 4);
+    for (int q = 0; q < kSubBlocks / 2; ++q) {
+      const __m256i sc = load256(gb + kPackedQ4KScOffset + 2 * q * kPackRows);
+      const __m256i low2 = _mm256_and_si256(_mm256_srli_epi16(sc, 6), _mm256_set1_epi8(3));
+      const __m256i hi = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + kPackedQ4KMhiOffset + 2 * q * kHalfRows)));
+      const __m256i high4 =
+          _mm256_and_si256(_mm256_srlv_epi64(_mm256_shuffle_epi8(hi, spread), nibble_shift), _mm256_set1_epi8(0x0F));
+      const __m256i m = _mm256_or_si256(low2, _mm256_slli_epi16(high4, 2));
+      const __m128i even = _mm256_castsi256_si128(m);
+      const __m128i odd = _mm256_extracti128_si256(m, 1);
+      pair[0][q] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(even, odd));
+      pair[1][q] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(even, odd));
     }
-    for (int q = 0; q < kSubBlocks / 2; ++q) mins[q] = avx2::pair16(m[2 * q], m[2 * q + 1]);
   }
 };
 
@@ -74,8 +95,18 @@ inline void quarter_values(const uint8_t* gb, int64_t half, int sb, int hs, __m2
     if constexpr (kFive) {
       // Bit sb of each qh byte to bit 4 (16-bit shifts: what crosses bytes is masked off).
       const __m256i h = load256(gb + kPackedQ5KQhOffset + (4 * hs + j) * kLine + half * (kLine / 2));
-      const __m256i at4 = sb <= 4 ? _mm256_slli_epi16(h, 4 - sb) : _mm256_srli_epi16(h, sb - 4);
-      w[j] = _mm256_or_si256(w[j], _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
+      // Above bit 4 the bit is isolated and clamped to 16 (no shift: the
+      // shift units are the busy ones, with the odd nibbles').
+      const __m256i sixteen = _mm256_set1_epi8(0x10);
+      __m256i five;
+      if (sb < 4) {
+        five = _mm256_and_si256(_mm256_slli_epi16(h, 4 - sb), sixteen);
+      } else if (sb == 4) {
+        five = _mm256_and_si256(h, sixteen);
+      } else {
+        five = _mm256_min_epu8(_mm256_and_si256(h, _mm256_set1_epi8(static_cast<char>(1 << sb))), sixteen);
+      }
+      w[j] = _mm256_or_si256(w[j], five);
     }
   }
 }
@@ -102,9 +133,9 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
   }
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* gb = group + b * kBlockBytes;
-    Scales s[H];
-    for (int h = 0; h < H; ++h) s[h].load(gb, h0 + h);
-    if constexpr (NT > 1) avx2::in_memory(s);  // decode keeps its schedule
+    Mins mins;
+    mins.load(gb);
+    if constexpr (NT > 1) avx2::in_memory(mins);  // decode keeps its schedule
     __m256i sumi[H][NT];
     for (auto& row : sumi) {
       for (auto& v : row) v = _mm256_setzero_si256();
@@ -116,13 +147,14 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
 #pragma GCC unroll 2
       for (int hs = 0; hs < 2; ++hs) {
         for (int h = 0; h < H; ++h) {
+          const __m256i sc = sub_block_scales(gb, sb, h0 + h);
           __m256i w[4];
           quarter_values<kFive>(gb, h0 + h, sb, hs, w);
           for (int t = 0; t < NT; ++t) {
             const int8_t* aq = act(t, b)->qs + sb * kSubLen + 16 * hs;
             __m256i s16 = _mm256_maddubs_epi16(w[0], bcast32(aq));
             for (int j = 1; j < 4; ++j) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast32(aq + 4 * j)));
-            sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(s16, s[h].sc[sb]));
+            sumi[h][t] = _mm256_add_epi32(sumi[h][t], _mm256_madd_epi16(s16, sc));
             if constexpr (NT > 1) avx2::settle(sumi[h][t]);
           }
         }
@@ -136,7 +168,7 @@ void k45_halves(const uint8_t* group, int64_t h0, const PackedActs& a, int64_t t
         const __m256i pairs = bsum_pairs(act(t, b)->bsums);
         __m256i summ = _mm256_setzero_si256();
         for (int q = 0; q < kSubBlocks / 2; ++q) {
-          summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s[h].mins[q], _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(kPairLane[q]))));
+          summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mins.pair[h0 + h][q], _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(kPairLane[q]))));
         }
         const __m256 ad = _mm256_set1_ps(act(t, b)->d);
         const __m256 p1 = avx2::pinned(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[h][t])));
