@@ -250,10 +250,14 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   // Some kernels widen a block of weights once for all the tokens of a call.
   const int64_t call_tokens = packed_float_call_tokens();
   // Two groups per call where the level has such a kernel, no AMX kernel
-  // takes the tiles, and the call has a token tile's worth (decode keeps one
-  // group's stream per call).
+  // takes the tiles, and the call has a token tile's worth (BF16 decode
+  // keeps one group's stream per call). F16 takes two groups in decode
+  // only: its one-group kernel has two chains of fused multiply-adds, and a
+  // one-token product waited on them with the memory idle (AVX-512, 2
+  // threads, 2048 x 4096: 68-76% -> 105-124% of the read probe); with 8
+  // tokens two groups' accumulators fill all 32 registers.
   const PackedFloatKernel pair =
-      amx == nullptr && m >= kPackTokens ? find_packed_float_pair_kernel(w.type) : nullptr;
+      amx == nullptr && (!bf16 ? m == 1 : m >= kPackTokens) ? find_packed_float_pair_kernel(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, amx, call_tokens, pair);
 }
 

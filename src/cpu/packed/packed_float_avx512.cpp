@@ -68,32 +68,46 @@ void bf16_groups(const uint8_t* group, const PackedFloatActs& a, int64_t t0, flo
   }
 }
 
-template <int NT>
-void f16_group(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
-  __m512 lo[NT], hi[NT];
-  for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_ps();
+// G adjacent 16-row groups times NT tokens. Each lane's chain of fused
+// multiply-adds runs pair by pair from zero, as in the AVX2 kernel (the same
+// bits at both levels); with G = 2 a one-token call has 4 independent
+// chains instead of 2.
+template <int NT, int G>
+void f16_groups(const uint8_t* group, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+  __m512 lo[G][NT], hi[G][NT];
+  for (int g = 0; g < G; ++g) {
+    for (int t = 0; t < NT; ++t) lo[g][t] = hi[g][t] = _mm512_setzero_ps();
+  }
   const auto* act = static_cast<const float*>(a.data) + t0 * a.k;
   const int64_t pairs = a.k / 2;
+  const int64_t group_bytes = pairs * kLine;
   for (int64_t j = 0; j < pairs; ++j) {
-    const uint8_t* line = group + j * kLine;
-    _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
-    const __m512 w_lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)));
-    const __m512 w_hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + kLine / 2)));
+    __m512 w_lo[G], w_hi[G];
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* line = group + g * group_bytes + j * kLine;
+      _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+      w_lo[g] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)));
+      w_hi[g] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + kLine / 2)));
+    }
     for (int t = 0; t < NT; ++t) {
       double pair;
       std::memcpy(&pair, act + t * a.k + 2 * j, sizeof(pair));
       const __m512 x = _mm512_castpd_ps(_mm512_set1_pd(pair));  // x0 x1 x0 x1 ...
-      lo[t] = _mm512_fmadd_ps(w_lo, x, lo[t]);
-      hi[t] = _mm512_fmadd_ps(w_hi, x, hi[t]);
+      for (int g = 0; g < G; ++g) {
+        lo[g][t] = _mm512_fmadd_ps(w_lo[g], x, lo[g][t]);
+        hi[g][t] = _mm512_fmadd_ps(w_hi[g], x, hi[g][t]);
+      }
     }
   }
   // Row r's two columns sit in lanes 2r, 2r+1 of lo (r < 8) or hi (r >= 8).
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  for (int t = 0; t < NT; ++t) {
-    const __m512 s = _mm512_add_ps(_mm512_permutex2var_ps(lo[t], even, hi[t]),
-                                   _mm512_permutex2var_ps(lo[t], odd, hi[t]));
-    _mm512_storeu_ps(y + t * ys, s);
+  for (int g = 0; g < G; ++g) {
+    for (int t = 0; t < NT; ++t) {
+      const __m512 s = _mm512_add_ps(_mm512_permutex2var_ps(lo[g][t], even, hi[g][t]),
+                                     _mm512_permutex2var_ps(lo[g][t], odd, hi[g][t]));
+      _mm512_storeu_ps(y + t * ys + g * kPackRows, s);
+    }
   }
 }
 
@@ -121,7 +135,13 @@ struct Bf16Pair {
 template <int NT>
 struct F16 {
   static void run(const uint8_t* g, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
-    f16_group<NT>(g, a, t0, y, ys);
+    f16_groups<NT, 1>(g, a, t0, y, ys);
+  }
+};
+template <int NT>
+struct F16Pair {
+  static void run(const uint8_t* g, const PackedFloatActs& a, int64_t t0, float* y, int64_t ys) {
+    f16_groups<NT, 2>(g, a, t0, y, ys);
   }
 };
 
@@ -139,7 +159,14 @@ PackedFloatKernel packed_float_kernel_avx512(TensorType type) {
 }
 
 PackedFloatKernel packed_float_pair_kernel_avx512(TensorType type) {
-  return type == TensorType::BF16 ? dispatch<Bf16Pair> : nullptr;
+  switch (type) {
+    case TensorType::BF16:
+      return dispatch<Bf16Pair>;
+    case TensorType::F16:
+      return dispatch<F16Pair>;
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace ferrite::cpu
