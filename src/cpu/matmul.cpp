@@ -191,8 +191,11 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   }
   const PackedKernel wide = m >= kAmxTokens ? find_packed_kernel_wide(w.type) : nullptr;
   // Two groups per call where the level has such a kernel and no AMX kernel
-  // takes the tiles (as packed_float_product).
-  const PackedKernel pair = wide == nullptr && m >= kPackTokens ? find_packed_pair_kernel(w.type) : nullptr;
+  // takes the tiles, decode included (as packed_float_product: lab one-token
+  // product, AVX-512, 2 threads, 2048 x 4096: Q8_0 75-78% -> 96-108% of the
+  // read probe, Q4_0 67-72% -> 72-96%; 1B tg64 Q8_0 32.8-35.5 -> 39.3-44.1
+  // t/s, Q4_0 55.5-65.3 -> 58.7-67.4).
+  const PackedKernel pair = wide == nullptr ? find_packed_pair_kernel(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, wide, kPackTokens, pair);
 }
 
@@ -249,15 +252,15 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;
   // Some kernels widen a block of weights once for all the tokens of a call.
   const int64_t call_tokens = packed_float_call_tokens();
-  // Two groups per call where the level has such a kernel, no AMX kernel
-  // takes the tiles, and the call has a token tile's worth (BF16 decode
-  // keeps one group's stream per call). F16 takes two groups in decode
-  // only: its one-group kernel has two chains of fused multiply-adds, and a
-  // one-token product waited on them with the memory idle (AVX-512, 2
-  // threads, 2048 x 4096: 68-76% -> 105-124% of the read probe); with 8
-  // tokens two groups' accumulators fill all 32 registers.
+  // Two groups per call where the level has such a kernel and no AMX kernel
+  // takes the tiles; F16 in decode only (with 8 tokens two groups'
+  // accumulators would fill all 32 registers). In decode two groups' streams
+  // kept the memory busier than one (AVX-512, 2 threads, 2048 x 4096, lab
+  // one-token product: F16 68-76% -> 105-124% of the read probe, BF16
+  // 89-98% -> 100-111%; 1B tg64 F16 17.0-18.1 -> 23.1-25.0 t/s, BF16
+  // 17.0-17.3 -> 22.7-26.1).
   const PackedFloatKernel pair =
-      amx == nullptr && (!bf16 ? m == 1 : m >= kPackTokens) ? find_packed_float_pair_kernel(w.type) : nullptr;
+      amx == nullptr && (bf16 || m == 1) ? find_packed_float_pair_kernel(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, amx, call_tokens, pair);
 }
 
