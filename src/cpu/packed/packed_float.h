@@ -37,7 +37,7 @@ PackedFloatKernel packed_float_kernel_ref(TensorType type);
 PackedFloatKernel packed_float_kernel_avx2(TensorType type);  // BF16 reads PackedFloatActs::wide
 PackedFloatKernel packed_float_kernel_avx512(TensorType type);
 PackedFloatKernel packed_float_kernel_amx_impl(TensorType type);  // BF16 only
-// Two adjacent groups per call (BF16 only): rows r < 32 from `group` and the
+// Two adjacent groups per call (BF16, F16): rows r < 32 from `group` and the
 // group kPackRows * k values after it; y as for one group, 32 rows wide.
 PackedFloatKernel packed_float_pair_kernel_avx512(TensorType type);
 

@@ -92,9 +92,9 @@ PackedKernel packed_kernel_ref(TensorType type);
 PackedKernel packed_kernel_avx2(TensorType type);    // Q4_0, Q8_0 (packed_matmul_avx2.cpp)
 PackedKernel packed_kernel_avx512(TensorType type);
 
-// Two adjacent 16-row groups per call (y: their 32 rows), for products of
-// kPackTokens tokens or more: the level's kernel where it has one (Q4_0 and
-// Q8_0 at AVX-512, packed_matmul_avx512.cpp), else nullptr.
+// Two adjacent 16-row groups per call (y: their 32 rows): the level's
+// kernel where it has one (Q4_0 and Q8_0 at AVX-512,
+// packed_matmul_avx512.cpp), else nullptr.
 PackedKernel find_packed_pair_kernel(TensorType type);
 PackedKernel packed_pair_kernel_avx512(TensorType type);
 
