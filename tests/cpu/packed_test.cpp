@@ -313,7 +313,9 @@ TEST(PackedFloat, KernelsAndMatmulMatchPlainReference) {
               ASSERT_NEAR(y_pair[at], y_lay[at], 1e-4 * kK / 4) << "pair t=" << i << " r=" << r;
               // F16 (decode too takes two groups per call): each lane's sums
               // in the one-group kernel's order, so its bits.
-              if (type == TensorType::F16) ASSERT_EQ(y_pair[at], y_fast[at]) << "F16 pair t=" << i << " r=" << r;
+              if (type == TensorType::F16) {
+                ASSERT_EQ(y_pair[at], y_fast[at]) << "F16 pair t=" << i << " r=" << r;
+              }
             } else {
               ASSERT_EQ(y_pair[at], -1.0f) << "pair wrote past its 32 rows, t=" << i << " r=" << r;
             }
