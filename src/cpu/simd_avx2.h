@@ -35,33 +35,19 @@ inline void prefetch_part(const uint8_t* block, int i) {
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// Eight unsigned bytes widened to eight int32 lanes.
-inline __m256i load8_u32(const void* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
-
 // Eight f16 values widened to f32.
 inline __m256 load8_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
 
-// Each int32 lane's low 16 bits in both of its halves: the lane's factor for
-// vpmaddwd (which multiplies int16 pairs and adds each pair).
-inline __m256i twice16(__m256i v) {
-  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
-}
-
 // Signed bytes of 8 rows (half 0: rows 0-7 of `rows16`'s 16, half 1: rows
 // 8-15), each in both int16 halves of its row's lane (a sub-block's scales as
-// a vpmaddwd factor, as twice16 makes them): the 16 bytes in both
-// 128-bit lanes, each row's byte put in the high byte of two int16s by
-// vpshufb, then shifted down with its sign.
+// a vpmaddwd factor): the 16 bytes in both 128-bit lanes, each row's byte put
+// in the high byte of two int16s by vpshufb, then shifted down with its sign.
+// (packed_k_avx2.cpp's sub_block_scales is the unsigned 6-bit twin.)
 inline __m256i twice_scales(const void* rows16, int64_t half) {
   const auto lane = [&](int j) { return static_cast<int>(0x00800080u | static_cast<uint32_t>(8 * half + j) * 0x01000100u); };
   const __m256i pick = _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(4), lane(5), lane(6), lane(7));
   const __m256i rows = _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(rows16)));
   return _mm256_srai_epi16(_mm256_shuffle_epi8(rows, pick), 8);
-}
-
-// Lanes of a (low half) and b (high half) as int16 pairs.
-inline __m256i pair16(__m256i a, __m256i b) {
-  return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
 }
 
 // A value the compiler must compute as written: keeps a rounded product out
