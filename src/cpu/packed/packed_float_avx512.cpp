@@ -4,7 +4,9 @@
 //         pair kernel takes two adjacent groups, one broadcast for both.
 //   F16:  the load converted to f32 as two halves (rows 0-7, rows 8-15, each
 //         lane pair one row's two columns), times the token's f32 pair
-//         broadcast; the lane pairs are added at the end.
+//         broadcast; the lane pairs are added at the end. Decode takes two
+//         adjacent groups per call (four chains; each lane's order, so its
+//         bits, unchanged).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if defined(__GNUC__) && !defined(__clang__)  // a gcc-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
