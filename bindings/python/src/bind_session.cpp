@@ -166,6 +166,7 @@ void bind_session(py::module_& m) {
           },
           py::arg("state"), "Restores save_state()'s bytes without evaluating anything.")
       .def_property_readonly("n_evaluated", &Session::n_evaluated)
+      .def_property_readonly("busy", &Session::busy, "A call is evaluating, in this thread or another.")
       .def(
           "eval",
           [](Session& s, const std::vector<int32_t>& tokens) {

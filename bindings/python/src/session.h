@@ -103,6 +103,10 @@ class Session {
   uint64_t epoch() const { return epoch_; }
   uint64_t next_epoch() { return ++epoch_; }
 
+  // Whether a call is evaluating (read and written with the GIL held; true
+  // while an evaluation runs with the GIL released).
+  bool busy() const { return busy_; }
+
   // Re-entrancy guard (taken with the GIL held).
   class Busy {
    public:
