@@ -9,6 +9,7 @@
 // Tasks must not throw. run() is not reentrant and is called from one thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -58,6 +59,30 @@ class ThreadPool {
       for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
            i = next.fetch_add(1, std::memory_order_relaxed)) {
         fn(ith, i);
+      }
+    }, work);
+  }
+
+  // Calls fn(ith, begin, end) on disjoint ranges that cover [0, n), the
+  // threads taking them in turn from a shared counter, each range a quarter
+  // of what is left divided by the threads (guided scheduling), never fewer
+  // than `min_size` items (but the last). Long ranges first keep each
+  // thread's reads contiguous; short ones at the end let the threads finish
+  // together, where run_items's equal items leave one thread waiting for up
+  // to a whole item. Which thread runs a range, and where ranges begin, vary
+  // from call to call: results must not depend on them. `work` as in run().
+  template <typename F>
+  void run_ranges(int64_t n, int64_t min_size, F&& fn, int64_t work) {
+    std::atomic<int64_t> next{0};
+    run([&](int ith, int nth) {
+      const int64_t parts = int64_t{4} * nth;
+      int64_t begin = next.load(std::memory_order_relaxed);
+      while (begin < n) {
+        const int64_t end = std::min(n, begin + std::max(min_size, (n - begin) / parts));
+        if (next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) {
+          fn(ith, begin, end);
+          begin = next.load(std::memory_order_relaxed);
+        }
       }
     }, work);
   }

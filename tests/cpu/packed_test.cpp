@@ -167,6 +167,36 @@ TEST(Packed, MatmulOnPackedViewMatchesReference) {
   }
 }
 
+// The threads take the groups in ranges that vary from call to call (two
+// groups per kernel call where the level pairs them): the products are the
+// same bits with any number of threads, an odd group count included.
+TEST(Packed, ProductsDoNotDependOnTheThreads) {
+  constexpr int64_t kN = 16 * 37, kK = 256;
+  for (TensorType type : kTypes) {
+    const Plain p = make(type, kN, kK, 11);
+    std::vector<uint8_t> packed(p.bytes.size());
+    pack_rows(p.view, packed.data());
+    MatView w = p.view;
+    w.packed = packed.data();
+    for (int64_t m : {1, 3, 70}) {
+      const auto x = test::random_floats(static_cast<size_t>(m * kK), static_cast<uint32_t>(40 + m));
+      std::vector<float> y1(static_cast<size_t>(m * kN));
+      ThreadPool one(1);
+      MatmulScratch scratch;
+      matmul(w, x.data(), m, y1.data(), one, scratch);
+      for (int threads : {2, 3}) {
+        ThreadPool pool(threads);
+        for (int round = 0; round < 5; ++round) {
+          std::vector<float> y(y1.size());
+          matmul(w, x.data(), m, y.data(), pool, scratch);
+          ASSERT_EQ(std::memcmp(y.data(), y1.data(), y.size() * sizeof(float)), 0)
+              << tensor_type_name(type) << " m=" << m << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
 TEST(Packed, BufferHoldsBytes) {
   PackedBuffer b(1 << 20);
   ASSERT_NE(b.data(), nullptr);

@@ -50,6 +50,50 @@ TEST(ThreadPool, ParallelSumIsComplete) {
   EXPECT_EQ(partial[0] + partial[1], n * (n - 1) / 2);
 }
 
+TEST(ThreadPool, RunItemsRunsEachItemOnce) {
+  for (int n : {1, 2, 3}) {
+    ThreadPool pool(n);
+    for (int64_t items : {0, 1, 7, 500}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(items));
+      pool.run_items(items, [&](int ith, int64_t i) {
+        EXPECT_LT(ith, n);
+        hits[static_cast<size_t>(i)].fetch_add(1);
+      }, ThreadPool::kMinParallelWork);
+      for (int64_t i = 0; i < items; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << i;
+    }
+  }
+}
+
+// Ranges cover [0, n) once, none shorter than min_size but the one that ends
+// at n, and (guided) the first is a share of the whole, not one item.
+TEST(ThreadPool, RunRangesCoverEverythingOnce) {
+  for (int n : {1, 2, 3, 5}) {
+    ThreadPool pool(n);
+    for (int64_t items : {0, 1, 2, 9, 128, 1000}) {
+      for (int64_t min_size : {1, 3}) {
+        for (int round = 0; round < 20; ++round) {
+          std::vector<std::atomic<int>> hits(static_cast<size_t>(items));
+          std::atomic<int64_t> longest{0};
+          std::atomic<int> bad_ranges{0};
+          pool.run_ranges(items, min_size, [&](int ith, int64_t begin, int64_t end) {
+            if (ith < 0 || ith >= n || begin >= end || end > items || (end - begin < min_size && end != items)) {
+              bad_ranges.fetch_add(1);
+            }
+            int64_t seen = longest.load();
+            while (end - begin > seen && !longest.compare_exchange_weak(seen, end - begin)) {
+            }
+            for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+          }, ThreadPool::kMinParallelWork);
+          ASSERT_EQ(bad_ranges.load(), 0) << n << " " << items << " " << min_size;
+          for (int64_t i = 0; i < items; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << i;
+          const int64_t first_share = items / (4 * n);
+          EXPECT_GE(longest.load(), std::max(first_share, std::min(items, min_size)));
+        }
+      }
+    }
+  }
+}
+
 TEST(ThreadPool, RejectsZeroThreads) { EXPECT_THROW(ThreadPool(0), InvalidArgument); }
 
 }  // namespace
