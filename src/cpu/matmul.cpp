@@ -97,15 +97,10 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
   return sum;
 }
 
-// Items per thread of a product: chunks of contiguous rows small enough that
-// the threads even out (ThreadPool::run_items), large enough that taking one
-// costs nothing beside its rows.
-constexpr int64_t kItemsPerThread = 8;
-
 // The 16-row groups of a packed matrix, per token tile of kTokenTile, in
 // ranges the threads take in turn, long first and down to one call at the
-// end (ThreadPool::run_ranges: with run_items's 8 equal chunks per thread a
-// 2-thread decode lost 3-4 µs per product waiting, 7% of a 1B Q4_0 token);
+// end (ThreadPool::run_ranges: with 8 equal chunks per thread taken in turn a
+// 2-thread decode lost 3-4 µs per product waiting, 5% of a 1B Q4_0 token);
 // per group, tiles of 16 tokens to `wide` where it is set (AMX, or a kernel
 // that decodes the weights once for many tokens), the rest in tiles of up to
 // kPackTokens. Where `pair` is set (callers set it or `wide`, not both), two
@@ -358,17 +353,17 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
     if (static_cast<int>(scratch.rows.size()) < pool.size()) scratch.rows.resize(static_cast<size_t>(pool.size()));
   }
 
-  // 2. Rows of W in chunks (multiples of kRowTile) per token tile, taken by
-  // the threads in turn (ThreadPool::run_items).
-  const int64_t per_item = std::max<int64_t>(kRowTile, w.n / (pool.size() * kItemsPerThread));
-  const int64_t row_chunk = (per_item + kRowTile - 1) / kRowTile * kRowTile;
-  const int64_t n_chunks = (w.n + row_chunk - 1) / row_chunk;
+  // 2. Rows of W in ranges of kRowTile-row units per token tile, taken by
+  // the threads in turn, long first (ThreadPool::run_ranges).
+  const int64_t units = (w.n + kRowTile - 1) / kRowTile;
   const int64_t n_tiles = (m + kTokenTile - 1) / kTokenTile;
-  pool.run_items(n_tiles * n_chunks, [&](int ith, int64_t item) {
-    const int64_t r0 = item % n_chunks * row_chunk;
-    const Range rows{r0, std::min(r0 + row_chunk, w.n)};
-    {
-      const int64_t t0 = item / n_chunks * kTokenTile, t1 = std::min(t0 + kTokenTile, m);
+  pool.run_ranges(n_tiles * units, 1, [&](int ith, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end;) {
+      // The part of [begin, end) in token tile u / units.
+      const int64_t tile = u / units, u1 = std::min(end, (tile + 1) * units);
+      const Range rows{(u - tile * units) * kRowTile, std::min(w.n, (u1 - tile * units) * kRowTile)};
+      u = u1;
+      const int64_t t0 = tile * kTokenTile, t1 = std::min(t0 + kTokenTile, m);
       switch (op) {
         case Operand::F32:
           if (order == DotOrder::Tiled) {

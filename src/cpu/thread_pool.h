@@ -47,29 +47,14 @@ class ThreadPool {
     }
   }
 
-  // Calls fn(ith, item) for each item in [0, n_items), the threads taking the
-  // next item from a shared counter: a thread held up (another process on
-  // its core, a slower core) leaves the rest of its share to the others,
-  // where a fixed split makes every thread wait for it. `work` as in run().
-  // Results do not depend on which thread runs an item.
-  template <typename F>
-  void run_items(int64_t n_items, F&& fn, int64_t work) {
-    std::atomic<int64_t> next{0};
-    run([&](int ith, int) {
-      for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
-           i = next.fetch_add(1, std::memory_order_relaxed)) {
-        fn(ith, i);
-      }
-    }, work);
-  }
-
   // Calls fn(ith, begin, end) on disjoint ranges that cover [0, n), the
-  // threads taking them in turn from a shared counter, each range a quarter
-  // of what is left divided by the threads (guided scheduling), never fewer
-  // than `min_size` items (but the last). Long ranges first keep each
-  // thread's reads contiguous; short ones at the end let the threads finish
-  // together, where run_items's equal items leave one thread waiting for up
-  // to a whole item. Which thread runs a range, and where ranges begin, vary
+  // threads taking them in turn from a shared counter: a thread held up
+  // (another process on its core, a slower core) leaves the rest to the
+  // others, where a fixed split makes every thread wait for it. Each range is
+  // a quarter of what is left divided by the threads (guided scheduling),
+  // never fewer than `min_size` items (but the last): long ranges first keep
+  // each thread's reads contiguous, short ones at the end let the threads
+  // finish together. Which thread runs a range, and where ranges begin, vary
   // from call to call: results must not depend on them. `work` as in run().
   template <typename F>
   void run_ranges(int64_t n, int64_t min_size, F&& fn, int64_t work) {

@@ -50,20 +50,6 @@ TEST(ThreadPool, ParallelSumIsComplete) {
   EXPECT_EQ(partial[0] + partial[1], n * (n - 1) / 2);
 }
 
-TEST(ThreadPool, RunItemsRunsEachItemOnce) {
-  for (int n : {1, 2, 3}) {
-    ThreadPool pool(n);
-    for (int64_t items : {0, 1, 7, 500}) {
-      std::vector<std::atomic<int>> hits(static_cast<size_t>(items));
-      pool.run_items(items, [&](int ith, int64_t i) {
-        EXPECT_LT(ith, n);
-        hits[static_cast<size_t>(i)].fetch_add(1);
-      }, ThreadPool::kMinParallelWork);
-      for (int64_t i = 0; i < items; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << i;
-    }
-  }
-}
-
 // Ranges cover [0, n) once, none shorter than min_size but the one that ends
 // at n, and (guided) the first is a share of the whole, not one item.
 TEST(ThreadPool, RunRangesCoverEverythingOnce) {
