@@ -158,21 +158,23 @@ void packed_product(const MatView& w, PackedKernel kernel, const QuantDot& qd, c
   scratch.act_d.resize(static_cast<size_t>(m * nb));
   scratch.act_sum.resize(static_cast<size_t>(m * nb));
   const bool fused = active_isa() == Isa::Avx2;  // the quantizer gives the scales and sums
-  for (int64_t t = 0; t < m; ++t) {
-    uint8_t* row = scratch.act.data() + t * a.row_bytes;
-    if (fused) {
-      quantize_q8_0_avx2(x + t * k, row, scratch.act_d.data() + t * nb, scratch.act_sum.data() + t * nb, k);
-      continue;
+  pool.run_split(m, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* row = scratch.act.data() + t * a.row_bytes;
+      if (fused) {
+        quantize_q8_0_avx2(x + t * k, row, scratch.act_d.data() + t * nb, scratch.act_sum.data() + t * nb, k);
+        continue;
+      }
+      qd.quantize(x + t * k, row, k);
+      const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t sum = 0;
+        for (int8_t q : blocks[b].qs) sum += q;
+        scratch.act_d[static_cast<size_t>(t * nb + b)] = fp16_to_fp32(blocks[b].d);
+        scratch.act_sum[static_cast<size_t>(t * nb + b)] = sum;
+      }
     }
-    qd.quantize(x + t * k, row, k);
-    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
-    for (int64_t b = 0; b < nb; ++b) {
-      int32_t sum = 0;
-      for (int8_t q : blocks[b].qs) sum += q;
-      scratch.act_d[static_cast<size_t>(t * nb + b)] = fp16_to_fp32(blocks[b].d);
-      scratch.act_sum[static_cast<size_t>(t * nb + b)] = sum;
-    }
-  }
+  }, m * k);
   a.q8 = scratch.act.data();
   a.d = scratch.act_d.data();
   a.sum = scratch.act_sum.data();
@@ -211,7 +213,9 @@ void packed_product_k(const MatView& w, PackedKernel kernel, const QuantDot& qd,
   a.row_bytes = qd.act_row_bytes(k);
   a.n_blocks = k / quant::kQKK;
   scratch.act.resize(static_cast<size_t>(m) * a.row_bytes);
-  for (int64_t t = 0; t < m; ++t) qd.quantize(x + t * k, scratch.act.data() + t * a.row_bytes, k);
+  pool.run_split(m, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) qd.quantize(x + t * k, scratch.act.data() + t * a.row_bytes, k);
+  }, m * k);
   a.q8 = scratch.act.data();
   const PackedKernel wide = m >= kAmxTokens ? find_packed_kernel_wide(w.type) : nullptr;
   run_packed_groups(w, a, m, y, pool, kernel, wide);
@@ -233,21 +237,25 @@ void packed_float_product(const MatView& w, PackedFloatKernel kernel, const floa
     scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(uint16_t) + (wide ? sizeof(float) : 0)));
     auto* dst = reinterpret_cast<uint16_t*>(scratch.act.data());
     auto* widened = reinterpret_cast<float*>(dst + m * k);
-    for (int64_t t = 0; t < m; ++t) {
-      ops.f32_to_bf16(x + t * k, dst + t * k, k);
-      if (wide) {
-        for (int64_t i = t * k; i < (t + 1) * k; ++i) widened[i] = bf16_to_fp32(dst[i]);
+    pool.run_split(m, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        ops.f32_to_bf16(x + t * k, dst + t * k, k);
+        if (wide) {
+          for (int64_t i = t * k; i < (t + 1) * k; ++i) widened[i] = bf16_to_fp32(dst[i]);
+        }
       }
-    }
+    }, m * k);
     if (wide) a.wide = widened;
   } else {
     scratch.act.resize(static_cast<size_t>(m * k) * (sizeof(float) + sizeof(uint16_t)));
     auto* rounded = reinterpret_cast<float*>(scratch.act.data());
     auto* half = reinterpret_cast<uint16_t*>(rounded + m * k);
-    for (int64_t t = 0; t < m; ++t) {
-      ops.f32_to_f16(x + t * k, half + t * k, k);
-      ops.f16_to_f32(half + t * k, rounded + t * k, k);
-    }
+    pool.run_split(m, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        ops.f32_to_f16(x + t * k, half + t * k, k);
+        ops.f16_to_f32(half + t * k, rounded + t * k, k);
+      }
+    }, m * k);
   }
   a.data = scratch.act.data();
   const PackedFloatKernel amx = m >= kAmxTokens ? find_packed_float_kernel_amx(w.type) : nullptr;

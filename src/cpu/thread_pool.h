@@ -17,6 +17,19 @@
 
 namespace ferrite::cpu {
 
+// The half-open range [begin, end) of `n` items that thread `ith` of `nth`
+// handles, in contiguous near-equal parts.
+struct Range {
+  int64_t begin;
+  int64_t end;
+};
+inline Range split_range(int64_t n, int ith, int nth) {
+  const int64_t per = n / nth;
+  const int64_t extra = n % nth;
+  const int64_t begin = ith * per + (ith < extra ? ith : extra);
+  return {begin, begin + per + (ith < extra ? 1 : 0)};
+}
+
 class ThreadPool {
  public:
   // `n_threads` in total, including the calling thread; at least 1.
@@ -45,6 +58,16 @@ class ThreadPool {
     } else {
       run(fn);
     }
+  }
+
+  // Calls fn(begin, end) on each thread's split_range of [0, n) (empty ones
+  // skipped): rows of a cheap row-wise op. `work` as in run().
+  template <typename F>
+  void run_split(int64_t n, F&& fn, int64_t work) {
+    run([&](int ith, int nth) {
+      const Range r = split_range(n, ith, nth);
+      if (r.begin < r.end) fn(r.begin, r.end);
+    }, work);
   }
 
   // Calls fn(ith, begin, end) on disjoint ranges that cover [0, n), the
@@ -91,18 +114,5 @@ class ThreadPool {
   std::atomic<int> pending_{0};          // workers still running the task
   bool stop_ = false;
 };
-
-// The half-open range [begin, end) of `n` items that thread `ith` of `nth`
-// handles, in contiguous near-equal parts.
-struct Range {
-  int64_t begin;
-  int64_t end;
-};
-inline Range split_range(int64_t n, int ith, int nth) {
-  const int64_t per = n / nth;
-  const int64_t extra = n % nth;
-  const int64_t begin = ith * per + (ith < extra ? ith : extra);
-  return {begin, begin + per + (ith < extra ? 1 : 0)};
-}
 
 }  // namespace ferrite::cpu

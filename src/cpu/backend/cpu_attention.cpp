@@ -72,20 +72,26 @@ void CpuBackend::store_kv(int64_t layer, const float* k, const float* v, const b
   const VecOps& ops = vec_ops();
   const int64_t k_row = cache.k_q != nullptr ? quant::kv_quant_row_bytes(cache.k_type, n_kv) : 0;
   const int64_t v_row = cache.v_q != nullptr ? quant::kv_quant_row_bytes(cache.v_type, n_kv) : 0;
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t cell = kv->slots[t];
-    if (cache.k_q != nullptr) {
-      quant::kv_quantize_row(cache.k_type, k + t * n_kv, cache.k_q + cell * k_row, n_kv);
-    } else {
-      ops.f32_to_f16(k + t * n_kv, cache.k + cell * n_kv, n_kv);
+  // Tokens split between the threads where there are enough (prompts); the
+  // transposed values by dimension, so that no two threads write one line.
+  pool_.run_split(n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t cell = kv->slots[t];
+      if (cache.k_q != nullptr) {
+        quant::kv_quantize_row(cache.k_type, k + t * n_kv, cache.k_q + cell * k_row, n_kv);
+      } else {
+        ops.f32_to_f16(k + t * n_kv, cache.k + cell * n_kv, n_kv);
+      }
+      if (cache.v_q != nullptr) quant::kv_quantize_row(cache.v_type, v + t * n_kv, cache.v_q + cell * v_row, n_kv);
     }
-    const float* vr = v + t * n_kv;
-    if (cache.v_q != nullptr) {
-      quant::kv_quantize_row(cache.v_type, vr, cache.v_q + cell * v_row, n_kv);
-    } else {
-      for (int64_t d = 0; d < n_kv; ++d) cache.vt[d * kv->n_cells + cell] = fp32_to_fp16(vr[d]);
+  }, n * n_kv);
+  if (cache.v_q != nullptr) return;
+  pool_.run_split(n_kv, [&](int64_t d0, int64_t d1) {
+    for (int64_t d = d0; d < d1; ++d) {
+      uint16_t* col = cache.vt + d * kv->n_cells;
+      for (int64_t t = 0; t < n; ++t) col[kv->slots[t]] = fp32_to_fp16(v[t * n_kv + d]);
     }
-  }
+  }, n * n_kv);
 }
 
 namespace {
@@ -214,8 +220,13 @@ void CpuBackend::attention(const backend::AttentionSpec& spec, backend::Act h_ac
   if (spec.rope != backend::kNoRope) {
     const size_t r = static_cast<size_t>(spec.rope);
     const backend::RopeConfig& rc = ropes_[r];
-    rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), q, n, dims_.n_head, hd);
-    rope_apply(rc, ws_.rope_cos[r].data(), ws_.rope_sin[r].data(), k, n, dims_.n_head_kv, hd);
+    const int64_t half = rc.n_rot / 2;  // the tables' row length
+    pool_.run_split(n, [&](int64_t t0, int64_t t1) {
+      const float* c = ws_.rope_cos[r].data() + t0 * half;
+      const float* si = ws_.rope_sin[r].data() + t0 * half;
+      rope_apply(rc, c, si, q + t0 * n_q, t1 - t0, dims_.n_head, hd);
+      rope_apply(rc, c, si, k + t0 * n_kv, t1 - t0, dims_.n_head_kv, hd);
+    }, n * (n_q + n_kv));
   }
   if (spec.qk_norm_after_rope) qk_norms();
   // llama4: q and k of each head normed without a weight after RoPE; the

@@ -97,7 +97,12 @@ void CpuBackend::embed(const backend::Weight& table_w, backend::Ids ids, backend
   }
 }
 
-void CpuBackend::add(backend::Act x, backend::Act y) { add_rows(x.data, y.data, x.size()); }
+void CpuBackend::add(backend::Act x, backend::Act y) {
+  const int64_t cols = x.cols;
+  pool_.run_split(x.rows, [&](int64_t r0, int64_t r1) {
+    add_rows(x.data + r0 * cols, y.data + r0 * cols, (r1 - r0) * cols);
+  }, x.size());
+}
 
 void CpuBackend::scale(backend::Act x, float c) {
   for (int64_t i = 0; i < x.size(); ++i) x.data[i] *= c;
@@ -111,14 +116,19 @@ void CpuBackend::norm(backend::NormKind kind, backend::Act x, const backend::Nor
                       const backend::Weight* /*feeds*/) {
   const int64_t cols = x.cols;
   const float* w = n.w ? n.w.f32() : nullptr;  // absent: non-parametric (olmo)
-  if (kind == backend::NormKind::Rms) {
-    rms_norm(x.data, w, dims_.norm_rms_eps, x.rows, cols, out.data);
-    if (n.b) {
-      for (int64_t r = 0; r < x.rows; ++r) add_rows(out.data + r * cols, n.b.f32(), cols);
+  // Rows split between the threads where there are enough (prompts).
+  pool_.run_split(x.rows, [&](int64_t r0, int64_t r1) {
+    const float* in = x.data + r0 * cols;
+    float* o = out.data + r0 * cols;
+    if (kind == backend::NormKind::Rms) {
+      rms_norm(in, w, dims_.norm_rms_eps, r1 - r0, cols, o);
+      if (n.b) {
+        for (int64_t r = 0; r < r1 - r0; ++r) add_rows(o + r * cols, n.b.f32(), cols);
+      }
+    } else {
+      layer_norm(in, w, n.b ? n.b.f32() : nullptr, dims_.norm_eps, r1 - r0, cols, o);
     }
-  } else {
-    layer_norm(x.data, w, n.b ? n.b.f32() : nullptr, dims_.norm_eps, x.rows, cols, out.data);
-  }
+  }, x.size());
 }
 
 void CpuBackend::product(const backend::Weight& w, const backend::Weight& bias, const float* x, int64_t n,
@@ -138,7 +148,11 @@ float* CpuBackend::target(backend::Act out, bool accumulate) {
 }
 
 void CpuBackend::finish(backend::Act out, bool accumulate) {
-  if (accumulate) add_rows(out.data, ws_.block_out.data(), out.size());
+  if (!accumulate) return;
+  const int64_t cols = out.cols;
+  pool_.run_split(out.rows, [&](int64_t r0, int64_t r1) {
+    add_rows(out.data + r0 * cols, ws_.block_out.data() + r0 * cols, (r1 - r0) * cols);
+  }, out.size());
 }
 
 void CpuBackend::linear(const backend::Weight& w, const backend::Weight& bias, backend::Act in, backend::Act out,

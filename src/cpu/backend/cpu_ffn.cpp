@@ -33,15 +33,23 @@ void CpuBackend::ffn_gated(const backend::FfnWeights& w, bool gelu, const float*
   if (w.gate) {
     float* gate = grow(ws_.ffn_a, n * n_ff);
     product(w.gate, w.gate_b, h, n, gate);
-    if (gelu) {
-      geglu_f16(gate, up, n * n_ff, up);
-    } else {
-      swiglu(gate, up, n, n_ff, up);
-    }
-  } else if (gelu) {
-    gelu_f16_inplace(up, n * n_ff);
+    pool_.run_split(n, [&](int64_t t0, int64_t t1) {
+      const int64_t at = t0 * n_ff;
+      if (gelu) {
+        geglu_f16(gate + at, up + at, (t1 - t0) * n_ff, up + at);
+      } else {
+        swiglu(gate + at, up + at, t1 - t0, n_ff, up + at);
+      }
+    }, n * n_ff);
   } else {
-    silu_inplace(up, n, n_ff);
+    pool_.run_split(n, [&](int64_t t0, int64_t t1) {
+      const int64_t at = t0 * n_ff;
+      if (gelu) {
+        gelu_f16_inplace(up + at, (t1 - t0) * n_ff);
+      } else {
+        silu_inplace(up + at, t1 - t0, n_ff);
+      }
+    }, n * n_ff);
   }
   product(w.down, w.down_b, up, n, out);
 }
@@ -57,7 +65,9 @@ void CpuBackend::feed_forward(const backend::FfnSpec& spec, backend::Act h_act, 
     float* gu = grow(ws_.ffn_b, n * n_ff2);
     float* act = grow(ws_.ffn_a, n * n_ff);
     product(w.up, backend::Weight{}, h, n, gu);
-    for (int64_t t = 0; t < n; ++t) swiglu(gu + t * n_ff2, gu + t * n_ff2 + n_ff, n_ff, act + t * n_ff);
+    pool_.run_split(n, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) swiglu(gu + t * n_ff2, gu + t * n_ff2 + n_ff, n_ff, act + t * n_ff);
+    }, n * n_ff);
     product(w.down, backend::Weight{}, act, n, y);
   } else if (spec.kind == backend::FfnKind::ReluSqr || spec.kind == backend::FfnKind::Relu) {
     float* up = grow(ws_.ffn_b, n * w.up.rows());
