@@ -100,7 +100,8 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
 // The 16-row groups of a packed matrix, per token tile of kTokenTile, in
 // ranges the threads take in turn, long first and down to one call at the
 // end (ThreadPool::run_ranges: with 8 equal chunks per thread taken in turn a
-// 2-thread decode lost 3-4 µs per product waiting, 5% of a 1B Q4_0 token);
+// 2-thread 1B Q4_0 decode waited 3-4 µs per product, 1.4 µs so; the token
+// times stayed within 1%: see bench/README.md, session 22);
 // per group, tiles of 16 tokens to `wide` where it is set (AMX, or a kernel
 // that decodes the weights once for many tokens), the rest in tiles of up to
 // kPackTokens. Where `pair` is set (callers set it or `wide`, not both), two
