@@ -97,6 +97,20 @@ float q8_1_offset_term(const MatView& w, int64_t r, const float* corr) {
   return sum;
 }
 
+// A product's work is numbered token tile major: tile i of kTokenTile tokens
+// holds units [i * units, (i + 1) * units). Calls fn(t0, t1, u0, u1) for each
+// tile [begin, end) touches: its tokens [t0, t1) of m and its units
+// [u0, u1), counted within the tile.
+template <typename F>
+void each_tile_part(int64_t begin, int64_t end, int64_t units, int64_t m, F&& fn) {
+  for (int64_t u = begin; u < end;) {
+    const int64_t tile = u / units, u1 = std::min(end, (tile + 1) * units);
+    const int64_t t0 = tile * kTokenTile;
+    fn(t0, std::min(t0 + kTokenTile, m), u - tile * units, u1 - tile * units);
+    u = u1;
+  }
+}
+
 // The 16-row groups of a packed matrix, per token tile of kTokenTile, in
 // ranges the threads take in turn, long first and down to one call at the
 // end (ThreadPool::run_ranges: with 8 equal chunks per thread taken in turn a
@@ -133,14 +147,10 @@ void run_packed_groups(const MatView& w, const Acts& a, int64_t m, float* y, Thr
     }
   };
   pool.run_ranges(n_tiles * units, 1, [&](int, int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end;) {
-      // The part of [begin, end) in token tile u / units.
-      const int64_t tile = u / units, u1 = std::min(end, (tile + 1) * units);
-      const int64_t t0 = tile * kTokenTile, t1 = std::min(t0 + kTokenTile, m);
-      const int64_t g1 = std::min(n_groups, (u1 - tile * units) * unit);
-      for (int64_t g = (u - tile * units) * unit; g < g1; g += unit) run_group(g, g1, t0, t1);
-      u = u1;
-    }
+    each_tile_part(begin, end, units, m, [&](int64_t t0, int64_t t1, int64_t u0, int64_t u1) {
+      const int64_t g1 = std::min(n_groups, u1 * unit);
+      for (int64_t g = u0 * unit; g < g1; g += unit) run_group(g, g1, t0, t1);
+    });
   }, m * w.n * w.k);
 }
 
@@ -367,12 +377,8 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
   const int64_t units = (w.n + kRowTile - 1) / kRowTile;
   const int64_t n_tiles = (m + kTokenTile - 1) / kTokenTile;
   pool.run_ranges(n_tiles * units, 1, [&](int ith, int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end;) {
-      // The part of [begin, end) in token tile u / units.
-      const int64_t tile = u / units, u1 = std::min(end, (tile + 1) * units);
-      const Range rows{(u - tile * units) * kRowTile, std::min(w.n, (u1 - tile * units) * kRowTile)};
-      u = u1;
-      const int64_t t0 = tile * kTokenTile, t1 = std::min(t0 + kTokenTile, m);
+    each_tile_part(begin, end, units, m, [&](int64_t t0, int64_t t1, int64_t u0, int64_t u1) {
+      const Range rows{u0 * kRowTile, std::min(w.n, u1 * kRowTile)};
       switch (op) {
         case Operand::F32:
           if (order == DotOrder::Tiled) {
@@ -439,7 +445,7 @@ void matmul(const MatView& w, const float* x, int64_t m, float* y, ThreadPool& p
           break;
         }
       }
-    }
+    });
   }, m * w.n * k);
 }
 

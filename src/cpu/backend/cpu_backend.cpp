@@ -148,11 +148,7 @@ float* CpuBackend::target(backend::Act out, bool accumulate) {
 }
 
 void CpuBackend::finish(backend::Act out, bool accumulate) {
-  if (!accumulate) return;
-  const int64_t cols = out.cols;
-  pool_.run_split(out.rows, [&](int64_t r0, int64_t r1) {
-    add_rows(out.data + r0 * cols, ws_.block_out.data() + r0 * cols, (r1 - r0) * cols);
-  }, out.size());
+  if (accumulate) add(out, backend::Act{.data = ws_.block_out.data(), .rows = out.rows, .cols = out.cols});
 }
 
 void CpuBackend::linear(const backend::Weight& w, const backend::Weight& bias, backend::Act in, backend::Act out,
